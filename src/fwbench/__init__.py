@@ -1,0 +1,10 @@
+"""fwbench: a reproducible benchmark study of deep-learning frameworks.
+
+HARNESS_VERSION is part of every benchmark cell's Snakemake params: bump it whenever a change alters what a cell
+measures (timing method, stopping rule, precision policy), so that existing results are rerun rather than mixed
+with new ones.
+"""
+
+__version__ = "0.1.0"
+HARNESS_VERSION = "1"
+RESULT_SCHEMA_VERSION = 1

@@ -1,0 +1,24 @@
+"""Everything the paper \\input{}s, written in one place so the workflow script stays a thin call."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from fwbench.analysis.aggregate import read_tidy
+from fwbench.analysis.macros import macros
+from fwbench.analysis.provenance import study_environment
+from fwbench.analysis.tables import environment_table, failures_table, inference_table
+from fwbench.io import atomic_write_text
+
+
+def write_paper_inputs(
+    *, csv: str | Path, cell_paths: Iterable[str | Path], config: Mapping[str, Any], outputs: Mapping[str, str]
+) -> None:
+    frame = read_tidy(csv)
+    env = study_environment(cell_paths)
+    atomic_write_text(outputs["inference"], inference_table(frame, list(config["frameworks"])))
+    atomic_write_text(outputs["failures"], failures_table(frame))
+    atomic_write_text(outputs["environment"], environment_table(env))
+    atomic_write_text(outputs["macros"], macros(frame, env, dict(config)))

@@ -1,0 +1,81 @@
+"""LaTeX tables for the paper, generated from the tidy table (never typed by hand)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from fwbench.analysis.latex import FRAMEWORK_LABELS, escape, number
+
+FAILED = r"failed$^\dagger$"
+
+
+def _cell(frame: pd.DataFrame, framework: str, column: str, digits: int = 3) -> str:
+    if frame.empty or framework not in set(frame["framework"]):
+        return "---"
+    row = frame[frame["framework"] == framework].iloc[0]
+    if row["status"] != "ok":
+        return FAILED
+    return number(row[column], digits)
+
+
+def inference_table(frame: pd.DataFrame, frameworks: list[str]) -> str:
+    """Throughput, median latency and compile time per model and batch size, frameworks side by side."""
+    show_ratio = {"torch", "jax"} <= set(frameworks)
+    columns = ["Model", "Prec.", "BS"]
+    columns += [f"{FRAMEWORK_LABELS.get(f, f)} img/s" for f in frameworks]
+    columns += ["JAX/PT"] if show_ratio else []
+    columns += [f"{FRAMEWORK_LABELS.get(f, f)} p50 ms" for f in frameworks]
+    columns += ["JAX compile s"] if "jax" in frameworks else []
+    lines = [
+        r"\begin{tabular}{ll r " + "r" * (len(columns) - 3) + "}",
+        r"\toprule",
+        " & ".join(rf"\textbf{{{escape(c)}}}" for c in columns) + r" \\",
+        r"\midrule",
+    ]
+    groups = list(frame.groupby(["model", "precision"], sort=True))
+    for index, ((model, precision), group) in enumerate(groups):
+        for row_index, (batch, cells) in enumerate(group.groupby("batch_size", sort=True)):
+            values = [escape(model) if row_index == 0 else "", escape(precision) if row_index == 0 else "", str(batch)]
+            values += [_cell(cells, f, "throughput_img_s") for f in frameworks]
+            if show_ratio:
+                ok = cells[cells["status"] == "ok"].set_index("framework")["throughput_img_s"]
+                ratio = ok["jax"] / ok["torch"] if {"jax", "torch"} <= set(ok.index) else None
+                values.append(number(ratio, 3) + (r"$\times$" if ratio is not None else ""))
+            values += [_cell(cells, f, "latency_p50_ms") for f in frameworks]
+            if "jax" in frameworks:
+                values.append(_cell(cells, "jax", "compile_s"))
+            lines.append(" & ".join(values) + r" \\")
+        if index < len(groups) - 1:
+            lines.append(r"\midrule")
+    lines += [r"\bottomrule", r"\end{tabular}"]
+    return "\n".join(lines) + "\n"
+
+
+def failures_table(frame: pd.DataFrame) -> str:
+    """Every failed cell with its recorded reason; a sentence saying so when none failed."""
+    failed = frame[frame["status"] != "ok"]
+    if failed.empty:
+        return "No benchmark cell failed.\n"
+    lines = [
+        r"\begin{tabular}{l p{0.62\linewidth}}",
+        r"\toprule",
+        r"\textbf{Cell} & \textbf{Recorded reason} \\",
+        r"\midrule",
+    ]
+    for _, row in failed.iterrows():
+        framework = FRAMEWORK_LABELS.get(row["framework"], row["framework"])
+        label = f"{framework} {row['model']} {row['precision']} bs{row['batch_size']}"
+        lines.append(rf"{escape(label)} & \footnotesize {escape(row['reason'])} \\")
+    lines += [r"\bottomrule", r"\end{tabular}"]
+    return "\n".join(lines) + "\n"
+
+
+def environment_table(env: dict[str, Any]) -> str:
+    """Machine and software the study ran on, from the cells' provenance."""
+    lines = [r"\begin{tabular}{ll}", r"\toprule"]
+    for key, value in env.items():
+        lines.append(rf"{escape(key)} & {escape(value if value is not None else '---')} \\")
+    lines += [r"\bottomrule", r"\end{tabular}"]
+    return "\n".join(lines) + "\n"

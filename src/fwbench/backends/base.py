@@ -1,0 +1,61 @@
+"""The interface every framework implements, so that scenarios (inference now, training later) are written once.
+
+A scenario never touches a framework API directly: it asks the backend to build a model from shared weights, move
+a host batch to the device, run a step and synchronise. Timing and statistics then stay identical across frameworks.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+PRECISIONS = ("fp32",)
+
+
+class Backend(ABC):
+    name: str
+
+    def __init__(self, *, threads: int, precision: str):
+        if precision not in PRECISIONS:
+            raise ValueError(f"precision {precision!r} is not supported; supported: {PRECISIONS}")
+        if threads < 1:
+            raise ValueError(f"threads must be >= 1, got {threads}")
+        self.threads = threads
+        self.precision = precision
+        self.effective_settings: dict[str, Any] = self._apply_settings()
+
+    @abstractmethod
+    def _apply_settings(self) -> dict[str, Any]:
+        """Pin thread counts and precision; return the settings as the framework now reports them."""
+
+    @abstractmethod
+    def versions(self) -> dict[str, str | None]: ...
+
+    @abstractmethod
+    def device_info(self) -> dict[str, Any]: ...
+
+    @abstractmethod
+    def build(self, model: str, state_dict: Mapping[str, np.ndarray], *, num_classes: int, image_size: int) -> None:
+        """Instantiate `model` with exactly these (torch-layout) weights, in eval mode."""
+
+    @abstractmethod
+    def to_device(self, batch_nhwc: np.ndarray) -> Any:
+        """Move a normalised float32 NHWC host batch to the device in the framework's layout."""
+
+    @abstractmethod
+    def compile(self, inputs: Any) -> dict[str, float] | None:
+        """Ahead-of-time compilation for these exact inputs; timings in seconds, or None when eager."""
+
+    @abstractmethod
+    def forward(self, inputs: Any) -> Any:
+        """One inference step; may return before the device has finished (see synchronize)."""
+
+    @abstractmethod
+    def synchronize(self, outputs: Any) -> None:
+        """Block until `outputs` (and the work producing them) is complete on the device."""
+
+    @abstractmethod
+    def to_numpy(self, outputs: Any) -> np.ndarray: ...

@@ -1,0 +1,74 @@
+"""JAX/Flax backend: the timed step is an ahead-of-time compiled executable, so tracing and compilation are
+measured once and never fall inside the timed loop."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from fwbench.backends.base import Backend
+from fwbench.models import flax_variables
+
+
+class JaxBackend(Backend):
+    name = "jax"
+
+    def _apply_settings(self) -> dict[str, Any]:
+        # fp32 means true fp32: no reduced-precision matmul passes on any device.
+        jax.config.update("jax_default_matmul_precision", "highest")
+        self.device = jax.devices()[0]
+        return {
+            # XLA:CPU sizes its intra-op pool by the schedulable CPUs; the cell runner pins the process's affinity
+            # to the cell's thread count before JAX starts, so this is the pool size.
+            "intra_op_threads": len(os.sched_getaffinity(0)),
+            "default_matmul_precision": str(jax.config.jax_default_matmul_precision),
+            "xla_flags": os.environ.get("XLA_FLAGS", ""),
+            "mode": "jit (AOT lower+compile)",
+            "dtype": "float32",
+        }
+
+    def versions(self) -> dict[str, str | None]:
+        import flax
+        import jaxlib
+
+        return {"jax": jax.__version__, "jaxlib": jaxlib.__version__, "flax": flax.__version__}
+
+    def device_info(self) -> dict[str, Any]:
+        kind = getattr(self.device, "device_kind", self.device.platform)
+        return {"platform": self.device.platform, "name": kind}
+
+    def build(self, model: str, state_dict: Mapping[str, np.ndarray], *, num_classes: int, image_size: int) -> None:
+        module, variables = flax_variables(model, state_dict, num_classes=num_classes, image_size=image_size)
+        self.variables = jax.device_put(variables, self.device)
+        self._jitted = jax.jit(lambda v, x: module.apply(v, x, train=False))
+        self._compiled = None
+
+    def to_device(self, batch_nhwc: np.ndarray) -> jax.Array:
+        return jax.device_put(jnp.asarray(np.asarray(batch_nhwc, dtype=np.float32)), self.device)
+
+    def compile(self, inputs: jax.Array) -> dict[str, float]:
+        t0 = time.perf_counter()
+        traced = self._jitted.trace(self.variables, inputs)
+        t1 = time.perf_counter()
+        lowered = traced.lower()
+        t2 = time.perf_counter()
+        self._compiled = lowered.compile()
+        t3 = time.perf_counter()
+        return {"trace_s": t1 - t0, "lower_s": t2 - t1, "compile_s": t3 - t2}
+
+    def forward(self, inputs: jax.Array) -> jax.Array:
+        if self._compiled is None:
+            raise RuntimeError("JaxBackend.forward before compile(): the timed step must be the AOT executable")
+        return self._compiled(self.variables, inputs)
+
+    def synchronize(self, outputs: jax.Array) -> None:
+        outputs.block_until_ready()
+
+    def to_numpy(self, outputs: jax.Array) -> np.ndarray:
+        return np.asarray(outputs, dtype=np.float32)

@@ -1,0 +1,78 @@
+"""PyTorch backend: eager mode, inference under torch.inference_mode, NCHW on the device."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import torch
+
+from fwbench.backends.base import Backend
+from fwbench.models import torch_model
+
+
+class TorchBackend(Backend):
+    name = "torch"
+
+    def _apply_settings(self) -> dict[str, Any]:
+        torch.set_num_threads(self.threads)
+        # Only settable before the first parallel op; a fresh cell process has not run one yet.
+        with contextlib.suppress(RuntimeError):
+            torch.set_num_interop_threads(self.threads)
+        # fp32 means true fp32: no TF32 anywhere.
+        torch.set_float32_matmul_precision("highest")
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
+        torch.backends.cudnn.benchmark = False
+        self.device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        return {
+            "intra_op_threads": torch.get_num_threads(),
+            "interop_threads": torch.get_num_interop_threads(),
+            "float32_matmul_precision": torch.get_float32_matmul_precision(),
+            "cuda_matmul_allow_tf32": torch.backends.cuda.matmul.allow_tf32,
+            "cudnn_allow_tf32": torch.backends.cudnn.allow_tf32,
+            "cudnn_benchmark": torch.backends.cudnn.benchmark,
+            "mode": "eager",
+            "dtype": "float32",
+        }
+
+    def versions(self) -> dict[str, str | None]:
+        import torchvision
+
+        return {
+            "torch": torch.__version__,
+            "torchvision": torchvision.__version__,
+            "cuda": torch.version.cuda,
+            "cudnn": str(torch.backends.cudnn.version()) if torch.backends.cudnn.is_available() else None,
+        }
+
+    def device_info(self) -> dict[str, Any]:
+        if self.device.type == "cuda":
+            props = torch.cuda.get_device_properties(self.device)
+            return {"platform": "cuda", "name": props.name, "memory_bytes": int(props.total_memory)}
+        return {"platform": "cpu", "name": "cpu"}
+
+    def build(self, model: str, state_dict: Mapping[str, np.ndarray], *, num_classes: int, image_size: int) -> None:
+        module = torch_model(model, num_classes=num_classes, image_size=image_size)
+        module.load_state_dict({k: torch.from_numpy(np.asarray(v)) for k, v in state_dict.items()}, strict=True)
+        self.module = module.to(self.device).eval()
+
+    def to_device(self, batch_nhwc: np.ndarray) -> torch.Tensor:
+        nchw = np.ascontiguousarray(np.asarray(batch_nhwc, dtype=np.float32).transpose(0, 3, 1, 2))
+        return torch.from_numpy(nchw).to(self.device)
+
+    def compile(self, inputs: torch.Tensor) -> None:
+        return None
+
+    def forward(self, inputs: torch.Tensor) -> torch.Tensor:
+        with torch.inference_mode():
+            return self.module(inputs)
+
+    def synchronize(self, outputs: torch.Tensor) -> None:
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+
+    def to_numpy(self, outputs: torch.Tensor) -> np.ndarray:
+        return outputs.detach().float().cpu().numpy()

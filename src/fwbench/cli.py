@@ -1,0 +1,148 @@
+"""Command line: run one cell by hand exactly as the workflow does, and the small steps around it."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from fwbench.config import ConfigError, load_config, validate_config
+
+
+def _cell_config(config: dict, args: argparse.Namespace) -> dict:
+    """The config restricted to one cell, re-validated so a bad --model etc. gets the config's one-line error."""
+    narrowed = {k: v for k, v in config.items()}
+    narrowed.update(frameworks=[args.framework], models=[args.model], precisions=[args.precision])
+    narrowed[args.suite] = {**config[args.suite], "batch_sizes": [args.batch_size]}
+    return validate_config(narrowed)
+
+
+def cmd_run_cell(args: argparse.Namespace) -> int:
+    from fwbench.data.prepare import check_matches, prepare
+    from fwbench.data.store import MANIFEST, read_manifest
+    from fwbench.grid import cells
+    from fwbench.models.weights import init_weights
+    from fwbench.runner import run_cell
+
+    config = _cell_config(load_config(args.config), args)
+    (cell,) = [c for c in cells(config) if c.suite == args.suite]
+    data_dir, weights = Path(args.data_dir), Path(args.weights or Path(args.results, "weights", f"{cell.model}.npz"))
+    if not (data_dir / MANIFEST).exists():
+        print(f"fwbench: no dataset at {data_dir}; preparing it from {args.config}", file=sys.stderr)
+        prepare(config["dataset"], data_dir)
+    check_matches(read_manifest(data_dir), config["dataset"], data_dir)
+    if not weights.exists():
+        print(f"fwbench: no weights at {weights}; initialising them (seed {config['seed']})", file=sys.stderr)
+        init_weights(
+            cell.model,
+            num_classes=config["dataset"]["num_classes"],
+            image_size=cell.image_size,
+            seed=config["seed"],
+            out=weights,
+        )
+    result = run_cell(
+        cell,
+        {k: v for k, v in config[cell.suite].items() if k != "batch_sizes"},
+        data_dir=data_dir,
+        weights_path=weights,
+        num_classes=config["dataset"]["num_classes"],
+        threads=args.threads,
+        out_path=args.out,
+        log_path=args.log,
+    )
+    if result["status"] == "ok":
+        m = result["metrics"]
+        print(
+            f"{cell.label()}: {m['throughput_img_s']:.1f} img/s, p50 {m['latency_ms']['p50']:.3f} ms "
+            f"({m['n_iters']} iterations) -> {args.out}"
+        )
+    else:
+        print(f"{cell.label()}: FAILED ({result['reason']}) -> {args.out}")
+    return 0
+
+
+def cmd_prepare_data(args: argparse.Namespace) -> int:
+    from fwbench.data.prepare import prepare
+
+    manifest = prepare(load_config(args.config)["dataset"], args.out)
+    counts = ", ".join(f"{split} {entry['count']}" for split, entry in manifest["splits"].items())
+    print(f"dataset ({manifest['source']}, {counts}) -> {args.out}")
+    return 0
+
+
+def cmd_init_weights(args: argparse.Namespace) -> int:
+    from fwbench.models.weights import init_weights
+
+    config = load_config(args.config)
+    init_weights(
+        args.model,
+        num_classes=config["dataset"]["num_classes"],
+        image_size=config["dataset"]["image_size"],
+        seed=config["seed"],
+        out=args.out,
+    )
+    return 0
+
+
+def cmd_check_config(args: argparse.Namespace) -> int:
+    from fwbench.grid import cells
+
+    config = load_config(args.config)
+    grid = cells(config)
+    print(f"{args.config}: valid, {len(grid)} cells")
+    for cell in grid:
+        print(f"  {cell.path(args.results)}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="fwbench", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    run = sub.add_parser("run-cell", help="measure one benchmark cell in a supervised child process")
+    run.add_argument("--suite", required=True, choices=["inference"])
+    run.add_argument("--framework", required=True)
+    run.add_argument("--model", required=True)
+    run.add_argument("--precision", required=True)
+    run.add_argument("--batch-size", required=True, type=int)
+    run.add_argument("--config", required=True, help="study config YAML")
+    run.add_argument("--out", required=True, help="result JSON path")
+    run.add_argument("--threads", type=int, default=int(os.environ.get("OMP_NUM_THREADS", 0)) or os.cpu_count())
+    run.add_argument("--results", default="results", help="results directory (for default data/weights paths)")
+    run.add_argument("--data-dir", default=None, help="dataset directory (default: RESULTS/data)")
+    run.add_argument("--weights", default=None, help="weights .npz (default: RESULTS/weights/MODEL.npz)")
+    run.add_argument("--log", default=None, help="where to keep the child's output")
+    run.set_defaults(func=cmd_run_cell)
+
+    prep = sub.add_parser("prepare-data", help="write the config's dataset (arrays + manifest.json) into DIR")
+    prep.add_argument("--config", required=True)
+    prep.add_argument("--out", required=True)
+    prep.set_defaults(func=cmd_prepare_data)
+
+    weights = sub.add_parser("init-weights", help="write the shared initial weights of one model")
+    weights.add_argument("--config", required=True)
+    weights.add_argument("--model", required=True)
+    weights.add_argument("--out", required=True)
+    weights.set_defaults(func=cmd_init_weights)
+
+    check = sub.add_parser("check-config", help="validate a config and list its cells")
+    check.add_argument("--config", required=True)
+    check.add_argument("--results", default="results")
+    check.set_defaults(func=cmd_check_config)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if getattr(args, "data_dir", "unset") is None:
+        args.data_dir = str(Path(args.results, "data"))
+    try:
+        return args.func(args)
+    except (ConfigError, ValueError, KeyError) as exc:
+        print(f"fwbench: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,116 @@
+"""Study configuration: one validator for the workflow and the CLI, so both see identical, default-filled values.
+
+Errors are reduced to one line that names the offending key and value, because a user editing YAML needs to know
+where to look, not to read a jsonschema traceback.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import yaml
+
+
+class ConfigError(ValueError):
+    """A study configuration that cannot be run; the message is a single line naming key and value."""
+
+
+def schema_path() -> Path:
+    return Path(str(resources.files("fwbench") / "schemas" / "config.schema.yaml"))
+
+
+def load_schema(path: str | Path | None = None) -> dict:
+    with open(path or schema_path(), encoding="utf-8") as handle:
+        return yaml.safe_load(handle)
+
+
+def _with_defaults(validator_class):
+    validate_properties = validator_class.VALIDATORS["properties"]
+
+    def set_defaults(validator, properties, instance, schema):
+        if isinstance(instance, dict):
+            for name, subschema in properties.items():
+                if "default" in subschema and name not in instance:
+                    instance[name] = copy.deepcopy(subschema["default"])
+        yield from validate_properties(validator, properties, instance, schema)
+
+    return jsonschema.validators.extend(validator_class, {"properties": set_defaults})
+
+
+_DefaultFillingValidator = _with_defaults(jsonschema.Draft202012Validator)
+
+
+def _key(path) -> str:
+    out = ""
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "<top level>"
+
+
+def _describe(error: jsonschema.ValidationError) -> str:
+    key = _key(error.absolute_path)
+    if error.validator == "additionalProperties":
+        allowed = set(error.schema.get("properties", {}))
+        extra = sorted(k for k in error.instance if k not in allowed)
+        names = ", ".join(f"'{_key([*error.absolute_path, k])}'" for k in extra)
+        return f"unknown key {names} (allowed here: {', '.join(sorted(allowed))})"
+    if error.validator == "required":
+        missing = error.message.split("'")[1] if "'" in error.message else error.message
+        return f"missing required key '{_key([*error.absolute_path, missing])}'"
+    value = error.instance
+    if error.validator == "enum":
+        return f"{key} = {value!r}: unknown value, expected one of {error.validator_value}"
+    if error.validator == "minItems" and error.validator_value == 1:
+        return f"{key} = {value!r}: must not be empty"
+    if error.validator == "type":
+        return f"{key} = {value!r}: wrong type, expected {error.validator_value}"
+    if error.validator in ("exclusiveMinimum", "minimum"):
+        op = ">" if error.validator == "exclusiveMinimum" else ">="
+        return f"{key} = {value!r}: must be {op} {error.validator_value}"
+    return f"{key} = {value!r}: {error.message}"
+
+
+def _check_consistency(config: Mapping[str, Any]) -> None:
+    inference = config["inference"]
+    if inference["min_iters"] > inference["max_iters"]:
+        raise ConfigError(
+            f"config error: inference.min_iters = {inference['min_iters']}: must be <= inference.max_iters "
+            f"({inference['max_iters']})"
+        )
+    if inference["min_seconds"] > inference["max_seconds"]:
+        raise ConfigError(
+            f"config error: inference.min_seconds = {inference['min_seconds']}: must be <= inference.max_seconds "
+            f"({inference['max_seconds']})"
+        )
+
+
+def validate_config(config: Mapping[str, Any], schema: Mapping[str, Any] | None = None) -> dict:
+    """Return a validated copy of `config` with every default filled in, or raise ConfigError."""
+    if not isinstance(config, Mapping):
+        raise ConfigError(f"config must be a mapping of keys to values, got {type(config).__name__}")
+    filled = copy.deepcopy(dict(config))
+    validator = _DefaultFillingValidator(schema or load_schema())
+    errors = sorted(validator.iter_errors(filled), key=lambda e: (list(map(str, e.absolute_path)), e.validator))
+    if errors:
+        # Report the deepest error: it names the exact offending value rather than its container.
+        error = max(errors, key=lambda e: len(e.absolute_path))
+        raise ConfigError(f"config error: {_describe(error)}")
+    _check_consistency(filled)
+    return filled
+
+
+def load_config(path: str | Path) -> dict:
+    path = Path(path)
+    try:
+        with open(path, encoding="utf-8") as handle:
+            raw = yaml.safe_load(handle)
+    except FileNotFoundError:
+        raise ConfigError(f"config file not found: {path}") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"config file {path} is not valid YAML: {str(exc).splitlines()[0]}") from None
+    return validate_config(raw or {})

@@ -1,0 +1,1 @@
+"""Datasets: written once by the workflow, read identically by every framework."""

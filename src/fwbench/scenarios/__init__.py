@@ -1,0 +1,1 @@
+"""Benchmark scenarios, written once against the backend interface."""

@@ -1,0 +1,89 @@
+"""The inference scenario: forward passes of one model at one batch size, timed with the shared timed loop."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from fwbench.backends.base import Backend
+from fwbench.data.inputs import batch_of, normalize
+from fwbench.data.store import load_split
+from fwbench.grid import Cell
+from fwbench.trackers.latency import StopRule, latency_summary, throughput, timed_loop
+from fwbench.trackers.memory import peak_rss_mb, rss_mb
+
+
+def load_weights(path: str | Path) -> dict[str, np.ndarray]:
+    with np.load(path, allow_pickle=False) as archive:
+        return {key: archive[key] for key in archive.files}
+
+
+def run(
+    backend: Backend,
+    cell: Cell,
+    settings: Mapping[str, Any],
+    *,
+    data_dir: str | Path,
+    weights_path: str | Path,
+    num_classes: int,
+) -> dict[str, Any]:
+    """Measure one inference cell; returns the `metrics` and `samples_ms` parts of a cell result."""
+    rss_before = rss_mb()
+    backend.build(cell.model, load_weights(weights_path), num_classes=num_classes, image_size=cell.image_size)
+    images, _ = load_split(data_dir, "val")
+    if images.shape[1] != cell.image_size:
+        raise ValueError(f"dataset resolution {images.shape[1]} != cell image_size {cell.image_size}")
+    inputs = backend.to_device(normalize(batch_of(images, cell.batch_size)))
+    rss_loaded = rss_mb()
+
+    compile_times = backend.compile(inputs)  # same inputs (shape, dtype, device) as every timed call
+
+    t0 = time.perf_counter()
+    outputs = backend.forward(inputs)
+    backend.synchronize(outputs)
+    first_call_s = time.perf_counter() - t0
+    logits = backend.to_numpy(outputs)
+
+    for _ in range(int(settings["warmup_iters"]) - 1):  # the first call above counts as one warm-up iteration
+        backend.synchronize(backend.forward(inputs))
+
+    rule = StopRule(
+        min_iters=int(settings["min_iters"]),
+        min_seconds=float(settings["min_seconds"]),
+        max_iters=int(settings["max_iters"]),
+        max_seconds=float(settings["max_seconds"]),
+    )
+    run_ = timed_loop(lambda: backend.forward(inputs), backend.synchronize, rule)
+    samples_ms = [s * 1000.0 for s in run_.samples_s]
+
+    missing: dict[str, str] = {}
+    if compile_times is None:
+        missing["compile_s"] = f"{backend.name} runs eagerly: no compile step (first_call_s holds the first call)"
+    if not np.isfinite(logits).all():
+        raise FloatingPointError(f"non-finite logits from {cell.label()}")
+    rates = throughput(cell.batch_size, samples_ms)
+    metrics = {
+        "throughput_img_s": rates["median"],
+        "throughput_img_s_total": rates["total"],
+        "latency_ms": latency_summary(samples_ms),
+        "n_iters": len(samples_ms),
+        "timed_s": run_.wall_s,
+        "stop_reason": run_.stop_reason,
+        "warmup_iters": int(settings["warmup_iters"]),
+        "compile_s": None if compile_times is None else sum(compile_times.values()),
+        "compile_breakdown_s": compile_times,
+        "first_call_s": first_call_s,
+        "rss_mb": {
+            "before": rss_before,
+            "loaded": rss_loaded,
+            "peak": peak_rss_mb(),
+            "source": "psutil rss; peak = getrusage ru_maxrss",
+        },
+        "logits_checksum": float(np.float64(logits.astype(np.float64).sum())),
+        "missing": missing,
+    }
+    return {"metrics": metrics, "samples_ms": samples_ms}

@@ -1,0 +1,39 @@
+"""Pinning a benchmark process to exactly N threads, before any framework starts its thread pools.
+
+XLA:CPU sizes its intra-op pool from the CPUs the process may run on (sched_getaffinity), and OpenMP/MKL read their
+environment variables at start-up, so both must be set before jax or torch is imported. The backends then set
+their own knobs (torch.set_num_threads) and report what the frameworks actually use.
+"""
+
+from __future__ import annotations
+
+import os
+
+THREAD_ENV_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMEXPR_NUM_THREADS")
+
+
+def available_cpus() -> list[int]:
+    return sorted(os.sched_getaffinity(0))
+
+
+def pin_threads(threads: int) -> dict[str, object]:
+    """Restrict this process (and its future children) to `threads` CPUs and set the thread env vars.
+
+    A request above the CPUs this process may use is clamped, so that both frameworks get the same count (XLA
+    cannot use more threads than schedulable CPUs); the result records requested and effective counts.
+    """
+    if threads < 1:
+        raise ValueError(f"threads must be >= 1, got {threads}")
+    cpus = available_cpus()
+    effective = min(threads, len(cpus))
+    if effective < len(cpus):
+        os.sched_setaffinity(0, cpus[:effective])
+    for var in THREAD_ENV_VARS:
+        os.environ[var] = str(effective)
+    return {
+        "requested": threads,
+        "effective": effective,
+        "clamped": effective != threads,
+        "affinity": available_cpus(),
+        "cpus_available": len(cpus),
+    }

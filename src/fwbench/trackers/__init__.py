@@ -1,0 +1,1 @@
+"""Measurement: latency, memory and the environment a cell ran in."""

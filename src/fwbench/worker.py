@@ -1,0 +1,54 @@
+"""The measuring child process: `python -m fwbench.worker SPEC.json OUT.json`.
+
+It pins threads before importing any framework, imports only the framework it measures, runs the scenario and
+writes its part of the result atomically. Any exception propagates (non-zero exit, traceback on stderr): turning it
+into a recorded failure is the supervising runner's job, so a crash in native code is handled the same way.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+from fwbench.io import atomic_write_json, read_json
+from fwbench.threads import pin_threads
+
+
+def main(spec_path: str, out_path: str) -> None:
+    spec = read_json(spec_path)
+    threads = pin_threads(int(spec["threads"]))
+
+    from fwbench.backends import get_backend
+    from fwbench.grid import Cell
+    from fwbench.scenarios import inference
+
+    cell = Cell(**spec["cell"])
+    print(f"[fwbench.worker] {cell.label()} threads={threads['effective']}", file=sys.stderr, flush=True)
+    t0 = time.perf_counter()
+    backend = get_backend(cell.framework, threads=threads["effective"], precision=cell.precision)
+    import_and_setup_s = time.perf_counter() - t0
+    if cell.suite != "inference":
+        raise ValueError(f"suite {cell.suite!r} has no scenario")
+    part = inference.run(
+        backend,
+        cell,
+        spec["settings"],
+        data_dir=spec["data_dir"],
+        weights_path=spec["weights_path"],
+        num_classes=int(spec["num_classes"]),
+    )
+    part["framework"] = {
+        "name": backend.name,
+        "versions": backend.versions(),
+        "device": backend.device_info(),
+        "settings": backend.effective_settings,
+        "threads": threads,
+        "setup_s": import_and_setup_s,
+    }
+    atomic_write_json(out_path, part)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 3:
+        sys.exit("usage: python -m fwbench.worker SPEC.json OUT.json")
+    main(sys.argv[1], sys.argv[2])

@@ -1,0 +1,6 @@
+from fwbench.analysis.aggregate import read_tidy
+from fwbench.analysis.figures import throughput_figure
+from fwbench.logs import redirect_to
+
+with redirect_to(snakemake.log[0]):
+    throughput_figure(read_tidy(snakemake.input.csv), snakemake.output.pdf, snakemake.output.png)

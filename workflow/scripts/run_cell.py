@@ -1,0 +1,16 @@
+from pathlib import Path
+
+from fwbench.grid import cell_from_wildcards
+from fwbench.runner import run_cell
+
+cell = cell_from_wildcards(snakemake.wildcards, "inference", snakemake.params.image_size)
+run_cell(
+    cell,
+    snakemake.params.settings,
+    data_dir=Path(snakemake.input.dataset[0]).parent,
+    weights_path=snakemake.input.weights,
+    num_classes=snakemake.params.num_classes,
+    threads=snakemake.threads,
+    out_path=snakemake.output[0],
+    log_path=snakemake.log[0],
+)

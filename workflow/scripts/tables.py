@@ -1,0 +1,16 @@
+from fwbench.analysis.paper_inputs import write_paper_inputs
+from fwbench.logs import redirect_to
+
+with redirect_to(snakemake.log[0]):
+    write_paper_inputs(
+        csv=snakemake.input.csv,
+        cell_paths=snakemake.input.cells,
+        config={
+            "frameworks": snakemake.params.frameworks,
+            "study": snakemake.params.study,
+            "report": snakemake.params.report,
+            "dataset": snakemake.params.dataset,
+            "inference": snakemake.params.inference,
+        },
+        outputs=dict(snakemake.output.items()),
+    )
