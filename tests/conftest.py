@@ -1,0 +1,34 @@
+from __future__ import annotations
+
+import copy
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+TINY_CONFIG = {
+    "study": "tiny",
+    "frameworks": ["torch", "jax"],
+    "models": ["small_cnn"],
+    "precisions": ["fp32"],
+    "dataset": {"image_size": 16, "num_classes": 4, "train_size": 32, "val_size": 16, "seed": 3},
+    "inference": {"batch_sizes": [1, 2], "warmup_iters": 1, "min_iters": 3, "min_seconds": 0.0, "timeout_s": 120},
+}
+
+
+@pytest.fixture
+def tiny_config() -> dict:
+    return copy.deepcopy(TINY_CONFIG)
+
+
+@pytest.fixture(scope="session")
+def venv_bin() -> Path:
+    return Path(sys.executable).parent
+
+
+@pytest.fixture(autouse=True)
+def _quiet_jax(monkeypatch):
+    monkeypatch.setenv("TF_CPP_MIN_LOG_LEVEL", os.environ.get("TF_CPP_MIN_LOG_LEVEL", "2"))

@@ -1,0 +1,147 @@
+"""Aggregation, tables, macros and figures from cell results, including failed cells."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import pandas as pd
+import pytest
+
+from fwbench.analysis.aggregate import speedups, write_tidy
+from fwbench.analysis.figures import throughput_figure
+from fwbench.analysis.latex import escape, macro_name, number
+from fwbench.analysis.macros import macros
+from fwbench.analysis.provenance import study_environment
+from fwbench.analysis.tables import failures_table, inference_table
+from fwbench.config import validate_config
+from fwbench.io import atomic_write_json
+
+BASE = {
+    "schema_version": 1,
+    "settings": {},
+    "stderr_tail": None,
+    "inputs": {},
+    "provenance": {
+        "python": "3.11.7",
+        "harness_version": "1",
+        "cpu_model": "Test CPU",
+        "git": {"commit": "abc", "dirty": False},
+        "env": {},
+        "libraries": {"numpy": "2.0"},
+    },
+}
+
+
+def _result(framework, batch, throughput=None, reason=None):
+    result = copy.deepcopy(BASE)
+    result["cell"] = {
+        "suite": "inference",
+        "framework": framework,
+        "model": "small_cnn",
+        "precision": "fp32",
+        "batch_size": batch,
+        "image_size": 32,
+    }
+    if reason:
+        result.update(status="failed", reason=reason, metrics=None, samples_ms=[], stderr_tail="Traceback ...")
+        result["provenance"]["framework"] = None
+        return result
+    p50 = batch * 1000.0 / throughput
+    result.update(
+        status="ok",
+        reason=None,
+        samples_ms=[p50] * 3,
+        metrics={
+            "throughput_img_s": throughput,
+            "throughput_img_s_total": throughput,
+            "latency_ms": {"p50": p50, "p95": p50, "p99": p50, "mean": p50},
+            "compile_s": 0.2 if framework == "jax" else None,
+            "first_call_s": 0.5,
+            "rss_mb": {"before": 100.0, "peak": 200.0},
+            "missing": {},
+            "n_iters": 3,
+        },
+    )
+    result["provenance"]["framework"] = {
+        "versions": {framework: "9.9"},
+        "device": {"name": "cpu"},
+        "settings": {"intra_op_threads": 2},
+    }
+    return result
+
+
+@pytest.fixture
+def cell_files(tmp_path):
+    results = [
+        _result("torch", 1, 100.0),
+        _result("jax", 1, 150.0),
+        _result("torch", 8, 400.0),
+        _result("jax", 8, reason="crashed: killed by SIGSEGV & more_stuff_50%"),
+    ]
+    paths = []
+    for index, result in enumerate(results):
+        path = tmp_path / f"cell{index}.json"
+        atomic_write_json(path, result)
+        paths.append(path)
+    return paths
+
+
+def test_tidy_table_keeps_failed_cells_with_reason(cell_files, tmp_path):
+    frame = write_tidy(cell_files, tmp_path / "inference.csv")
+    assert len(frame) == 4
+    failed = frame[frame["status"] == "failed"]
+    assert failed["reason"].tolist() == ["crashed: killed by SIGSEGV & more_stuff_50%"]
+    assert pd.isna(failed["throughput_img_s"]).all(), "a failed cell has no throughput, not 0"
+    reread = pd.read_csv(tmp_path / "inference.csv")
+    assert reread.shape == frame.shape
+
+
+def test_speedups_only_where_both_succeeded(cell_files, tmp_path):
+    frame = write_tidy(cell_files, tmp_path / "inference.csv")
+    ratios = speedups(frame)
+    assert ratios["batch_size"].tolist() == [1]
+    assert ratios["ratio"].tolist() == pytest.approx([1.5])
+
+
+def test_inference_and_failure_tables(cell_files, tmp_path):
+    frame = write_tidy(cell_files, tmp_path / "inference.csv")
+    table = inference_table(frame, ["torch", "jax"])
+    assert r"failed$^\dagger$" in table and r"1.50$\times$" in table and "---" in table
+    failures = failures_table(frame)
+    assert r"SIGSEGV \& more\_stuff\_50\%" in failures
+    assert failures_table(frame[frame["status"] == "ok"]) == "No benchmark cell failed.\n"
+
+
+def test_macros_and_environment(cell_files, tmp_path, tiny_config):
+    frame = write_tidy(cell_files, tmp_path / "inference.csv")
+    env = study_environment(cell_files)
+    assert env["CPU"] == "Test CPU" and env["Threads per cell"] == 2
+    text = macros(frame, env, validate_config(tiny_config))
+    assert r"\newcommand{\fwbNumFailed}{1}" in text
+    assert r"\newcommand{\fwbSpeedupMedian}{1.50}" in text
+    assert r"\newcommand{\fwbPeakJax}{150}" in text
+    assert r"\newcommand{\fwbPeakTorch}{400}" in text
+
+
+def test_figure_is_written(cell_files, tmp_path):
+    frame = write_tidy(cell_files, tmp_path / "inference.csv")
+    throughput_figure(frame, tmp_path / "fig.pdf", tmp_path / "fig.png")
+    assert (tmp_path / "fig.pdf").read_bytes().startswith(b"%PDF")
+    assert (tmp_path / "fig.png").read_bytes()[:4] == b"\x89PNG"
+    assert not list(tmp_path.glob(".*tmp*")), "temporary files must be renamed away"
+
+
+def test_latex_helpers():
+    assert escape("a_b & 5% {x}") == r"a\_b \& 5\% \{x\}"
+    assert number(None) == "---" and number(float("nan")) == "---"
+    assert number(1234.5) == "1{,}234" and number(0.01234) == "0.0123" and number(2.0) == "2.00"
+    assert macro_name("peak", "torch", "cell") == "fwbPeakTorchCell"
+    assert macro_name("bs", "8") == "fwbBsEight"
+
+
+def test_unknown_results_are_refused(tmp_path):
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps({"status": "ok"}))
+    with pytest.raises(Exception, match="cell result invalid"):
+        write_tidy([path], tmp_path / "out.csv")

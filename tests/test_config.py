@@ -1,0 +1,126 @@
+"""Config validation: every bad case stops with one line naming the key and the value."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+
+import pytest
+import yaml
+
+from fwbench.config import ConfigError, load_config, load_schema, validate_config
+from tests.conftest import REPO
+
+
+def test_default_config_is_valid_and_defaults_are_filled():
+    config = load_config(REPO / "config" / "config.yaml")
+    assert config["frameworks"] == ["torch", "jax"]
+    assert config["suites"] == ["inference"]
+
+
+def test_defaults_filled_for_omitted_keys(tiny_config):
+    config = validate_config(tiny_config)
+    assert config["dataset"]["source"] == "synthetic"
+    assert config["dataset"]["noise"] == 0.35
+    assert config["inference"]["max_seconds"] == 60
+    assert config["training"] == {"batch_sizes": [32], "epochs": 2}
+    assert "source" not in tiny_config["dataset"], "validation must not mutate its input"
+
+
+def _error(config) -> str:
+    with pytest.raises(ConfigError) as info:
+        validate_config(config)
+    message = str(info.value)
+    assert "\n" not in message, "the error must be one line"
+    return message
+
+
+@pytest.mark.parametrize(
+    ("mutate", "expected"),
+    [
+        (lambda c: c.update(models=["resnet999"]), r"models\[0\] = 'resnet999'.*unknown value"),
+        (lambda c: c.update(frameworks=["torch", "mxnet"]), r"frameworks\[1\] = 'mxnet'.*unknown value"),
+        (lambda c: c.update(precisions=["fp8"]), r"precisions\[0\] = 'fp8'"),
+        (lambda c: c["inference"].update(batch_sizes=[8, 0]), r"inference\.batch_sizes\[1\] = 0: must be > 0"),
+        (lambda c: c["inference"].update(batch_sizes=[-4]), r"inference\.batch_sizes\[0\] = -4: must be > 0"),
+        (lambda c: c["inference"].update(batch_sizes=["8"]), r"inference\.batch_sizes\[0\] = '8': wrong type"),
+        (lambda c: c["dataset"].update(image_size=32.5), r"dataset\.image_size = 32\.5: wrong type"),
+        (lambda c: c["inference"].update(min_iters=True), r"inference\.min_iters = True: wrong type"),
+        (lambda c: c.update(frameworks="torch"), r"frameworks = 'torch': wrong type"),
+        (lambda c: c.update(colour="blue"), r"unknown key 'colour'"),
+        (lambda c: c["dataset"].update(resolution=64), r"unknown key 'dataset\.resolution'"),
+        (lambda c: c.update(models=[]), r"models = \[\]: must not be empty"),
+        (lambda c: c["inference"].update(batch_sizes=[]), r"inference\.batch_sizes = \[\]: must not be empty"),
+        (lambda c: c.pop("frameworks"), r"missing required key 'frameworks'"),
+        (lambda c: c["inference"].update(min_iters=10, max_iters=5), r"inference\.min_iters = 10: must be <="),
+    ],
+)
+def test_bad_config_names_key_and_value(tiny_config, mutate, expected):
+    mutate(tiny_config)
+    message = _error(tiny_config)
+    assert message.startswith("config error: ")
+    assert re.search(expected, message), message
+
+
+def test_unreadable_config_files(tmp_path):
+    with pytest.raises(ConfigError, match="not found"):
+        load_config(tmp_path / "absent.yaml")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("frameworks: [torch\n")
+    with pytest.raises(ConfigError, match="not valid YAML"):
+        load_config(bad)
+
+
+def test_snakemake_stops_before_any_job_with_one_line(tmp_path, tiny_config, venv_bin):
+    tiny_config["models"] = ["resnet999"]
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump(tiny_config))
+    proc = subprocess.run(
+        [
+            str(venv_bin / "snakemake"),
+            "-n",
+            "--configfile",
+            str(path),
+            "--directory",
+            str(tmp_path),
+            "--snakefile",
+            str(REPO / "workflow" / "Snakefile"),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=120,
+    )
+    assert proc.returncode != 0
+    errors = [line for line in proc.stderr.splitlines() if "config error" in line]
+    assert errors == ["fwbench: config error: models[0] = 'resnet999': unknown value, expected one of ['small_cnn']"]
+    assert not (tmp_path / "results").exists()
+
+
+def _schema_keys(schema, prefix=""):
+    for name, sub in schema.get("properties", {}).items():
+        key = f"{prefix}{name}"
+        yield key
+        yield from _schema_keys(sub, f"{key}.")
+
+
+def test_readme_documents_every_key():
+    readme = (REPO / "config" / "README.md").read_text()
+    missing = [key for key in _schema_keys(load_schema()) if f"`{key}`" not in readme]
+    assert not missing, f"config/README.md does not document: {missing}"
+
+
+def test_schema_enums_match_the_package():
+    from fwbench.backends import FRAMEWORKS
+    from fwbench.backends.base import PRECISIONS
+    from fwbench.models import MODELS
+
+    props = load_schema()["properties"]
+    assert set(props["models"]["items"]["enum"]) == set(MODELS)
+    assert set(props["frameworks"]["items"]["enum"]) == set(FRAMEWORKS)
+    assert set(props["precisions"]["items"]["enum"]) == set(PRECISIONS)
+
+
+def test_workflow_schema_is_the_package_schema():
+    workflow_schema = yaml.safe_load((REPO / "workflow" / "schemas" / "config.schema.yaml").read_text())
+    assert workflow_schema == load_schema()

@@ -1,0 +1,105 @@
+"""End to end through the snakemake CLI, in a fresh copy of the workflow: PDF, no-op rerun, partial reruns."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+
+import pytest
+import yaml
+
+from fwbench.results import load_result
+from tests.conftest import REPO
+
+
+def _snakemake(workdir, venv_bin, *args, timeout=900):
+    env = {**os.environ, "PATH": f"{venv_bin}{os.pathsep}{os.environ['PATH']}"}
+    proc = subprocess.run(
+        [str(venv_bin / "snakemake"), *args], cwd=workdir, capture_output=True, text=True, timeout=timeout, env=env
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return proc.stdout + proc.stderr
+
+
+def _planned_jobs(output) -> dict[str, int]:
+    if "Nothing to be done" in output:
+        return {}
+    stats = output.split("Job stats:", 1)[1]
+    return {m[0]: int(m[1]) for m in re.findall(r"^(\w+)\s+(\d+)$", stats, flags=re.M) if m[0] != "total"}
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory, venv_bin):
+    from tests.conftest import TINY_CONFIG
+
+    root = tmp_path_factory.mktemp("clone")
+    for part in ("workflow", "report", "profiles", "config", "envs"):
+        shutil.copytree(REPO / part, root / part)
+    (root / "config" / "config.yaml").write_text(yaml.safe_dump(TINY_CONFIG))
+    _snakemake(root, venv_bin)
+    return root
+
+
+def _set_config(workdir, **inference):
+    path = workdir / "config" / "config.yaml"
+    config = yaml.safe_load(path.read_text())
+    config["inference"].update(inference)
+    path.write_text(yaml.safe_dump(config))
+
+
+@pytest.mark.slow
+def test_full_run_produces_the_paper(workdir):
+    pdf = workdir / "results" / "report" / "paper.pdf"
+    assert pdf.read_bytes().startswith(b"%PDF") and pdf.stat().st_size > 20_000
+    assert sorted(p.name for p in (workdir / "report").iterdir()) == ["paper.tex"], "no LaTeX clutter in report/"
+    cells = sorted((workdir / "results" / "cells" / "inference").rglob("*.json"))
+    assert len(cells) == 4
+    assert all(load_result(p)["status"] == "ok" for p in cells)
+    csv = (workdir / "results" / "tables" / "inference.csv").read_text().splitlines()
+    assert len(csv) == 5
+    for name in ("inference_throughput.pdf", "inference_throughput.png"):
+        assert (workdir / "results" / "figures" / name).stat().st_size > 0
+    macros = (workdir / "results" / "tables" / "macros.tex").read_text()
+    assert r"\newcommand{\fwbNumCells}{4}" in macros
+
+
+@pytest.mark.slow
+def test_reruns_are_minimal(workdir, venv_bin):
+    assert _planned_jobs(_snakemake(workdir, venv_bin, "-n")) == {}, "a complete run leaves nothing to do"
+
+    old_cells = {p: p.stat().st_mtime_ns for p in (workdir / "results" / "cells").rglob("*.json")}
+    _set_config(workdir, batch_sizes=[1, 2, 4])
+    planned = _planned_jobs(_snakemake(workdir, venv_bin, "-n"))
+    assert planned == {
+        "inference_cell": 2,
+        "aggregate_inference": 1,
+        "inference_figure": 1,
+        "paper_tables": 1,
+        "paper": 1,
+        "all": 1,
+    }
+    _snakemake(workdir, venv_bin)
+    assert {p: p.stat().st_mtime_ns for p in old_cells} == old_cells, "existing cells must not be rerun"
+    assert len(list((workdir / "results" / "cells").rglob("*.json"))) == 6
+    assert _planned_jobs(_snakemake(workdir, venv_bin, "-n")) == {}
+
+    _set_config(workdir, min_iters=4)  # changes what every cell measures
+    assert _planned_jobs(_snakemake(workdir, venv_bin, "-n"))["inference_cell"] == 6
+    _set_config(workdir, min_iters=3)
+    assert _planned_jobs(_snakemake(workdir, venv_bin, "-n")) == {}
+
+    rule = workdir / "workflow" / "rules" / "inference.smk"
+    original = rule.read_text()
+    rule.write_text(original.replace("harness_version=HARNESS_VERSION", 'harness_version="bumped"'))
+    try:
+        assert _planned_jobs(_snakemake(workdir, venv_bin, "-n"))["inference_cell"] == 6
+    finally:
+        rule.write_text(original)
+
+
+@pytest.mark.slow
+def test_lint_is_clean(venv_bin):
+    output = _snakemake(REPO, venv_bin, "--lint")
+    assert "Congratulations" in output
