@@ -130,6 +130,9 @@ def test_figure_is_written(cell_files, tmp_path):
     assert (tmp_path / "fig.pdf").read_bytes().startswith(b"%PDF")
     assert (tmp_path / "fig.png").read_bytes()[:4] == b"\x89PNG"
     assert not list(tmp_path.glob(".*tmp*")), "temporary files must be renamed away"
+    all_failed = frame.assign(status="failed", throughput_img_s=float("nan"))
+    throughput_figure(all_failed, tmp_path / "failed.pdf", tmp_path / "failed.png")
+    assert (tmp_path / "failed.png").stat().st_size > 0
 
 
 def test_latex_helpers():

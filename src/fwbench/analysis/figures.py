@@ -34,22 +34,24 @@ def throughput_figure(frame: pd.DataFrame, pdf: str | Path, png: str | Path) -> 
     ncols = min(3, len(models))
     nrows = -(-len(models) // ncols)
     fig, axes = plt.subplots(nrows, ncols, figsize=(3.4 * ncols, 2.6 * nrows), squeeze=False)
-    palette = {**{f: c for f, c in PALETTE.items()}, **{f: "#555555" for f in data["Framework"] if f not in PALETTE}}
+    palette = {**PALETTE, **{f: "#555555" for f in data["Framework"] if f not in PALETTE}}
+    # Precision gets its own line style only when the study has more than one.
+    style = {"style": "precision", "markers": True} if data["precision"].nunique() > 1 else {"marker": "o"}
     for ax, model in zip(axes.flat, models, strict=False):
         panel = data[data["model"] == model]
         ok = panel[panel["status"] == "ok"]
-        sns.lineplot(
-            data=ok,
-            x="batch_size",
-            y="throughput_img_s",
-            hue="Framework",
-            style="precision",
-            markers=True,
-            dashes=False,
-            palette=palette,
-            ax=ax,
-            legend=ax is axes.flat[0],
-        )
+        if not ok.empty:
+            sns.lineplot(
+                data=ok,
+                x="batch_size",
+                y="throughput_img_s",
+                hue="Framework",
+                **style,
+                dashes=False,
+                palette=palette,
+                ax=ax,
+                legend=ax is axes.flat[0],
+            )
         failed = panel[panel["status"] != "ok"]
         if not failed.empty:
             floor = ok["throughput_img_s"].min() if not ok.empty else 1.0

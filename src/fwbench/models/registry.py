@@ -23,6 +23,30 @@ MODELS: dict[str, ModelSpec] = {
             "fwbench.models.small_cnn_flax:small_cnn",
             "3x (conv3x3-BN-ReLU), global average pool, linear",
         ),
+        ModelSpec(
+            "resnet50",
+            "fwbench.models.torchvision_defs:resnet50",
+            "fwbench.models.resnet_flax:resnet50",
+            "torchvision ResNet-50 (v1.5)",
+        ),
+        ModelSpec(
+            "vit_b_16",
+            "fwbench.models.torchvision_defs:vit_b_16",
+            "fwbench.models.vit_flax:vit_b_16",
+            "torchvision ViT-B/16",
+        ),
+        ModelSpec(
+            "mobilenet_v3_small",
+            "fwbench.models.torchvision_defs:mobilenet_v3_small",
+            "fwbench.models.mobilenet_flax:mobilenet_v3_small",
+            "torchvision MobileNetV3-Small",
+        ),
+        ModelSpec(
+            "efficientnet_b0",
+            "fwbench.models.torchvision_defs:efficientnet_b0",
+            "fwbench.models.efficientnet_flax:efficientnet_b0",
+            "torchvision EfficientNet-B0",
+        ),
     )
 }
 
