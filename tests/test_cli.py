@@ -85,9 +85,8 @@ def test_run_cell_rejects_bad_values_with_one_line(tmp_path, tiny_config, venv_b
         timeout=120,
     )
     assert proc.returncode == 2
-    assert proc.stderr.strip().splitlines() == [
-        "fwbench: config error: models[0] = 'vgg99': unknown value, expected one of ['small_cnn']"
-    ]
+    (line,) = proc.stderr.strip().splitlines()
+    assert line.startswith("fwbench: config error: models[0] = 'vgg99': unknown value, expected one of [")
     assert not (tmp_path / "x.json").exists()
 
 

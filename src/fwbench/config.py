@@ -63,6 +63,8 @@ def _describe(error: jsonschema.ValidationError) -> str:
         missing = error.message.split("'")[1] if "'" in error.message else error.message
         return f"missing required key '{_key([*error.absolute_path, missing])}'"
     value = error.instance
+    if "propertyNames" in error.schema_path:
+        return f"unknown key '{key}.{value}' (expected one of {error.validator_value})"
     if error.validator == "enum":
         return f"{key} = {value!r}: unknown value, expected one of {error.validator_value}"
     if error.validator == "minItems" and error.validator_value == 1:
@@ -76,6 +78,9 @@ def _describe(error: jsonschema.ValidationError) -> str:
 
 
 def _check_consistency(config: Mapping[str, Any]) -> None:
+    for model, path in config["pretrained"].items():
+        if not Path(path).is_file():
+            raise ConfigError(f"config error: pretrained.{model} = {path!r}: file not found")
     inference = config["inference"]
     if inference["min_iters"] > inference["max_iters"]:
         raise ConfigError(

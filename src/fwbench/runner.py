@@ -22,6 +22,7 @@ import fwbench
 from fwbench.data.store import MANIFEST, sha256_file
 from fwbench.grid import Cell
 from fwbench.io import atomic_write_json, read_json
+from fwbench.models.weights import read_provenance
 from fwbench.results import validate_result
 from fwbench.trackers.environment import host_provenance
 
@@ -138,9 +139,10 @@ def run_cell(
     return result
 
 
-def _input_digests(data_dir: str | Path, weights_path: str | Path) -> dict[str, str | None]:
+def _input_digests(data_dir: str | Path, weights_path: str | Path) -> dict[str, Any]:
     manifest, weights = Path(data_dir) / MANIFEST, Path(weights_path)
     return {
         "dataset_manifest_sha256": sha256_file(manifest) if manifest.exists() else None,
         "weights_sha256": sha256_file(weights) if weights.exists() else None,
+        "weights_provenance": read_provenance(weights),
     }

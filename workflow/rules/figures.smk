@@ -23,11 +23,14 @@ rule paper_tables:
     input:
         csv=f"{RESULTS}/tables/inference.csv",
         cells=inference_cells(),
+        facts=expand(rules.model_facts.output[0], model=config["models"]),
+        weights=expand(rules.init_weights.output.provenance, model=config["models"]),
     output:
         inference=f"{RESULTS}/tables/inference.tex",
         failures=f"{RESULTS}/tables/failures.tex",
         environment=f"{RESULTS}/tables/environment.tex",
         macros=f"{RESULTS}/tables/macros.tex",
+        models=f"{RESULTS}/tables/models.tex",
     log:
         f"{RESULTS}/logs/figures/paper_tables.log",
     conda:

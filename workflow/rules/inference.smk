@@ -4,7 +4,7 @@
 rule inference_cell:
     input:
         dataset=DATASET_FILES,
-        weights=f"{RESULTS}/weights/{{model}}.npz",
+        weights=rules.init_weights.output.weights,
     output:
         f"{RESULTS}/cells/inference/{{framework}}/{{model}}/{{precision}}/bs{{batch}}.json",
     log:

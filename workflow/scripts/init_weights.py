@@ -2,10 +2,12 @@ from fwbench.logs import redirect_to
 from fwbench.models.weights import init_weights
 
 with redirect_to(snakemake.log[0]):
-    init_weights(
+    record = init_weights(
         snakemake.wildcards.model,
         num_classes=snakemake.params.num_classes,
         image_size=snakemake.params.image_size,
         seed=snakemake.params.seed,
-        out=snakemake.output[0],
+        out=snakemake.output.weights,
+        pretrained=snakemake.input.pretrained or None,
     )
+    print(record["description"])

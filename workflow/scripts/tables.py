@@ -5,6 +5,8 @@ with redirect_to(snakemake.log[0]):
     write_paper_inputs(
         csv=snakemake.input.csv,
         cell_paths=snakemake.input.cells,
+        facts=snakemake.input.facts,
+        weights=snakemake.input.weights,
         config={
             "frameworks": snakemake.params.frameworks,
             "study": snakemake.params.study,

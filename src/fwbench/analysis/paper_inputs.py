@@ -9,12 +9,18 @@ from typing import Any
 from fwbench.analysis.aggregate import read_tidy
 from fwbench.analysis.macros import macros
 from fwbench.analysis.provenance import study_environment
-from fwbench.analysis.tables import environment_table, failures_table, inference_table
-from fwbench.io import atomic_write_text
+from fwbench.analysis.tables import environment_table, failures_table, inference_table, models_table
+from fwbench.io import atomic_write_text, read_json
 
 
 def write_paper_inputs(
-    *, csv: str | Path, cell_paths: Iterable[str | Path], config: Mapping[str, Any], outputs: Mapping[str, str]
+    *,
+    csv: str | Path,
+    cell_paths: Iterable[str | Path],
+    facts: Iterable[str | Path],
+    weights: Iterable[str | Path],
+    config: Mapping[str, Any],
+    outputs: Mapping[str, str],
 ) -> None:
     frame = read_tidy(csv)
     env = study_environment(cell_paths)
@@ -22,3 +28,6 @@ def write_paper_inputs(
     atomic_write_text(outputs["failures"], failures_table(frame))
     atomic_write_text(outputs["environment"], environment_table(env))
     atomic_write_text(outputs["macros"], macros(frame, env, dict(config)))
+    starts = {record["model"]: record["description"] for record in map(read_json, weights)}
+    rows = [row for path in facts for row in read_json(path)]
+    atomic_write_text(outputs["models"], models_table(rows, starts))

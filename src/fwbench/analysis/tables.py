@@ -79,3 +79,49 @@ def environment_table(env: dict[str, Any]) -> str:
         lines.append(rf"{escape(key)} & {escape(value if value is not None else '---')} \\")
     lines += [r"\bottomrule", r"\end{tabular}"]
     return "\n".join(lines) + "\n"
+
+
+def _flops(value: float) -> str:
+    return number(value / 1e9, 3)
+
+
+def models_table(facts: list[dict[str, Any]], starts: dict[str, str]) -> str:
+    """Parameter counts and FLOPs per image from both counters, at the study's and torchvision's configuration.
+
+    The counters' disagreements are explained by lettered notes under the table rather than hidden.
+    """
+    notes: dict[str, str] = {}
+    lines = [
+        r"\begin{tabular}{l l r r r r l}",
+        r"\toprule",
+        r"\textbf{Model} & \textbf{Config.} & \textbf{Params} & \textbf{GFLOP/img (torch)} & "
+        r"\textbf{GFLOP/img (XLA)} & \textbf{XLA/torch} & \textbf{Note} \\",
+        r"\midrule",
+    ]
+    for row in sorted(facts, key=lambda r: (r["model"], r["configuration"] != "study")):
+        params = (
+            number(row["params_torch"], 4)
+            if row["params_torch"] == row["params_flax"]
+            else (rf"{number(row['params_torch'], 4)} vs {number(row['params_flax'], 4)}\,(!)")
+        )
+        letter = notes.setdefault(row["note"], "abcdefgh"[len(notes)])
+        config = f"{row['image_size']} px, {row['num_classes']} cl."
+        lines.append(
+            f"{escape(row['model'])} & {config} & {params} & {_flops(row['flops_torch'])} & "
+            f"{_flops(row['flops_xla'])} & {number(1 + row['flops_difference'], 3)} & {letter} \\\\"
+        )
+    lines += [r"\bottomrule", r"\end{tabular}", ""]
+    legend = "; ".join(f"({letter}) {escape(note)}" for note, letter in notes.items())
+    counters = (
+        r"torch: \texttt{torch.utils.flop\_counter.FlopCounterMode}; XLA: \texttt{compiled.cost\_analysis()}; "
+        r"FLOPs = 2 $\times$ MACs."
+    )
+    by_start: dict[str, list[str]] = {}
+    for model, text in sorted(starts.items()):
+        by_start.setdefault(text, []).append(model)
+    start = "; ".join(
+        f"{'all models' if len(by_start) == 1 else escape(', '.join(models))}: {escape(text)}"
+        for text, models in by_start.items()
+    )
+    lines.append(rf"\par\smallskip{{\footnotesize Notes: {legend}. Counters: {counters} Start: {start}.}}")
+    return "\n".join(lines) + "\n"

@@ -45,9 +45,10 @@ class JaxBackend(Backend):
 
     def build(self, model: str, state_dict: Mapping[str, np.ndarray], *, num_classes: int, image_size: int) -> None:
         module, variables = flax_variables(model, state_dict, num_classes=num_classes, image_size=image_size)
+        self.module = module
         self.variables = jax.device_put(variables, self.device)
         self._jitted = jax.jit(lambda v, x: module.apply(v, x, train=False))
-        self._compiled = None
+        self.executable = None
 
     def to_device(self, batch_nhwc: np.ndarray) -> jax.Array:
         return jax.device_put(jnp.asarray(np.asarray(batch_nhwc, dtype=np.float32)), self.device)
@@ -58,14 +59,14 @@ class JaxBackend(Backend):
         t1 = time.perf_counter()
         lowered = traced.lower()
         t2 = time.perf_counter()
-        self._compiled = lowered.compile()
+        self.executable = lowered.compile()
         t3 = time.perf_counter()
         return {"trace_s": t1 - t0, "lower_s": t2 - t1, "compile_s": t3 - t2}
 
     def forward(self, inputs: jax.Array) -> jax.Array:
-        if self._compiled is None:
+        if self.executable is None:
             raise RuntimeError("JaxBackend.forward before compile(): the timed step must be the AOT executable")
-        return self._compiled(self.variables, inputs)
+        return self.executable(self.variables, inputs)
 
     def synchronize(self, outputs: jax.Array) -> None:
         outputs.block_until_ready()

@@ -12,6 +12,7 @@ class ModelSpec:
     torch_builder: str  # "module:function" returning a torch.nn.Module
     flax_builder: str  # "module:function" returning a flax.linen.Module
     description: str
+    head: tuple[str, ...]  # torch keys of the classification head (replaced when a file's class count differs)
 
 
 MODELS: dict[str, ModelSpec] = {
@@ -22,30 +23,35 @@ MODELS: dict[str, ModelSpec] = {
             "fwbench.models.small_cnn_torch:small_cnn",
             "fwbench.models.small_cnn_flax:small_cnn",
             "3x (conv3x3-BN-ReLU), global average pool, linear",
+            ("classifier.weight", "classifier.bias"),
         ),
         ModelSpec(
             "resnet50",
             "fwbench.models.torchvision_defs:resnet50",
             "fwbench.models.resnet_flax:resnet50",
             "torchvision ResNet-50 (v1.5)",
+            ("fc.weight", "fc.bias"),
         ),
         ModelSpec(
             "vit_b_16",
             "fwbench.models.torchvision_defs:vit_b_16",
             "fwbench.models.vit_flax:vit_b_16",
             "torchvision ViT-B/16",
+            ("heads.head.weight", "heads.head.bias"),
         ),
         ModelSpec(
             "mobilenet_v3_small",
             "fwbench.models.torchvision_defs:mobilenet_v3_small",
             "fwbench.models.mobilenet_flax:mobilenet_v3_small",
             "torchvision MobileNetV3-Small",
+            ("classifier.3.weight", "classifier.3.bias"),
         ),
         ModelSpec(
             "efficientnet_b0",
             "fwbench.models.torchvision_defs:efficientnet_b0",
             "fwbench.models.efficientnet_flax:efficientnet_b0",
             "torchvision EfficientNet-B0",
+            ("classifier.1.weight", "classifier.1.bias"),
         ),
     )
 }

@@ -1,23 +1,85 @@
-"""The study's one weight initialisation per model: made once by torch from a seed, stored as numpy, and loaded by
-every framework, so no framework ever starts from weights of its own."""
+"""The study's one starting point per model: made once, in PyTorch, and loaded by every framework.
+
+Either a seeded random initialisation or a local torchvision weights file (never a hub download). A pretrained
+file is adapted the way torchvision adapts it: ViT's position embedding is interpolated to the study's resolution
+(torchvision's interpolate_embeddings), and a classification head whose size does not match the study's classes is
+replaced by the seeded initialisation's head. What was done is recorded next to the weights, so the paper can say
+exactly where every model started, and no framework can start from weights of its own.
+"""
 
 from __future__ import annotations
 
 import io
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-from fwbench.io import atomic_write_bytes
+from fwbench.data.store import sha256_file
+from fwbench.io import atomic_write_bytes, atomic_write_json, read_json
+from fwbench.models.registry import spec
 
 
-def init_weights(model: str, *, num_classes: int, image_size: int, seed: int, out: str | Path) -> None:
+def provenance_path(weights_path: str | Path) -> Path:
+    return Path(weights_path).with_suffix(".json")
+
+
+def _adapt_pretrained(name: str, loaded: dict, fresh: dict, *, image_size: int) -> tuple[dict, list[str]]:
+    import torch
+
+    adapted, notes = dict(loaded), []
+    if name == "vit_b_16" and "encoder.pos_embedding" in adapted:
+        wanted = fresh["encoder.pos_embedding"].shape
+        if tuple(adapted["encoder.pos_embedding"].shape) != tuple(wanted):
+            from torchvision.models.vision_transformer import interpolate_embeddings
+
+            before = tuple(adapted["encoder.pos_embedding"].shape)
+            adapted = interpolate_embeddings(image_size, 16, adapted, interpolation_mode="bicubic")
+            notes.append(f"encoder.pos_embedding interpolated (bicubic) from {before} to {tuple(wanted)}")
+    for key in spec(name).head:
+        if key in adapted and tuple(adapted[key].shape) != tuple(fresh[key].shape):
+            notes.append(f"{key} {tuple(adapted[key].shape)} replaced by the seeded head {tuple(fresh[key].shape)}")
+            adapted[key] = fresh[key]
+    return {k: v if isinstance(v, torch.Tensor) else torch.as_tensor(v) for k, v in adapted.items()}, notes
+
+
+def init_weights(
+    model: str, *, num_classes: int, image_size: int, seed: int, out: str | Path, pretrained: str | Path | None = None
+) -> dict[str, Any]:
+    """Write the starting weights (torch layout, .npz) and their provenance (.json beside them)."""
     import torch
 
     from fwbench.models import torch_model, torch_state_dict_numpy
 
     torch.manual_seed(seed)
-    state = torch_state_dict_numpy(torch_model(model, num_classes=num_classes, image_size=image_size))
+    module = torch_model(model, num_classes=num_classes, image_size=image_size)
+    record: dict[str, Any] = {"model": model, "num_classes": num_classes, "image_size": image_size, "seed": seed}
+    if pretrained is None:
+        record.update(source="random", description=f"torchvision initialisation, torch.manual_seed({seed})")
+    else:
+        loaded = torch.load(pretrained, map_location="cpu", weights_only=True)
+        if not isinstance(loaded, dict) or not all(isinstance(v, torch.Tensor) for v in loaded.values()):
+            raise ValueError(f"pretrained.{model} = {str(pretrained)!r}: not a state_dict of tensors")
+        state, notes = _adapt_pretrained(model, loaded, module.state_dict(), image_size=image_size)
+        try:
+            module.load_state_dict(state, strict=True)
+        except RuntimeError as exc:
+            raise ValueError(f"pretrained.{model} = {str(pretrained)!r} does not fit {model}: {exc}") from None
+        record.update(
+            source="pretrained",
+            path=str(pretrained),
+            sha256=sha256_file(pretrained),
+            adaptations=notes,
+            description=f"local file {Path(pretrained).name}" + (f" ({'; '.join(notes)})" if notes else ""),
+        )
     buffer = io.BytesIO()
-    np.savez(buffer, allow_pickle=False, **state)
+    np.savez(buffer, allow_pickle=False, **torch_state_dict_numpy(module))
     atomic_write_bytes(out, buffer.getvalue())
+    record["weights_sha256"] = sha256_file(out)
+    atomic_write_json(provenance_path(out), record)
+    return record
+
+
+def read_provenance(weights_path: str | Path) -> dict[str, Any] | None:
+    path = provenance_path(weights_path)
+    return read_json(path) if path.exists() else None
