@@ -81,6 +81,10 @@ def environment_table(env: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _count(value: int) -> str:
+    return f"{int(value):,}".replace(",", "{,}")
+
+
 def _flops(value: float) -> str:
     return number(value / 1e9, 3)
 
@@ -100,9 +104,9 @@ def models_table(facts: list[dict[str, Any]], starts: dict[str, str]) -> str:
     ]
     for row in sorted(facts, key=lambda r: (r["model"], r["configuration"] != "study")):
         params = (
-            number(row["params_torch"], 4)
+            _count(row["params_torch"])
             if row["params_torch"] == row["params_flax"]
-            else (rf"{number(row['params_torch'], 4)} vs {number(row['params_flax'], 4)}\,(!)")
+            else rf"{_count(row['params_torch'])} vs {_count(row['params_flax'])}\,(!)"
         )
         letter = notes.setdefault(row["note"], "abcdefgh"[len(notes)])
         config = f"{row['image_size']} px, {row['num_classes']} cl."
