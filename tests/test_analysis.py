@@ -8,7 +8,7 @@ import json
 import pandas as pd
 import pytest
 
-from fwbench.analysis.aggregate import speedups, write_tidy
+from fwbench.analysis.aggregate import speedups, write_speedups, write_tidy
 from fwbench.analysis.figures import throughput_figure
 from fwbench.analysis.latex import escape, macro_name, number
 from fwbench.analysis.macros import macros
@@ -16,6 +16,7 @@ from fwbench.analysis.provenance import study_environment
 from fwbench.analysis.tables import failures_table, inference_table
 from fwbench.config import validate_config
 from fwbench.io import atomic_write_json
+from fwbench.results import load_result
 
 BASE = {
     "schema_version": 1,
@@ -97,17 +98,19 @@ def test_tidy_table_keeps_failed_cells_with_reason(cell_files, tmp_path):
     assert reread.shape == frame.shape
 
 
-def test_speedups_only_where_both_succeeded(cell_files, tmp_path):
-    frame = write_tidy(cell_files, tmp_path / "inference.csv")
-    ratios = speedups(frame)
+def test_speedups_only_where_both_succeeded_with_intervals(cell_files, tmp_path):
+    ratios = write_speedups(cell_files, tmp_path / "speedups.csv")
     assert ratios["batch_size"].tolist() == [1]
-    assert ratios["ratio"].tolist() == pytest.approx([1.5])
+    row = ratios.iloc[0]
+    assert row["ratio"] == pytest.approx(1.5)
+    assert row["ci_low"] <= 1.5 <= row["ci_high"] and row["ci_high"] - row["ci_low"] < 0.2
+    assert speedups(load_result(p) for p in cell_files).equals(ratios)
 
 
 def test_inference_and_failure_tables(cell_files, tmp_path):
     frame = write_tidy(cell_files, tmp_path / "inference.csv")
-    table = inference_table(frame, ["torch", "jax"])
-    assert r"failed$^\dagger$" in table and r"1.50$\times$" in table and "---" in table
+    table = inference_table(frame, ["torch", "jax"], write_speedups(cell_files, tmp_path / "s.csv"))
+    assert r"failed$^\dagger$" in table and r"\textbf{1.50$\times$" in table and "---" in table
     failures = failures_table(frame)
     assert r"SIGSEGV \& more\_stuff\_50\%" in failures
     assert failures_table(frame[frame["status"] == "ok"]) == "No benchmark cell failed.\n"
@@ -117,7 +120,7 @@ def test_macros_and_environment(cell_files, tmp_path, tiny_config):
     frame = write_tidy(cell_files, tmp_path / "inference.csv")
     env = study_environment(cell_files)
     assert env["CPU"] == "Test CPU" and env["Threads per cell"] == 2
-    text = macros(frame, env, validate_config(tiny_config))
+    text = macros(frame, write_speedups(cell_files, tmp_path / "s.csv"), env, validate_config(tiny_config))
     assert r"\newcommand{\fwbNumFailed}{1}" in text
     assert r"\newcommand{\fwbSpeedupMedian}{1.50}" in text
     assert r"\newcommand{\fwbPeakJax}{150}" in text

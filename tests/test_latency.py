@@ -1,67 +1,94 @@
 from __future__ import annotations
 
-import itertools
-
 import numpy as np
 import pytest
 
 from fwbench.trackers import latency
-from fwbench.trackers.latency import StopRule, latency_summary, throughput, timed_loop
+from fwbench.trackers.latency import StopRule, throughput, throughput_interval, timed_loop
+from fwbench.trackers.stats import bootstrap_median, bootstrap_ratio_of_medians, summary
 
 
 class FakeClock:
-    """perf_counter stand-in: each call advances by the next step, so the loop's decisions are deterministic."""
+    """perf_counter stand-in: every read advances by the next of `steps` (cycled), so the loop is deterministic."""
 
-    def __init__(self, step_s):
-        self.now, self.step_s = 0.0, step_s
+    def __init__(self, *steps):
+        self.now, self.steps, self.reads = 0.0, steps, 0
 
     def __call__(self):
-        self.now += self.step_s
+        self.now += self.steps[self.reads % len(self.steps)]
+        self.reads += 1
         return self.now
 
 
-def test_loop_runs_until_both_minimums(monkeypatch):
+def _rule(**kw):
+    base = {"min_iters": 5, "min_seconds": 0.0, "max_iters": 100_000, "max_seconds": 1e9, "ci_target": 0.02}
+    return StopRule(**{**base, **kw})
+
+
+def test_loop_runs_until_both_minimums_then_stops_on_a_tight_interval(monkeypatch):
     monkeypatch.setattr(latency.time, "perf_counter", FakeClock(0.01))
-    synced = []
-    run = timed_loop(
-        lambda: "out", synced.append, StopRule(min_iters=5, min_seconds=0.2, max_iters=1000, max_seconds=10)
-    )
-    # two clock reads per iteration at 10 ms each -> 20 ms per iteration -> 0.2 s needs about 10 iterations
-    assert run.stop_reason == "min_reached"
+    synced, seen = [], []
+    run = timed_loop(lambda i: seen.append(i) or i, synced.append, _rule(min_iters=5, min_seconds=0.2))
+    # two clock reads per iteration at 10 ms each: 0.2 s needs ~10 iterations; constant latency = zero-width CI
+    assert run.stop_reason == "ci_reached" and run.ci_reached
     assert 9 <= len(run.samples_s) <= 11
-    assert len(synced) == len(run.samples_s), "every iteration must synchronise on its output"
+    assert synced == seen == list(range(len(run.samples_s))), "every iteration synchronises on its own output"
     assert all(s == pytest.approx(0.01) for s in run.samples_s)
 
 
-def test_loop_count_minimum_dominates(monkeypatch):
-    monkeypatch.setattr(latency.time, "perf_counter", FakeClock(0.001))
-    run = timed_loop(lambda: None, lambda _: None, StopRule(50, 0.0, 1000, 10))
-    assert len(run.samples_s) == 50
+def test_noisy_latencies_keep_the_loop_running_until_the_interval_is_tight(monkeypatch):
+    # latencies alternate 10 ms / 30 ms: the median's CI is wide for a few samples, then narrows
+    monkeypatch.setattr(latency.time, "perf_counter", FakeClock(0.001, 0.01, 0.001, 0.03))
+    run = timed_loop(lambda i: None, lambda _: None, _rule(min_iters=5, ci_target=0.02))
+    assert run.stop_reason == "ci_reached" and run.checks >= 1
+    values = np.asarray(run.samples_s) * 1000
+    assert bootstrap_median(values).relative_half_width() <= 0.5
 
 
-def test_loop_stops_at_maximums(monkeypatch):
+def test_maximums_stop_and_flag_the_loop(monkeypatch):
     monkeypatch.setattr(latency.time, "perf_counter", FakeClock(1.0))
-    run = timed_loop(lambda: None, lambda _: None, StopRule(100, 0.0, 1000, 5.0))
-    assert run.stop_reason == "max_seconds" and len(run.samples_s) < 100
-    monkeypatch.setattr(latency.time, "perf_counter", FakeClock(0.001))
-    run = timed_loop(lambda: None, lambda _: None, StopRule(10, 100.0, 30, 1e9))
-    assert run.stop_reason == "max_iters" and len(run.samples_s) == 30
+    run = timed_loop(lambda i: None, lambda _: None, _rule(min_iters=100, max_seconds=5.0))
+    assert run.stop_reason == "max_seconds" and not run.ci_reached and len(run.samples_s) < 100
+    steps = np.random.default_rng(0).uniform(0.001, 0.05, 1001)  # every read a different step: never a tight CI
+    monkeypatch.setattr(latency.time, "perf_counter", FakeClock(*steps))
+    run = timed_loop(lambda i: None, lambda _: None, _rule(min_iters=10, max_iters=30, ci_target=1e-6))
+    assert run.stop_reason == "max_iters" and len(run.samples_s) == 30 and not run.ci_reached
 
 
 def test_summary_statistics():
     samples = [float(x) for x in range(1, 101)]
-    summary = latency_summary(samples)
-    assert summary["p50"] == pytest.approx(50.5)
-    assert summary["p95"] == pytest.approx(np.percentile(samples, 95))
-    assert summary["p99"] == pytest.approx(np.percentile(samples, 99))
-    assert summary["mean"] == pytest.approx(50.5)
-    assert summary["iqr"] == pytest.approx(np.percentile(samples, 75) - np.percentile(samples, 25))
+    s = summary(samples)
+    assert s["n"] == 100 and s["p50"] == pytest.approx(50.5) and s["mean"] == pytest.approx(50.5)
+    assert s["p95"] == pytest.approx(np.percentile(samples, 95))
+    assert s["p99"] == pytest.approx(np.percentile(samples, 99))
+    assert s["iqr"] == pytest.approx(np.percentile(samples, 75) - np.percentile(samples, 25))
+    assert s["cv"] == pytest.approx(np.std(samples, ddof=1) / 50.5)
+    assert s["noisy"] is True  # IQR is ~98% of the median
+    assert summary([10.0, 10.1, 9.9, 10.0])["noisy"] is False
     with pytest.raises(ValueError):
-        latency_summary([])
+        summary([])
+
+
+def test_bootstrap_intervals_cover_and_shrink():
+    rng = np.random.default_rng(1)
+    small, large = rng.lognormal(0, 0.3, 20), rng.lognormal(0, 0.3, 2000)
+    ci_small, ci_large = bootstrap_median(small), bootstrap_median(large)
+    assert ci_small.low <= np.median(small) <= ci_small.high
+    assert ci_large.half_width < ci_small.half_width
+    assert ci_large.low > 0.9 and ci_large.high < 1.1  # true median of lognormal(0, .3) is 1
+    assert bootstrap_median(small) == bootstrap_median(small), "fixed seed: re-aggregation is reproducible"
+
+
+def test_ratio_interval():
+    rng = np.random.default_rng(2)
+    fast, slow = rng.normal(10, 0.5, 500), rng.normal(20, 1.0, 500)
+    ratio = bootstrap_ratio_of_medians(slow, fast)  # throughput(fast)/throughput(slow) from latencies
+    assert ratio.low < 2.0 < ratio.high and ratio.high - ratio.low < 0.1
 
 
 def test_throughput_from_median_and_total():
     rates = throughput(8, [2.0, 2.0, 2.0, 10.0])
     assert rates["median"] == pytest.approx(8 / 0.002)
     assert rates["total"] == pytest.approx(8 * 4 / 0.016)
-    assert list(itertools.islice(iter(rates), 2)) == ["median", "total"]
+    interval = throughput_interval(8, [2.0, 2.1, 1.9, 2.0, 2.05])
+    assert interval.low <= interval.estimate <= interval.high

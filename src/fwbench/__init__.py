@@ -6,5 +6,5 @@ with new ones.
 """
 
 __version__ = "0.1.0"
-HARNESS_VERSION = "1"
+HARNESS_VERSION = "2"  # 2: stopping rule on the bootstrap CI of the median
 RESULT_SCHEMA_VERSION = 1

@@ -6,6 +6,7 @@ rule aggregate_inference:
         inference_cells(),
     output:
         csv=f"{RESULTS}/tables/inference.csv",
+        speedups=f"{RESULTS}/tables/speedups.csv",
     log:
         f"{RESULTS}/logs/aggregate/inference.log",
     conda:

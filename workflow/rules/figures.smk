@@ -21,7 +21,8 @@ rule inference_figure:
 
 rule paper_tables:
     input:
-        csv=f"{RESULTS}/tables/inference.csv",
+        csv=rules.aggregate_inference.output.csv,
+        speedups=rules.aggregate_inference.output.speedups,
         cells=inference_cells(),
         facts=expand(rules.model_facts.output[0], model=config["models"]),
         weights=expand(rules.init_weights.output.provenance, model=config["models"]),

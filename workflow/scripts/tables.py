@@ -4,6 +4,7 @@ from fwbench.logs import redirect_to
 with redirect_to(snakemake.log[0]):
     write_paper_inputs(
         csv=snakemake.input.csv,
+        speedups_csv=snakemake.input.speedups,
         cell_paths=snakemake.input.cells,
         facts=snakemake.input.facts,
         weights=snakemake.input.weights,

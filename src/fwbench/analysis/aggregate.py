@@ -10,6 +10,7 @@ import pandas as pd
 
 from fwbench.io import atomic_write_text
 from fwbench.results import load_result
+from fwbench.trackers.stats import bootstrap_ratio_of_medians
 
 KEY_COLUMNS = ["suite", "model", "precision", "batch_size", "framework"]
 
@@ -31,6 +32,11 @@ def _row(result: dict[str, Any], path: str) -> dict[str, Any]:
         "latency_p99_ms": latency.get("p99"),
         "latency_mean_ms": latency.get("mean"),
         "latency_iqr_ms": latency.get("iqr"),
+        "latency_cv": latency.get("cv"),
+        "throughput_ci_low": (metrics.get("ci95") or {}).get("throughput_img_s", [None, None])[0],
+        "throughput_ci_high": (metrics.get("ci95") or {}).get("throughput_img_s", [None, None])[1],
+        "noisy": (metrics.get("flags") or {}).get("noisy"),
+        "ci_not_reached": (metrics.get("flags") or {}).get("ci_not_reached"),
         "n_iters": metrics.get("n_iters"),
         "stop_reason": metrics.get("stop_reason"),
         "compile_s": metrics.get("compile_s"),
@@ -64,13 +70,39 @@ def read_tidy(csv_path: str | Path) -> pd.DataFrame:
     return pd.read_csv(csv_path, keep_default_na=True)
 
 
-def speedups(frame: pd.DataFrame, numerator: str = "jax", denominator: str = "torch") -> pd.DataFrame:
-    """Throughput ratio numerator/denominator for every (model, precision, batch) where both cells succeeded."""
-    ok = frame[frame["status"] == "ok"]
-    wide = ok.pivot_table(
-        index=["model", "precision", "batch_size"], columns="framework", values="throughput_img_s", aggfunc="first"
+def speedups(results: Iterable[dict[str, Any]], numerator: str = "jax", denominator: str = "torch") -> pd.DataFrame:
+    """Throughput ratio numerator/denominator with a bootstrap 95% CI from the raw samples, for every (model,
+    precision, batch) where both cells succeeded."""
+    samples: dict[tuple, dict[str, list[float]]] = {}
+    for result in results:
+        if result["status"] != "ok":
+            continue
+        cell = result["cell"]
+        key = (cell["model"], cell["precision"], cell["batch_size"])
+        samples.setdefault(key, {})[cell["framework"]] = result["samples_ms"]
+    rows = []
+    for (model, precision, batch), by_framework in sorted(samples.items()):
+        if numerator in by_framework and denominator in by_framework:
+            # throughput ratio = median latency of the denominator / median latency of the numerator
+            ci = bootstrap_ratio_of_medians(by_framework[denominator], by_framework[numerator])
+            rows.append(
+                {
+                    "model": model,
+                    "precision": precision,
+                    "batch_size": batch,
+                    "ratio": ci.estimate,
+                    "ci_low": ci.low,
+                    "ci_high": ci.high,
+                    "numerator": numerator,
+                    "denominator": denominator,
+                }
+            )
+    return pd.DataFrame(
+        rows, columns=["model", "precision", "batch_size", "ratio", "ci_low", "ci_high", "numerator", "denominator"]
     )
-    if numerator not in wide or denominator not in wide:
-        return pd.DataFrame(columns=["model", "precision", "batch_size", "ratio"])
-    ratio = (wide[numerator] / wide[denominator]).dropna().rename("ratio")
-    return ratio.reset_index()
+
+
+def write_speedups(paths: Iterable[str | Path], out_csv: str | Path) -> pd.DataFrame:
+    frame = speedups(load_result(path) for path in paths)
+    atomic_write_text(out_csv, frame.to_csv(index=False))
+    return frame

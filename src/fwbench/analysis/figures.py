@@ -27,7 +27,8 @@ def _save(fig: plt.Figure, pdf: str | Path, png: str | Path) -> None:
 
 
 def throughput_figure(frame: pd.DataFrame, pdf: str | Path, png: str | Path) -> None:
-    """Throughput against batch size, one panel per model, one line per framework; failed cells marked ×."""
+    """Throughput against batch size, one panel per model, one line per framework, bootstrap 95% CIs as vertical
+    bars; failed cells marked ×."""
     sns.set_theme(context="paper", style="whitegrid", font_scale=0.9)
     data = frame.assign(Framework=frame["framework"].map(lambda f: FRAMEWORK_LABELS.get(f, f)))
     models = sorted(data["model"].unique())
@@ -52,6 +53,10 @@ def throughput_figure(frame: pd.DataFrame, pdf: str | Path, png: str | Path) -> 
                 ax=ax,
                 legend=ax is axes.flat[0],
             )
+        for framework, rows in ok.groupby("Framework"):
+            if {"throughput_ci_low", "throughput_ci_high"} <= set(rows) and rows["throughput_ci_low"].notna().all():
+                ax.vlines(rows["batch_size"], rows["throughput_ci_low"], rows["throughput_ci_high"],
+                          color=palette[framework], linewidth=2.5, alpha=0.6)
         failed = panel[panel["status"] != "ok"]
         if not failed.empty:
             floor = ok["throughput_img_s"].min() if not ok.empty else 1.0

@@ -16,18 +16,19 @@ from fwbench.io import atomic_write_text, read_json
 def write_paper_inputs(
     *,
     csv: str | Path,
+    speedups_csv: str | Path,
     cell_paths: Iterable[str | Path],
     facts: Iterable[str | Path],
     weights: Iterable[str | Path],
     config: Mapping[str, Any],
     outputs: Mapping[str, str],
 ) -> None:
-    frame = read_tidy(csv)
+    frame, ratios = read_tidy(csv), read_tidy(speedups_csv)
     env = study_environment(cell_paths)
-    atomic_write_text(outputs["inference"], inference_table(frame, list(config["frameworks"])))
+    atomic_write_text(outputs["inference"], inference_table(frame, list(config["frameworks"]), ratios))
     atomic_write_text(outputs["failures"], failures_table(frame))
     atomic_write_text(outputs["environment"], environment_table(env))
-    atomic_write_text(outputs["macros"], macros(frame, env, dict(config)))
+    atomic_write_text(outputs["macros"], macros(frame, ratios, env, dict(config)))
     starts = {record["model"]: record["description"] for record in map(read_json, weights)}
     rows = [row for path in facts for row in read_json(path)]
     atomic_write_text(outputs["models"], models_table(rows, starts))

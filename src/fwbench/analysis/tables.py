@@ -17,15 +17,26 @@ def _cell(frame: pd.DataFrame, framework: str, column: str, digits: int = 3) -> 
     row = frame[frame["framework"] == framework].iloc[0]
     if row["status"] != "ok":
         return FAILED
-    return number(row[column], digits)
+    marks = ""
+    if column == "throughput_img_s":
+        marks = (r"$^{n}$" if row.get("noisy") is True else "") + (
+            r"$^{c}$" if row.get("ci_not_reached") is True else ""
+        )
+    return number(row[column], digits) + marks
 
 
-def inference_table(frame: pd.DataFrame, frameworks: list[str]) -> str:
+def _ratio(row) -> str:
+    """Ratio with its bootstrap 95% CI; bold where the CI excludes 1 (a resolved difference)."""
+    text = rf"{number(row['ratio'])}$\times$ {{\scriptsize[{number(row['ci_low'])}, {number(row['ci_high'])}]}}"
+    return rf"\textbf{{{text}}}" if row["ci_low"] > 1 or row["ci_high"] < 1 else text
+
+
+def inference_table(frame: pd.DataFrame, frameworks: list[str], ratios: pd.DataFrame) -> str:
     """Throughput, median latency and compile time per model and batch size, frameworks side by side."""
     show_ratio = {"torch", "jax"} <= set(frameworks)
     columns = ["Model", "Prec.", "BS"]
     columns += [f"{FRAMEWORK_LABELS.get(f, f)} img/s" for f in frameworks]
-    columns += ["JAX/PT"] if show_ratio else []
+    columns += ["JAX/PT [95% CI]"] if show_ratio else []
     columns += [f"{FRAMEWORK_LABELS.get(f, f)} p50 ms" for f in frameworks]
     columns += ["JAX compile s"] if "jax" in frameworks else []
     lines = [
@@ -40,9 +51,10 @@ def inference_table(frame: pd.DataFrame, frameworks: list[str]) -> str:
             values = [escape(model) if row_index == 0 else "", escape(precision) if row_index == 0 else "", str(batch)]
             values += [_cell(cells, f, "throughput_img_s") for f in frameworks]
             if show_ratio:
-                ok = cells[cells["status"] == "ok"].set_index("framework")["throughput_img_s"]
-                ratio = ok["jax"] / ok["torch"] if {"jax", "torch"} <= set(ok.index) else None
-                values.append(number(ratio, 3) + (r"$\times$" if ratio is not None else ""))
+                match = ratios[
+                    (ratios["model"] == model) & (ratios["precision"] == precision) & (ratios["batch_size"] == batch)
+                ]
+                values.append(_ratio(match.iloc[0]) if not match.empty else "---")
             values += [_cell(cells, f, "latency_p50_ms") for f in frameworks]
             if "jax" in frameworks:
                 values.append(_cell(cells, "jax", "compile_s"))

@@ -13,8 +13,9 @@ from fwbench.backends.base import Backend
 from fwbench.data.inputs import batch_of, normalize
 from fwbench.data.store import load_split
 from fwbench.grid import Cell
-from fwbench.trackers.latency import StopRule, latency_summary, throughput, timed_loop
+from fwbench.trackers.latency import StopRule, throughput, throughput_interval, timed_loop
 from fwbench.trackers.memory import peak_rss_mb, rss_mb
+from fwbench.trackers.stats import bootstrap_median, summary
 
 
 def load_weights(path: str | Path) -> dict[str, np.ndarray]:
@@ -56,8 +57,9 @@ def run(
         min_seconds=float(settings["min_seconds"]),
         max_iters=int(settings["max_iters"]),
         max_seconds=float(settings["max_seconds"]),
+        ci_target=float(settings["ci_target"]),
     )
-    run_ = timed_loop(lambda: backend.forward(inputs), backend.synchronize, rule)
+    run_ = timed_loop(lambda i: backend.forward(inputs), backend.synchronize, rule)
     samples_ms = [s * 1000.0 for s in run_.samples_s]
 
     missing: dict[str, str] = {}
@@ -66,10 +68,19 @@ def run(
     if not np.isfinite(logits).all():
         raise FloatingPointError(f"non-finite logits from {cell.label()}")
     rates = throughput(cell.batch_size, samples_ms)
+    latency = summary(samples_ms)
+    median_ci, rate_ci = bootstrap_median(samples_ms), throughput_interval(cell.batch_size, samples_ms)
     metrics = {
         "throughput_img_s": rates["median"],
         "throughput_img_s_total": rates["total"],
-        "latency_ms": latency_summary(samples_ms),
+        "latency_ms": {k: v for k, v in latency.items() if k != "noisy"},
+        "ci95": {
+            "latency_p50_ms": [median_ci.low, median_ci.high],
+            "throughput_img_s": [rate_ci.low, rate_ci.high],
+            "relative_half_width": median_ci.relative_half_width(),
+            "method": "percentile bootstrap of the median, 2000 resamples",
+        },
+        "flags": {"noisy": latency["noisy"], "ci_not_reached": not run_.ci_reached},
         "n_iters": len(samples_ms),
         "timed_s": run_.wall_s,
         "stop_reason": run_.stop_reason,

@@ -1,7 +1,9 @@
-"""Timed loop and latency statistics, identical for every framework.
+"""Timed loop, identical for every framework, with the stopping rule of the measurement core.
 
-Each iteration is bracketed by a device synchronise, so the host clock measures completed work: the loop
-synchronises, reads the clock, runs the step, synchronises on its output, reads the clock again.
+Each iteration is bracketed by a device synchronise, so the host clock measures completed work. The loop runs until
+`min_iters` and `min_seconds` are both reached, then until the bootstrap 95% confidence interval of the median is
+narrower than `ci_target` (relative half-width) or a maximum is hit; a cell stopped by a maximum before its
+interval was narrow enough is flagged, never silently reported as precise.
 """
 
 from __future__ import annotations
@@ -13,6 +15,10 @@ from typing import Any
 
 import numpy as np
 
+from fwbench.trackers.stats import Interval, bootstrap_median
+
+CHECK_RESAMPLES = 500  # a cheaper bootstrap while deciding whether to stop; the reported interval uses the default
+
 
 @dataclass(frozen=True)
 class StopRule:
@@ -20,50 +26,43 @@ class StopRule:
     min_seconds: float
     max_iters: int
     max_seconds: float
+    ci_target: float = 0.02
 
 
 @dataclass
 class TimedRun:
     samples_s: list[float]
-    stop_reason: str
+    stop_reason: str  # "ci_reached" | "max_seconds" | "max_iters"
     wall_s: float
+    checks: int = 0
+
+    @property
+    def ci_reached(self) -> bool:
+        return self.stop_reason == "ci_reached"
 
 
-def timed_loop(step: Callable[[], Any], sync: Callable[[Any], None], rule: StopRule) -> TimedRun:
-    """Run `step` until both minimums are met (or a maximum is hit); return per-iteration seconds."""
+def timed_loop(step: Callable[[int], Any], sync: Callable[[Any], None], rule: StopRule) -> TimedRun:
+    """Run `step(i)` under the stopping rule; return per-iteration seconds (the decision work is never timed)."""
     samples: list[float] = []
     clock = time.perf_counter
     start = clock()
+    next_check, checks = rule.min_iters, 0
     while True:
         t0 = clock()
-        sync(step())
+        sync(step(len(samples)))
         t1 = clock()
         samples.append(t1 - t0)
-        elapsed = t1 - start
-        if len(samples) >= rule.max_iters:
-            return TimedRun(samples, "max_iters", elapsed)
+        elapsed, n = t1 - start, len(samples)
+        if n >= rule.max_iters:
+            return TimedRun(samples, "max_iters", elapsed, checks)
         if elapsed >= rule.max_seconds:
-            reason = "max_seconds" if len(samples) < rule.min_iters else "min_reached"
-            return TimedRun(samples, reason, elapsed)
-        if len(samples) >= rule.min_iters and elapsed >= rule.min_seconds:
-            return TimedRun(samples, "min_reached", elapsed)
-
-
-def latency_summary(samples_ms: list[float]) -> dict[str, float]:
-    values = np.asarray(samples_ms, dtype=np.float64)
-    if values.size == 0:
-        raise ValueError("no latency samples")
-    p25, p50, p75, p95, p99 = np.percentile(values, [25, 50, 75, 95, 99])
-    return {
-        "p50": float(p50),
-        "p95": float(p95),
-        "p99": float(p99),
-        "mean": float(values.mean()),
-        "min": float(values.min()),
-        "max": float(values.max()),
-        "std": float(values.std(ddof=1)) if values.size > 1 else 0.0,
-        "iqr": float(p75 - p25),
-    }
+            return TimedRun(samples, "max_seconds", elapsed, checks)
+        if n >= next_check and elapsed >= rule.min_seconds:
+            checks += 1
+            interval = bootstrap_median(samples, resamples=CHECK_RESAMPLES)
+            if interval.relative_half_width() <= rule.ci_target:
+                return TimedRun(samples, "ci_reached", clock() - start, checks)
+            next_check = n + max(5, n // 5)  # geometric spacing keeps the checks' cost negligible
 
 
 def throughput(batch_size: int, samples_ms: list[float]) -> dict[str, float]:
@@ -73,3 +72,11 @@ def throughput(batch_size: int, samples_ms: list[float]) -> dict[str, float]:
         "median": float(batch_size * 1000.0 / np.median(values)),
         "total": float(batch_size * values.size * 1000.0 / values.sum()),
     }
+
+
+def throughput_interval(batch_size: int, samples_ms: list[float]) -> Interval:
+    """Bootstrap 95% CI of the median-based throughput."""
+    latency = bootstrap_median(samples_ms)
+    return Interval(
+        batch_size * 1000.0 / latency.estimate, batch_size * 1000.0 / latency.high, batch_size * 1000.0 / latency.low
+    )
