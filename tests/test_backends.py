@@ -61,3 +61,33 @@ def test_jax_forward_requires_compile(weights):
     backend.build("small_cnn", weights, num_classes=6, image_size=16)
     with pytest.raises(RuntimeError, match="before compile"):
         backend.forward(backend.to_device(np.zeros((1, 16, 16, 3), np.float32)))
+
+
+@pytest.mark.parametrize("framework", ["torch", "jax"])
+def test_precision_policies_are_applied_and_recorded(weights, framework):
+    batch = normalize(np.random.default_rng(1).integers(0, 256, (2, 16, 16, 3), dtype=np.uint8))
+    reference = None
+    for precision in ("fp32", "tf32", "bf16"):
+        backend = get_backend(framework, threads=1, precision=precision)
+        backend.build("small_cnn", weights, num_classes=6, image_size=16)
+        inputs = backend.to_device(batch)
+        backend.compile(inputs)
+        out = backend.forward(inputs)
+        backend.synchronize(out)
+        logits, settings = backend.to_numpy(out), backend.effective_settings
+        assert logits.dtype == np.float32
+        if precision == "fp32":
+            reference = logits
+            assert settings["dtype"] == "float32" and settings["tf32_in_effect"] is False
+        elif precision == "tf32":
+            assert settings["tf32_in_effect"] is False, "the CPU has no TF32 units: recorded as not in effect"
+            np.testing.assert_allclose(logits, reference, rtol=1e-5, atol=1e-5)
+        else:
+            assert settings["dtype"] == "bfloat16" and settings["bf16_policy"] == "parameters and activations"
+            error = np.abs(logits - reference).max() / np.abs(reference).max()
+            assert 0 < error < 0.05, error  # bf16 really is in use, and still close
+    torch_settings = get_backend("torch", threads=1, precision="tf32").effective_settings
+    assert torch_settings["float32_matmul_precision"] == "high" and torch_settings["cudnn_allow_tf32"] is True
+    assert get_backend("jax", threads=1, precision="tf32").effective_settings["default_matmul_precision"] == (
+        "tensorfloat32"
+    )

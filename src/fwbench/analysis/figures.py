@@ -55,8 +55,14 @@ def throughput_figure(frame: pd.DataFrame, pdf: str | Path, png: str | Path) -> 
             )
         for framework, rows in ok.groupby("Framework"):
             if {"throughput_ci_low", "throughput_ci_high"} <= set(rows) and rows["throughput_ci_low"].notna().all():
-                ax.vlines(rows["batch_size"], rows["throughput_ci_low"], rows["throughput_ci_high"],
-                          color=palette[framework], linewidth=2.5, alpha=0.6)
+                ax.vlines(
+                    rows["batch_size"],
+                    rows["throughput_ci_low"],
+                    rows["throughput_ci_high"],
+                    color=palette[framework],
+                    linewidth=2.5,
+                    alpha=0.6,
+                )
         failed = panel[panel["status"] != "ok"]
         if not failed.empty:
             floor = ok["throughput_img_s"].min() if not ok.empty else 1.0

@@ -12,7 +12,9 @@ from typing import Any
 
 import numpy as np
 
-PRECISIONS = ("fp32",)
+# fp32: true fp32 everywhere (no TF32). tf32: TF32 matmuls/convolutions where the device has them (a no-op on CPUs,
+# recorded as such). bf16: parameters and activations in bfloat16.
+PRECISIONS = ("fp32", "tf32", "bf16")
 
 
 class Backend(ABC):

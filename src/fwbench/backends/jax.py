@@ -20,17 +20,22 @@ class JaxBackend(Backend):
     name = "jax"
 
     def _apply_settings(self) -> dict[str, Any]:
-        # fp32 means true fp32: no reduced-precision matmul passes on any device.
-        jax.config.update("jax_default_matmul_precision", "highest")
+        # fp32 means true fp32: no reduced-precision matmul passes on any device; tf32 allows TF32 passes where the
+        # device has them; bf16 casts parameters and activations, so the matmul precision setting does not apply.
+        matmul = {"fp32": "highest", "tf32": "tensorfloat32", "bf16": "default"}[self.precision]
+        jax.config.update("jax_default_matmul_precision", matmul)
         self.device = jax.devices()[0]
+        self.dtype = jnp.bfloat16 if self.precision == "bf16" else jnp.float32
         return {
             # XLA:CPU sizes its intra-op pool by the schedulable CPUs; the cell runner pins the process's affinity
             # to the cell's thread count before JAX starts, so this is the pool size.
             "intra_op_threads": len(os.sched_getaffinity(0)),
             "default_matmul_precision": str(jax.config.jax_default_matmul_precision),
+            "tf32_in_effect": self.precision == "tf32" and self.device.platform == "gpu",
             "xla_flags": os.environ.get("XLA_FLAGS", ""),
             "mode": "jit (AOT lower+compile)",
-            "dtype": "float32",
+            "dtype": jnp.dtype(self.dtype).name,
+            "bf16_policy": "parameters and activations" if self.precision == "bf16" else None,
         }
 
     def versions(self) -> dict[str, str | None]:
@@ -46,12 +51,13 @@ class JaxBackend(Backend):
     def build(self, model: str, state_dict: Mapping[str, np.ndarray], *, num_classes: int, image_size: int) -> None:
         module, variables = flax_variables(model, state_dict, num_classes=num_classes, image_size=image_size)
         self.module = module
+        variables = jax.tree_util.tree_map(lambda a: a.astype(self.dtype), variables)
         self.variables = jax.device_put(variables, self.device)
         self._jitted = jax.jit(lambda v, x: module.apply(v, x, train=False))
         self.executable = None
 
     def to_device(self, batch_nhwc: np.ndarray) -> jax.Array:
-        return jax.device_put(jnp.asarray(np.asarray(batch_nhwc, dtype=np.float32)), self.device)
+        return jax.device_put(jnp.asarray(np.asarray(batch_nhwc, dtype=np.float32), dtype=self.dtype), self.device)
 
     def compile(self, inputs: jax.Array) -> dict[str, float]:
         t0 = time.perf_counter()

@@ -21,12 +21,13 @@ class TorchBackend(Backend):
         # Only settable before the first parallel op; a fresh cell process has not run one yet.
         with contextlib.suppress(RuntimeError):
             torch.set_num_interop_threads(self.threads)
-        # fp32 means true fp32: no TF32 anywhere.
-        torch.set_float32_matmul_precision("highest")
-        torch.backends.cuda.matmul.allow_tf32 = False
-        torch.backends.cudnn.allow_tf32 = False
+        tf32 = self.precision == "tf32"
+        torch.set_float32_matmul_precision("high" if tf32 else "highest")
+        torch.backends.cuda.matmul.allow_tf32 = tf32
+        torch.backends.cudnn.allow_tf32 = tf32
         torch.backends.cudnn.benchmark = False
         self.device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        self.dtype = torch.bfloat16 if self.precision == "bf16" else torch.float32
         return {
             "intra_op_threads": torch.get_num_threads(),
             "interop_threads": torch.get_num_interop_threads(),
@@ -34,8 +35,10 @@ class TorchBackend(Backend):
             "cuda_matmul_allow_tf32": torch.backends.cuda.matmul.allow_tf32,
             "cudnn_allow_tf32": torch.backends.cudnn.allow_tf32,
             "cudnn_benchmark": torch.backends.cudnn.benchmark,
+            "tf32_in_effect": tf32 and self.device.type == "cuda",
             "mode": "eager",
-            "dtype": "float32",
+            "dtype": str(self.dtype).removeprefix("torch."),
+            "bf16_policy": "parameters and activations" if self.precision == "bf16" else None,
         }
 
     def versions(self) -> dict[str, str | None]:
@@ -57,11 +60,11 @@ class TorchBackend(Backend):
     def build(self, model: str, state_dict: Mapping[str, np.ndarray], *, num_classes: int, image_size: int) -> None:
         module = torch_model(model, num_classes=num_classes, image_size=image_size)
         module.load_state_dict({k: torch.from_numpy(np.asarray(v)) for k, v in state_dict.items()}, strict=True)
-        self.module = module.to(self.device).eval()
+        self.module = module.to(device=self.device, dtype=self.dtype).eval()
 
     def to_device(self, batch_nhwc: np.ndarray) -> torch.Tensor:
         nchw = np.ascontiguousarray(np.asarray(batch_nhwc, dtype=np.float32).transpose(0, 3, 1, 2))
-        return torch.from_numpy(nchw).to(self.device)
+        return torch.from_numpy(nchw).to(device=self.device, dtype=self.dtype)
 
     def compile(self, inputs: torch.Tensor) -> None:
         return None
