@@ -68,6 +68,21 @@ def test_real_cell_result_validates(study, tmp_path, framework):
     else:
         assert metrics["compile_s"] is None and "eager" in metrics["missing"]["compile_s"]
     assert "[fwbench.worker]" in (tmp_path / "cell.log").read_text()
+    # what a CPU machine cannot measure is missing with a reason, never 0
+    assert (
+        metrics["energy"] is not None
+        or "RAPL" in metrics["missing"]["energy"]
+        or "powercap" in (metrics["missing"]["energy"])
+    )
+    assert "memory_stats" in metrics["missing"]["device_memory"] or "allocator" in metrics["missing"]["device_memory"]
+    assert metrics["isolation"] is None and "CPU" in metrics["missing"]["isolation"]
+    assert metrics["flags"] == {
+        "noisy": metrics["flags"]["noisy"],
+        "ci_not_reached": metrics["flags"]["ci_not_reached"],
+        "recompiled": False,
+        "other_gpu_processes": False,
+    }
+    assert metrics["rss_mb"]["samples"] >= 1 and metrics["rss_mb"]["peak"] >= metrics["rss_mb"]["loaded"]
 
 
 def _failed(study, tmp_path, code, **kwargs):

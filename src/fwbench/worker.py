@@ -7,6 +7,7 @@ into a recorded failure is the supervising runner's job, so a crash in native co
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 
@@ -17,6 +18,8 @@ from fwbench.threads import pin_threads
 def main(spec_path: str, out_path: str) -> None:
     spec = read_json(spec_path)
     threads = pin_threads(int(spec["threads"]))
+    # JAX would otherwise grab 75% of GPU memory up front, making its memory figures incomparable with PyTorch's.
+    os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 
     from fwbench.backends import get_backend
     from fwbench.grid import Cell

@@ -32,6 +32,23 @@ def macros(frame: pd.DataFrame, ratios: pd.DataFrame, env: dict[str, Any], confi
         "fwbNumNoisy": str(int(ok["noisy"].fillna(False).astype(bool).sum())),
         "fwbNumCINotReached": str(int(ok["ci_not_reached"].fillna(False).astype(bool).sum())),
     }
+
+    def _first(column: str, default: str) -> str:
+        values = ok[column].dropna() if column in ok else []
+        return escape(values.iloc[0]) if len(values) else default
+
+    def _count(column: str) -> str:
+        return str(int(ok[column].fillna(False).astype(bool).sum())) if column in ok else "0"
+
+    defs.update(
+        fwbNumEnergy=str(int(ok["energy_j_per_image"].notna().sum())) if "energy_j_per_image" in ok else "0",
+        fwbEnergySource=_first("energy_source", "none"),
+        fwbEnergyMissing=_first("energy_missing", "none"),
+        fwbNumDeviceMemory=str(int(ok["device_peak_bytes"].notna().sum())) if "device_peak_bytes" in ok else "0",
+        fwbDeviceMemoryMissing=_first("device_memory_missing", "none"),
+        fwbNumRecompiled=_count("recompiled"),
+        fwbNumOtherGPU=_count("other_gpu_processes"),
+    )
     for key, label in (
         ("CPU", "fwbCPU"),
         ("Device", "fwbDevice"),

@@ -19,6 +19,7 @@ PRECISIONS = ("fp32", "tf32", "bf16")
 
 class Backend(ABC):
     name: str
+    compilations: int = 0  # compile events seen so far; a change during the timed loop flags the cell
 
     def __init__(self, *, threads: int, precision: str):
         if precision not in PRECISIONS:
@@ -61,3 +62,11 @@ class Backend(ABC):
 
     @abstractmethod
     def to_numpy(self, outputs: Any) -> np.ndarray: ...
+
+    @abstractmethod
+    def gpu_index(self) -> int | None:
+        """The CUDA device index the backend computes on, or None when it runs on the CPU."""
+
+    @abstractmethod
+    def device_memory(self) -> dict[str, Any]:
+        """Peak device memory as the framework reports it, each figure with its source; or {"missing": reason}."""

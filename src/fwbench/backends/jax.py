@@ -25,6 +25,7 @@ class JaxBackend(Backend):
         matmul = {"fp32": "highest", "tf32": "tensorfloat32", "bf16": "default"}[self.precision]
         jax.config.update("jax_default_matmul_precision", matmul)
         self.device = jax.devices()[0]
+        jax.monitoring.register_event_duration_secs_listener(self._on_event)
         self.dtype = jnp.bfloat16 if self.precision == "bf16" else jnp.float32
         return {
             # XLA:CPU sizes its intra-op pool by the schedulable CPUs; the cell runner pins the process's affinity
@@ -37,6 +38,10 @@ class JaxBackend(Backend):
             "dtype": jnp.dtype(self.dtype).name,
             "bf16_policy": "parameters and activations" if self.precision == "bf16" else None,
         }
+
+    def _on_event(self, name: str, duration: float, **kwargs) -> None:
+        if name.endswith("backend_compile_duration"):
+            self.compilations += 1
 
     def versions(self) -> dict[str, str | None]:
         import flax
@@ -76,6 +81,19 @@ class JaxBackend(Backend):
 
     def synchronize(self, outputs: jax.Array) -> None:
         outputs.block_until_ready()
+
+    def gpu_index(self) -> int | None:
+        return int(self.device.id) if self.device.platform == "gpu" else None
+
+    def device_memory(self) -> dict[str, Any]:
+        stats = self.device.memory_stats()
+        if not stats:
+            return {"missing": f"JAX on {self.device.platform} has no memory_stats() (host RSS covers it)"}
+        return {
+            "peak_allocated_bytes": int(stats["peak_bytes_in_use"]),
+            "source": "jax Device.memory_stats()['peak_bytes_in_use']",
+            "preallocate": os.environ.get("XLA_PYTHON_CLIENT_PREALLOCATE", "true (default)"),
+        }
 
     def to_numpy(self, outputs: jax.Array) -> np.ndarray:
         return np.asarray(outputs, dtype=np.float32)

@@ -77,5 +77,17 @@ class TorchBackend(Backend):
         if self.device.type == "cuda":
             torch.cuda.synchronize(self.device)
 
+    def gpu_index(self) -> int | None:
+        return (self.device.index or 0) if self.device.type == "cuda" else None
+
+    def device_memory(self) -> dict[str, Any]:
+        if self.device.type != "cuda":
+            return {"missing": "PyTorch on the CPU has no device allocator statistics (host RSS covers it)"}
+        return {
+            "peak_allocated_bytes": int(torch.cuda.max_memory_allocated(self.device)),
+            "peak_reserved_bytes": int(torch.cuda.max_memory_reserved(self.device)),
+            "source": "torch.cuda.max_memory_allocated / max_memory_reserved",
+        }
+
     def to_numpy(self, outputs: torch.Tensor) -> np.ndarray:
         return outputs.detach().float().cpu().numpy()

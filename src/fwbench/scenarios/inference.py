@@ -13,14 +13,22 @@ from fwbench.backends.base import Backend
 from fwbench.data.inputs import batch_of, normalize
 from fwbench.data.store import load_split
 from fwbench.grid import Cell
+from fwbench.trackers.energy import NvmlEnergy, cpu_meter, idle_watts
 from fwbench.trackers.latency import StopRule, throughput, throughput_interval, timed_loop
-from fwbench.trackers.memory import peak_rss_mb, rss_mb
+from fwbench.trackers.memory import RssSampler, peak_rss_mb, rss_mb
+from fwbench.trackers.nvml import NvmlDevice, Unavailable, open_device
 from fwbench.trackers.stats import bootstrap_median, summary
 
 
 def load_weights(path: str | Path) -> dict[str, np.ndarray]:
     with np.load(path, allow_pickle=False) as archive:
         return {key: archive[key] for key in archive.files}
+
+
+def _energy_meter(gpu, idle):
+    if isinstance(gpu, NvmlDevice):
+        return NvmlEnergy(gpu, idle)
+    return cpu_meter()
 
 
 def run(
@@ -33,40 +41,69 @@ def run(
     num_classes: int,
 ) -> dict[str, Any]:
     """Measure one inference cell; returns the `metrics` and `samples_ms` parts of a cell result."""
+    missing: dict[str, str] = {}
     rss_before = rss_mb()
-    backend.build(cell.model, load_weights(weights_path), num_classes=num_classes, image_size=cell.image_size)
-    images, _ = load_split(data_dir, "val")
-    if images.shape[1] != cell.image_size:
-        raise ValueError(f"dataset resolution {images.shape[1]} != cell image_size {cell.image_size}")
-    inputs = backend.to_device(normalize(batch_of(images, cell.batch_size)))
-    rss_loaded = rss_mb()
+    index = backend.gpu_index()
+    gpu = open_device(index) if index is not None else Unavailable("the cell runs on the CPU")
+    if isinstance(gpu, NvmlDevice):
+        # Before anything of ours runs on the device: who else is there, and what does it draw at idle.
+        isolation = {"other_processes": gpu.other_processes(), "source": "nvmlDeviceGetComputeRunningProcesses"}
+        idle = idle_watts(gpu)
+    else:
+        isolation, idle = None, None
+        missing["isolation"] = f"no NVML device: {gpu.reason}"
 
-    compile_times = backend.compile(inputs)  # same inputs (shape, dtype, device) as every timed call
+    with RssSampler() as sampler:
+        backend.build(cell.model, load_weights(weights_path), num_classes=num_classes, image_size=cell.image_size)
+        images, _ = load_split(data_dir, "val")
+        if images.shape[1] != cell.image_size:
+            raise ValueError(f"dataset resolution {images.shape[1]} != cell image_size {cell.image_size}")
+        inputs = backend.to_device(normalize(batch_of(images, cell.batch_size)))
+        rss_loaded = rss_mb()
 
-    t0 = time.perf_counter()
-    outputs = backend.forward(inputs)
-    backend.synchronize(outputs)
-    first_call_s = time.perf_counter() - t0
-    logits = backend.to_numpy(outputs)
+        compile_times = backend.compile(inputs)  # same inputs (shape, dtype, device) as every timed call
 
-    for _ in range(int(settings["warmup_iters"]) - 1):  # the first call above counts as one warm-up iteration
-        backend.synchronize(backend.forward(inputs))
+        t0 = time.perf_counter()
+        outputs = backend.forward(inputs)
+        backend.synchronize(outputs)
+        first_call_s = time.perf_counter() - t0
+        logits = backend.to_numpy(outputs)
 
-    rule = StopRule(
-        min_iters=int(settings["min_iters"]),
-        min_seconds=float(settings["min_seconds"]),
-        max_iters=int(settings["max_iters"]),
-        max_seconds=float(settings["max_seconds"]),
-        ci_target=float(settings["ci_target"]),
-    )
-    run_ = timed_loop(lambda i: backend.forward(inputs), backend.synchronize, rule)
+        for _ in range(int(settings["warmup_iters"]) - 1):  # the first call above counts as one warm-up iteration
+            backend.synchronize(backend.forward(inputs))
+
+        rule = StopRule(
+            min_iters=int(settings["min_iters"]),
+            min_seconds=float(settings["min_seconds"]),
+            max_iters=int(settings["max_iters"]),
+            max_seconds=float(settings["max_seconds"]),
+            ci_target=float(settings["ci_target"]),
+        )
+        meter = _energy_meter(gpu, idle)
+        compilations_before = backend.compilations
+        if not isinstance(meter, str):
+            meter.start()  # the device is idle here: the warm-up ended with a synchronise
+        run_ = timed_loop(lambda i: backend.forward(inputs), backend.synchronize, rule)
+        energy = meter.stop() if not isinstance(meter, str) else None
+        recompilations = backend.compilations - compilations_before
     samples_ms = [s * 1000.0 for s in run_.samples_s]
 
-    missing: dict[str, str] = {}
     if compile_times is None:
         missing["compile_s"] = f"{backend.name} runs eagerly: no compile step (first_call_s holds the first call)"
     if not np.isfinite(logits).all():
         raise FloatingPointError(f"non-finite logits from {cell.label()}")
+    images_timed = len(samples_ms) * cell.batch_size
+    if energy is None:
+        missing["energy"] = meter
+    else:
+        energy["joules_per_image"] = energy["joules"] / images_timed
+    device_memory = backend.device_memory()
+    if "missing" in device_memory:
+        missing["device_memory"] = device_memory.pop("missing")
+    if isinstance(gpu, NvmlDevice):
+        device_memory.update(
+            nvml_device_used_bytes=gpu.memory_used_bytes(), nvml_process_used_bytes=gpu.own_memory_bytes()
+        )
     rates = throughput(cell.batch_size, samples_ms)
     latency = summary(samples_ms)
     median_ci, rate_ci = bootstrap_median(samples_ms), throughput_interval(cell.batch_size, samples_ms)
@@ -80,20 +117,31 @@ def run(
             "relative_half_width": median_ci.relative_half_width(),
             "method": "percentile bootstrap of the median, 2000 resamples",
         },
-        "flags": {"noisy": latency["noisy"], "ci_not_reached": not run_.ci_reached},
+        "flags": {
+            "noisy": latency["noisy"],
+            "ci_not_reached": not run_.ci_reached,
+            "recompiled": recompilations > 0,
+            "other_gpu_processes": bool(isolation and isolation["other_processes"]),
+        },
         "n_iters": len(samples_ms),
         "timed_s": run_.wall_s,
         "stop_reason": run_.stop_reason,
         "warmup_iters": int(settings["warmup_iters"]),
         "compile_s": None if compile_times is None else sum(compile_times.values()),
         "compile_breakdown_s": compile_times,
+        "recompilations_in_timed_loop": recompilations,
         "first_call_s": first_call_s,
         "rss_mb": {
             "before": rss_before,
             "loaded": rss_loaded,
-            "peak": peak_rss_mb(),
-            "source": "psutil rss; peak = getrusage ru_maxrss",
+            "peak": sampler.peak_mb,
+            "peak_process_lifetime": peak_rss_mb(),
+            "samples": sampler.samples,
+            "source": "psutil rss sampled every 10 ms from before the model load; lifetime peak = ru_maxrss",
         },
+        "device_memory": device_memory,
+        "energy": energy,
+        "isolation": isolation,
         "logits_checksum": float(np.float64(logits.astype(np.float64).sum())),
         "missing": missing,
     }
