@@ -151,3 +151,25 @@ def test_unknown_results_are_refused(tmp_path):
     path.write_text(json.dumps({"status": "ok"}))
     with pytest.raises(Exception, match="cell result invalid"):
         write_tidy([path], tmp_path / "out.csv")
+
+
+def test_mfu_against_the_measured_peak(cell_files, tmp_path):
+    facts = [{"model": "small_cnn", "image_size": 32, "flops_torch": 2e6}]
+    peak = {"fp32": {"peak_flops": 1e12}, "bf16": {"peak_flops": 4e12}}
+    frame = write_tidy(cell_files, tmp_path / "inference.csv", facts=facts, peak=peak)
+    ok = frame[frame["status"] == "ok"]
+    assert (ok["achieved_flops"] == ok["throughput_img_s"] * 2e6).all()
+    assert ok["mfu"].tolist() == pytest.approx((ok["throughput_img_s"] * 2e6 / 1e12).tolist())
+    assert frame[frame["status"] != "ok"]["mfu"].isna().all(), "a failed cell has no MFU, not 0"
+    table = inference_table(frame, ["torch", "jax"], write_speedups(cell_files, tmp_path / "s.csv"))
+    assert "MFU" in table
+
+
+def test_peak_probe_measures_both_frameworks():
+    from fwbench.trackers.flops import measure_peak, peak_for
+
+    peak = measure_peak(sizes=(128,), seconds=0.05)
+    for precision in ("fp32", "bf16"):
+        assert set(peak[precision]["probes"]) == {"torch/128", "jax/128"}
+        assert peak[precision]["peak_flops"] == max(peak[precision]["probes"].values()) > 0
+    assert peak_for("tf32", peak) == peak["fp32"]["peak_flops"] and peak_for("bf16", peak) == peak["bf16"]["peak_flops"]

@@ -3,7 +3,9 @@
 
 rule aggregate_inference:
     input:
-        inference_cells(),
+        cells=inference_cells(),
+        facts=expand(rules.model_facts.output[0], model=config["models"]),
+        peak=rules.device_peak.output[0],
     output:
         csv=f"{RESULTS}/tables/inference.csv",
         speedups=f"{RESULTS}/tables/speedups.csv",

@@ -1,7 +1,9 @@
 from fwbench.analysis.aggregate import write_speedups, write_tidy
+from fwbench.io import read_json
 from fwbench.logs import redirect_to
 
 with redirect_to(snakemake.log[0]):
-    frame = write_tidy(snakemake.input, snakemake.output.csv)
+    facts = [row for path in snakemake.input.facts for row in read_json(path)]
+    frame = write_tidy(snakemake.input.cells, snakemake.output.csv, facts=facts, peak=read_json(snakemake.input.peak))
     print(frame["status"].value_counts().to_dict())
-    print(write_speedups(snakemake.input, snakemake.output.speedups).to_string())
+    print(write_speedups(snakemake.input.cells, snakemake.output.speedups).to_string())

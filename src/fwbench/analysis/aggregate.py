@@ -10,6 +10,7 @@ import pandas as pd
 
 from fwbench.io import atomic_write_text
 from fwbench.results import load_result
+from fwbench.trackers.flops import peak_for
 from fwbench.trackers.stats import bootstrap_ratio_of_medians
 
 KEY_COLUMNS = ["suite", "model", "precision", "batch_size", "framework"]
@@ -67,8 +68,27 @@ def tidy(paths: Iterable[str | Path]) -> pd.DataFrame:
     return frame.sort_values(KEY_COLUMNS, kind="stable").reset_index(drop=True)
 
 
-def write_tidy(paths: Iterable[str | Path], out_csv: str | Path) -> pd.DataFrame:
+def add_mfu(frame: pd.DataFrame, facts: Iterable[dict[str, Any]], peak: dict[str, Any]) -> pd.DataFrame:
+    """Achieved FLOP/s and MFU per cell: model FLOPs per image (FlopCounterMode, identical for both frameworks) x
+    img/s, against the study's measured peak for the cell's precision."""
+    per_image = {(row["model"], row["image_size"]): row["flops_torch"] for row in facts}
+    flops = [per_image.get((m, s)) for m, s in zip(frame["model"], frame["image_size"], strict=True)]
+    frame = frame.assign(flops_per_image=pd.array(flops, dtype="Float64").astype(float))
+    frame["achieved_flops"] = frame["flops_per_image"] * frame["throughput_img_s"]
+    frame["peak_flops"] = [peak_for(p, peak) for p in frame["precision"]]
+    frame["mfu"] = frame["achieved_flops"] / frame["peak_flops"]
+    return frame
+
+
+def write_tidy(
+    paths: Iterable[str | Path],
+    out_csv: str | Path,
+    facts: Iterable[dict[str, Any]] | None = None,
+    peak: dict[str, Any] | None = None,
+) -> pd.DataFrame:
     frame = tidy(paths)
+    if facts is not None and peak is not None:
+        frame = add_mfu(frame, facts, peak)
     atomic_write_text(out_csv, frame.to_csv(index=False))
     return frame
 

@@ -49,6 +49,14 @@ def macros(frame: pd.DataFrame, ratios: pd.DataFrame, env: dict[str, Any], confi
         fwbNumRecompiled=_count("recompiled"),
         fwbNumOtherGPU=_count("other_gpu_processes"),
     )
+    if "mfu" in ok and ok["mfu"].notna().any():
+        best = ok.loc[ok["mfu"].idxmax()]
+        fw = FRAMEWORK_LABELS.get(best["framework"], best["framework"])
+        defs["fwbMaxMFU"] = number(100 * float(best["mfu"]), 2)
+        defs["fwbMaxMFUCell"] = escape(f"{fw} {best['model']} at batch {best['batch_size']}")
+        defs["fwbPeakGflopsFloat"] = number(float(ok.loc[ok["precision"] != "bf16", "peak_flops"].max()) / 1e9)
+    else:
+        defs["fwbMaxMFU"], defs["fwbMaxMFUCell"], defs["fwbPeakGflopsFloat"] = "---", "no cell", "---"
     for key, label in (
         ("CPU", "fwbCPU"),
         ("Device", "fwbDevice"),

@@ -38,6 +38,8 @@ def inference_table(frame: pd.DataFrame, frameworks: list[str], ratios: pd.DataF
     columns += [f"{FRAMEWORK_LABELS.get(f, f)} img/s" for f in frameworks]
     columns += ["JAX/PT [95% CI]"] if show_ratio else []
     columns += [f"{FRAMEWORK_LABELS.get(f, f)} p50 ms" for f in frameworks]
+    show_mfu = "mfu" in frame
+    columns += [f"{FRAMEWORK_LABELS.get(f, f)} MFU %" for f in frameworks] if show_mfu else []
     columns += ["JAX compile s"] if "jax" in frameworks else []
     lines = [
         r"\begin{tabular}{ll r " + "r" * (len(columns) - 3) + "}",
@@ -56,6 +58,8 @@ def inference_table(frame: pd.DataFrame, frameworks: list[str], ratios: pd.DataF
                 ]
                 values.append(_ratio(match.iloc[0]) if not match.empty else "---")
             values += [_cell(cells, f, "latency_p50_ms") for f in frameworks]
+            if show_mfu:
+                values += [_cell(cells.assign(mfu=cells["mfu"] * 100), f, "mfu", 2) for f in frameworks]
             if "jax" in frameworks:
                 values.append(_cell(cells, "jax", "compile_s"))
             lines.append(" & ".join(values) + r" \\")

@@ -1,0 +1,17 @@
+# Study-level probe of the device's peak FLOP rate (timed, so GPU-locked like a cell).
+
+
+rule device_peak:
+    output:
+        f"{RESULTS}/probe/peak.json",
+    log:
+        f"{RESULTS}/logs/probe/peak.log",
+    params:
+        harness_version=HARNESS_VERSION,
+    threads: workflow.cores
+    resources:
+        gpu=1,
+    conda:
+        ENV
+    script:
+        "../scripts/device_peak.py"
