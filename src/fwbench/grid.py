@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -97,7 +97,3 @@ def cell_from_wildcards(wildcards: Mapping[str, str], suite: str, image_size: in
         int(wildcards["batch"]),
         image_size,
     )
-
-
-def unique(values: Iterable[Any]) -> list[Any]:
-    return list(dict.fromkeys(values))

@@ -62,10 +62,6 @@ def torch_source(flax_path: tuple[str, ...]) -> tuple[str, int | None]:
     return ".".join([*modules, torch_leaf]), None
 
 
-def torch_key(flax_path: tuple[str, ...]) -> str:
-    return torch_source(flax_path)[0]
-
-
 def _take_part(array: np.ndarray, part: int | None) -> np.ndarray:
     if part is None:
         return array
