@@ -124,6 +124,26 @@ def test_rapl_absence_and_permissions_give_reasons(tmp_path):
         assert "not readable" in cpu_meter(tmp_path)
 
 
+class FakeEventTimer:
+    """Stands in for a pair of CUDA events: 1.5 ms of 'device time' per step, and checks the call order."""
+
+    def __init__(self):
+        self.state = "idle"
+
+    def start(self):
+        assert self.state == "idle"
+        self.state = "started"
+
+    def stop(self):
+        assert self.state == "started"
+        self.state = "stopped"
+
+    def elapsed_ms(self):
+        assert self.state == "stopped"
+        self.state = "idle"
+        return 1.5
+
+
 class FakeCudaBackend(Backend):
     """A CUDA-shaped backend computing with NumPy: device index 0, allocator statistics like torch.cuda's."""
 
@@ -138,7 +158,10 @@ class FakeCudaBackend(Backend):
     def device_info(self):
         return {"platform": "cuda", "name": "fake"}
 
+    seen: set
+
     def build(self, model, state_dict, *, num_classes, image_size):
+        self.seen = set()
         self.weight = np.random.default_rng(0).standard_normal((image_size * image_size * 3, num_classes))
 
     def to_device(self, batch_nhwc):
@@ -148,6 +171,7 @@ class FakeCudaBackend(Backend):
         return None
 
     def forward(self, inputs):
+        self.seen.add(id(inputs))
         time.sleep(0.002)
         return inputs @ self.weight
 
@@ -159,6 +183,9 @@ class FakeCudaBackend(Backend):
 
     def gpu_index(self):
         return 0
+
+    def device_timer(self):
+        return FakeEventTimer()
 
     def device_memory(self):
         return {"peak_allocated_bytes": 123, "peak_reserved_bytes": 456, "source": "fake allocator"}
@@ -189,3 +216,28 @@ def test_scenario_records_gpu_energy_memory_and_isolation(tmp_path, monkeypatch)
     assert metrics["device_memory"]["peak_allocated_bytes"] == 123
     assert metrics["device_memory"]["nvml_process_used_bytes"] == 2**30
     assert "energy" not in metrics["missing"] and "device_memory" not in metrics["missing"]
+    assert metrics["device_latency_ms"]["p50"] == 1.5 and "CUDA events" in metrics["device_latency_ms"]["source"]
+    assert len(metrics["device_samples_ms"]) == metrics["n_iters"]
+    assert metrics["cold_inputs"] is None
+
+
+def test_cold_inputs_rotate_through_distinct_buffers(tmp_path, monkeypatch):
+    config = validate_config({**TINY_CONFIG, "inference": {**TINY_CONFIG["inference"], "cold_inputs": True}})
+    prepare(config["dataset"], tmp_path / "data")
+    init_weights("small_cnn", num_classes=4, image_size=16, seed=0, out=tmp_path / "w.npz")
+    monkeypatch.setattr(inference, "last_level_cache_bytes", lambda: (64 * 1024, "test cache"))
+    settings = {k: v for k, v in config["inference"].items() if k != "batch_sizes"}
+    backend = FakeCudaBackend(threads=1, precision="fp32")
+    monkeypatch.setattr(inference, "open_device", lambda index: Unavailable("no NVML in this test"))
+    part = inference.run(
+        backend,
+        Cell("inference", "fakecuda", "small_cnn", "fp32", 2, 16),
+        settings,
+        data_dir=tmp_path / "data",
+        weights_path=tmp_path / "w.npz",
+        num_classes=4,
+    )
+    cold = part["metrics"]["cold_inputs"]
+    # 2 x 64 KiB of cache / (2 images x 16 x 16 x 3 x 4 bytes) = 22 buffers, each touched in warm-up and timing
+    assert cold == {"buffers": 22, "bytes_each": 6144, "cache_bytes": 65536, "cache_source": "test cache"}
+    assert len(backend.seen) == 22

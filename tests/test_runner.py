@@ -140,3 +140,32 @@ def test_schema_rejects_contract_breaks(study, tmp_path):
     broken["metrics"]["throughput_img_s"] = 0
     with pytest.raises(jsonschema.ValidationError, match="throughput_img_s"):
         validate_result(broken)
+
+
+def test_trials_run_in_fresh_processes_and_report_their_spread(study, tmp_path):
+    cell = next(c for c in cells(study[1]) if c.framework == "torch" and c.batch_size == 1)
+    result = _run(study, cell, tmp_path, settings={"trials": 2})
+    metrics = result["metrics"]
+    assert result["status"] == "ok" and len(metrics["trials"]) == 2
+    assert sum(t["n_iters"] for t in metrics["trials"]) == metrics["n_iters"] == len(result["samples_ms"])
+    spread = metrics["trial_spread"]
+    assert spread["throughput_min"] <= spread["throughput_median"] <= spread["throughput_max"]
+    log = (tmp_path / "cell.log").read_text()
+    assert "=== trial 1 of 2 ===" in log and "=== trial 2 of 2 ===" in log
+
+
+def test_a_failed_trial_fails_the_cell_with_its_number(study, tmp_path):
+    result = _failed(study, tmp_path, "raise SystemExit(4)", settings={"trials": 3})
+    assert result["reason"] == "trial 1 of 3: exception (exit code 4): no output"
+
+
+def test_jax_compilation_cache_state_is_recorded(study, tmp_path):
+    cell = next(c for c in cells(study[1]) if c.framework == "jax" and c.batch_size == 1)
+    cache = tmp_path / "xla-cache"
+    states = []
+    for _ in range(2):
+        result = _run(study, cell, tmp_path, settings={"jax_compilation_cache": str(cache)})
+        states.append(result["provenance"]["framework"]["settings"]["compilation_cache"]["state"])
+    assert states == ["cold", "warm"]
+    default = _run(study, cell, tmp_path)
+    assert default["provenance"]["framework"]["settings"]["compilation_cache"] == {"state": "disabled"}

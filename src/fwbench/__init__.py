@@ -6,5 +6,5 @@ with new ones.
 """
 
 __version__ = "0.1.0"
-HARNESS_VERSION = "2"  # 2: stopping rule on the bootstrap CI of the median
+HARNESS_VERSION = "3"  # 2: CI stopping rule; 3: windowed RSS peak, energy window, cold-input warm-up
 RESULT_SCHEMA_VERSION = 1

@@ -20,6 +20,10 @@ def main(spec_path: str, out_path: str) -> None:
     threads = pin_threads(int(spec["threads"]))
     # JAX would otherwise grab 75% of GPU memory up front, making its memory figures incomparable with PyTorch's.
     os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+    cache = spec["settings"].get("jax_compilation_cache")
+    if cache:  # read by JAX at import; every compilation is cached so warm runs skip them all
+        os.environ["JAX_COMPILATION_CACHE_DIR"] = str(cache)
+        os.environ["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = "0"
 
     from fwbench.backends import get_backend
     from fwbench.grid import Cell

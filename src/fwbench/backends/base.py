@@ -63,6 +63,10 @@ class Backend(ABC):
     @abstractmethod
     def to_numpy(self, outputs: Any) -> np.ndarray: ...
 
+    def device_timer(self) -> Any:
+        """A device-side timer (start/stop/elapsed_ms) or None where the framework has none; the default is none."""
+        return None
+
     @abstractmethod
     def gpu_index(self) -> int | None:
         """The CUDA device index the backend computes on, or None when it runs on the CPU."""

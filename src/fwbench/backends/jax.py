@@ -16,6 +16,16 @@ from fwbench.backends.base import Backend
 from fwbench.models import flax_variables
 
 
+def _cache_state() -> dict[str, Any]:
+    """Persistent compilation cache: disabled (the default, so compile times are cold), or cold/warm by whether
+    the cache directory already held entries when this process started."""
+    directory = os.environ.get("JAX_COMPILATION_CACHE_DIR")
+    if not directory:
+        return {"state": "disabled"}
+    warm = os.path.isdir(directory) and any(os.scandir(directory))
+    return {"state": "warm" if warm else "cold", "dir": directory}
+
+
 class JaxBackend(Backend):
     name = "jax"
 
@@ -35,6 +45,7 @@ class JaxBackend(Backend):
             "tf32_in_effect": self.precision == "tf32" and self.device.platform == "gpu",
             "xla_flags": os.environ.get("XLA_FLAGS", ""),
             "mode": "jit (AOT lower+compile)",
+            "compilation_cache": _cache_state(),
             "dtype": jnp.dtype(self.dtype).name,
             "bf16_policy": "parameters and activations" if self.precision == "bf16" else None,
         }

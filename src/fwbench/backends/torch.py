@@ -13,6 +13,23 @@ from fwbench.backends.base import Backend
 from fwbench.models import torch_model
 
 
+class CudaEventTimer:
+    """Device time of one step from a pair of CUDA events on the current stream (labelled as such in results)."""
+
+    def __init__(self, device):
+        self.begin = torch.cuda.Event(enable_timing=True)
+        self.end = torch.cuda.Event(enable_timing=True)
+
+    def start(self) -> None:
+        self.begin.record()
+
+    def stop(self) -> None:
+        self.end.record()
+
+    def elapsed_ms(self) -> float:
+        return float(self.begin.elapsed_time(self.end))
+
+
 class TorchBackend(Backend):
     name = "torch"
 
@@ -37,6 +54,7 @@ class TorchBackend(Backend):
             "cudnn_benchmark": torch.backends.cudnn.benchmark,
             "tf32_in_effect": tf32 and self.device.type == "cuda",
             "mode": "eager",
+            "compilation_cache": {"state": "not applicable (eager)"},
             "dtype": str(self.dtype).removeprefix("torch."),
             "bf16_policy": "parameters and activations" if self.precision == "bf16" else None,
         }
@@ -76,6 +94,9 @@ class TorchBackend(Backend):
     def synchronize(self, outputs: torch.Tensor) -> None:
         if self.device.type == "cuda":
             torch.cuda.synchronize(self.device)
+
+    def device_timer(self):
+        return CudaEventTimer(self.device) if self.device.type == "cuda" else None
 
     def gpu_index(self) -> int | None:
         return (self.device.index or 0) if self.device.type == "cuda" else None

@@ -14,15 +14,47 @@ from fwbench.data.inputs import batch_of, normalize
 from fwbench.data.store import load_split
 from fwbench.grid import Cell
 from fwbench.trackers.energy import NvmlEnergy, cpu_meter, idle_watts
-from fwbench.trackers.latency import StopRule, throughput, throughput_interval, timed_loop
+from fwbench.trackers.latency import StopRule, timed_loop, timing_metrics
 from fwbench.trackers.memory import RssSampler, peak_rss_mb, rss_mb
 from fwbench.trackers.nvml import NvmlDevice, Unavailable, open_device
-from fwbench.trackers.stats import bootstrap_median, summary
+from fwbench.trackers.stats import summary
 
 
 def load_weights(path: str | Path) -> dict[str, np.ndarray]:
     with np.load(path, allow_pickle=False) as archive:
         return {key: archive[key] for key in archive.files}
+
+
+MAX_COLD_BUFFERS = 4096
+
+
+def last_level_cache_bytes(root: Path = Path("/sys/devices/system/cpu/cpu0/cache")) -> tuple[int, str]:
+    """Size of the largest CPU cache level, from sysfs; 64 MiB (larger than any current L2 or LLC) if unreadable."""
+    best = (0, 0)
+    for index in root.glob("index*"):
+        try:
+            level = int((index / "level").read_text())
+            text = (index / "size").read_text().strip()
+        except (OSError, ValueError):
+            continue
+        size = int(text[:-1]) * {"K": 1024, "M": 1024**2}[text[-1]] if text[-1] in "KM" else int(text)
+        best = max(best, (level, size))
+    return (best[1], f"sysfs L{best[0]} cache") if best[1] else (64 * 1024**2, "assumed 64 MiB")
+
+
+def input_buffers(backend: Backend, images, batch_size: int, cold: bool):
+    """One input batch (warm: it stays in cache), or enough distinct batches of the same shape to span twice the
+    last-level cache, rotated through so that no timed step finds its inputs cached."""
+    first = normalize(batch_of(images, batch_size))
+    if not cold:
+        return [backend.to_device(first)], None
+    cache, source = last_level_cache_bytes()
+    count = int(min(MAX_COLD_BUFFERS, max(2, -(-2 * cache // first.nbytes))))
+    buffers = [backend.to_device(first)]
+    buffers += [
+        backend.to_device(normalize(batch_of(images, batch_size, start=i * batch_size))) for i in range(1, count)
+    ]
+    return buffers, {"buffers": count, "bytes_each": int(first.nbytes), "cache_bytes": cache, "cache_source": source}
 
 
 def _energy_meter(gpu, idle):
@@ -58,7 +90,8 @@ def run(
         images, _ = load_split(data_dir, "val")
         if images.shape[1] != cell.image_size:
             raise ValueError(f"dataset resolution {images.shape[1]} != cell image_size {cell.image_size}")
-        inputs = backend.to_device(normalize(batch_of(images, cell.batch_size)))
+        buffers, cold = input_buffers(backend, images, cell.batch_size, bool(settings.get("cold_inputs", False)))
+        inputs = buffers[0]
         rss_loaded = rss_mb()
 
         compile_times = backend.compile(inputs)  # same inputs (shape, dtype, device) as every timed call
@@ -69,8 +102,9 @@ def run(
         first_call_s = time.perf_counter() - t0
         logits = backend.to_numpy(outputs)
 
-        for _ in range(int(settings["warmup_iters"]) - 1):  # the first call above counts as one warm-up iteration
-            backend.synchronize(backend.forward(inputs))
+        # The first call above counts as one warm-up iteration; cold-input runs touch every buffer once too.
+        for i in range(max(int(settings["warmup_iters"]) - 1, len(buffers))):
+            backend.synchronize(backend.forward(buffers[i % len(buffers)]))
 
         rule = StopRule(
             min_iters=int(settings["min_iters"]),
@@ -83,7 +117,8 @@ def run(
         compilations_before = backend.compilations
         if not isinstance(meter, str):
             meter.start()  # the device is idle here: the warm-up ended with a synchronise
-        run_ = timed_loop(lambda i: backend.forward(inputs), backend.synchronize, rule)
+        timer = backend.device_timer()
+        run_ = timed_loop(lambda i: backend.forward(buffers[i % len(buffers)]), backend.synchronize, rule, timer)
         energy = meter.stop() if not isinstance(meter, str) else None
         recompilations = backend.compilations - compilations_before
     samples_ms = [s * 1000.0 for s in run_.samples_s]
@@ -97,6 +132,12 @@ def run(
         missing["energy"] = meter
     else:
         energy["joules_per_image"] = energy["joules"] / images_timed
+    if run_.device_ms:
+        device_latency = {k: v for k, v in summary(run_.device_ms).items() if k != "noisy"}
+        device_latency["source"] = "CUDA events around each step (device time; latency_ms is host wall clock)"
+    else:
+        device_latency = None
+        missing["device_latency_ms"] = f"{backend.name} on {backend.device_info()['platform']} has no device timer"
     device_memory = backend.device_memory()
     if "missing" in device_memory:
         missing["device_memory"] = device_memory.pop("missing")
@@ -104,32 +145,25 @@ def run(
         device_memory.update(
             nvml_device_used_bytes=gpu.memory_used_bytes(), nvml_process_used_bytes=gpu.own_memory_bytes()
         )
-    rates = throughput(cell.batch_size, samples_ms)
-    latency = summary(samples_ms)
-    median_ci, rate_ci = bootstrap_median(samples_ms), throughput_interval(cell.batch_size, samples_ms)
+    timing = timing_metrics(samples_ms, cell.batch_size)
+    noisy = timing.pop("noisy")
     metrics = {
-        "throughput_img_s": rates["median"],
-        "throughput_img_s_total": rates["total"],
-        "latency_ms": {k: v for k, v in latency.items() if k != "noisy"},
-        "ci95": {
-            "latency_p50_ms": [median_ci.low, median_ci.high],
-            "throughput_img_s": [rate_ci.low, rate_ci.high],
-            "relative_half_width": median_ci.relative_half_width(),
-            "method": "percentile bootstrap of the median, 2000 resamples",
-        },
+        **timing,
         "flags": {
-            "noisy": latency["noisy"],
+            "noisy": noisy,
             "ci_not_reached": not run_.ci_reached,
             "recompiled": recompilations > 0,
             "other_gpu_processes": bool(isolation and isolation["other_processes"]),
         },
-        "n_iters": len(samples_ms),
         "timed_s": run_.wall_s,
         "stop_reason": run_.stop_reason,
         "warmup_iters": int(settings["warmup_iters"]),
         "compile_s": None if compile_times is None else sum(compile_times.values()),
         "compile_breakdown_s": compile_times,
         "recompilations_in_timed_loop": recompilations,
+        "cold_inputs": cold,
+        "device_latency_ms": device_latency,
+        "device_samples_ms": run_.device_ms or None,
         "first_call_s": first_call_s,
         "rss_mb": {
             "before": rss_before,
