@@ -107,6 +107,13 @@ def grad_errors(grads: dict[str, np.ndarray], reference: dict[str, np.ndarray]) 
     }
 
 
+def global_error(grads: dict[str, np.ndarray], reference: dict[str, np.ndarray]) -> float:
+    """||g - ref|| / ||ref|| over the whole gradient vector."""
+    diff = sum(float(np.sum((grads[k] - ref) ** 2)) for k, ref in reference.items())
+    norm = sum(float(np.sum(ref**2)) for ref in reference.values())
+    return (diff / norm) ** 0.5 if norm else 0.0
+
+
 def train_step_parity(name: str, image_size: int, seed: int, *, batch: int = 4, num_classes: int = 10) -> dict:
     """Errors of one train-mode forward/backward of the twin against PyTorch float64 (see the module docstring).
 
@@ -120,7 +127,7 @@ def train_step_parity(name: str, image_size: int, seed: int, *, batch: int = 4, 
     state = torch_state_dict_numpy(model)
 
     truth_logits, truth_loss, truth_grads, truth_state = _torch_step(copy.deepcopy(model).double(), images, labels)
-    _, _, torch_grads, torch_state = _torch_step(model, images, labels)
+    torch_logits, torch_loss, torch_grads, torch_state = _torch_step(model, images, labels)
     with jax.enable_x64(True):
         logits64, _, jax64 = _jax_step(name, state, images, labels, jnp.float64, num_classes)
     logits32, loss32, jax32 = _jax_step(name, state, images, labels, jnp.float32, num_classes)
@@ -129,6 +136,10 @@ def train_step_parity(name: str, image_size: int, seed: int, *, batch: int = 4, 
         "logits64": relative(logits64, truth_logits),
         "logits32": relative(logits32, truth_logits),
         "loss32": abs(loss32 - truth_loss) / abs(truth_loss),
+        "torch_logits32": relative(torch_logits, truth_logits),
+        "torch_loss32": abs(torch_loss - truth_loss) / abs(truth_loss),
+        "grad32_global": global_error(jax32, truth_grads),
+        "torch_grad32_global": global_error(torch_grads, truth_grads),
         "grad64": grad_errors(jax64, truth_grads),
         "grad32": grad_errors(jax32, truth_grads),
         "torch_grad32": grad_errors(torch_grads, truth_grads),

@@ -103,7 +103,8 @@ def run(
         logits = backend.to_numpy(outputs)
 
         # The first call above counts as one warm-up iteration; cold-input runs touch every buffer once too.
-        for i in range(max(int(settings["warmup_iters"]) - 1, len(buffers))):
+        warmup = int(settings["warmup_iters"]) - 1
+        for i in range(max(warmup, len(buffers)) if len(buffers) > 1 else warmup):
             backend.synchronize(backend.forward(buffers[i % len(buffers)]))
 
         rule = StopRule(
