@@ -7,26 +7,15 @@ from __future__ import annotations
 import flax.linen as nn
 import jax.numpy as jnp
 
-from fwbench.models.layers import BatchNorm, conv
+from fwbench.models.layers import ConvNormActivation
 from fwbench.models.small_cnn_torch import STRIDES, WIDTHS
-
-
-class ConvBNReLU(nn.Module):
-    features: int
-    stride: int
-
-    @nn.compact
-    def __call__(self, x, train: bool):
-        x = conv(self.features, 3, stride=self.stride, name="0")(x)
-        x = BatchNorm(epsilon=1e-5, momentum=0.1, name="1")(x, train)
-        return nn.relu(x)
 
 
 class Features(nn.Module):
     @nn.compact
     def __call__(self, x, train: bool):
         for index, (width, stride) in enumerate(zip(WIDTHS, STRIDES, strict=True)):
-            x = ConvBNReLU(width, stride, name=str(index))(x, train)
+            x = ConvNormActivation(width, 3, stride, activation=nn.relu, name=str(index))(x, train)
         return x
 
 
