@@ -13,36 +13,36 @@ def _config(tmp_path, tiny_config):
     return path
 
 
+def _fwbench(venv_bin, *args, timeout=300):
+    return subprocess.run([str(venv_bin / "fwbench"), *map(str, args)], capture_output=True, text=True, timeout=timeout)
+
+
+def _run_cell(venv_bin, config, out, framework, model, batch, *extra):
+    return _fwbench(
+        venv_bin,
+        "run-cell",
+        "--suite",
+        "inference",
+        "--framework",
+        framework,
+        "--model",
+        model,
+        "--precision",
+        "fp32",
+        "--batch-size",
+        batch,
+        "--config",
+        config,
+        "--out",
+        out,
+        *extra,
+    )
+
+
 def test_run_cell_by_hand(tmp_path, tiny_config, venv_bin):
     config = _config(tmp_path, tiny_config)
     out = tmp_path / "cell.json"
-    proc = subprocess.run(
-        [
-            str(venv_bin / "fwbench"),
-            "run-cell",
-            "--suite",
-            "inference",
-            "--framework",
-            "jax",
-            "--model",
-            "small_cnn",
-            "--precision",
-            "fp32",
-            "--batch-size",
-            "3",
-            "--config",
-            str(config),
-            "--out",
-            str(out),
-            "--threads",
-            "1",
-            "--results",
-            str(tmp_path / "results"),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    proc = _run_cell(venv_bin, config, out, "jax", "small_cnn", 3, "--threads", 1, "--results", tmp_path / "results")
     assert proc.returncode == 0, proc.stderr
     result = load_result(out)
     assert result["status"] == "ok"
@@ -61,29 +61,7 @@ def test_run_cell_by_hand(tmp_path, tiny_config, venv_bin):
 
 def test_run_cell_rejects_bad_values_with_one_line(tmp_path, tiny_config, venv_bin):
     config = _config(tmp_path, tiny_config)
-    proc = subprocess.run(
-        [
-            str(venv_bin / "fwbench"),
-            "run-cell",
-            "--suite",
-            "inference",
-            "--framework",
-            "torch",
-            "--model",
-            "vgg99",
-            "--precision",
-            "fp32",
-            "--batch-size",
-            "1",
-            "--config",
-            str(config),
-            "--out",
-            str(tmp_path / "x.json"),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    proc = _run_cell(venv_bin, config, tmp_path / "x.json", "torch", "vgg99", 1)
     assert proc.returncode == 2
     (line,) = proc.stderr.strip().splitlines()
     assert line.startswith("fwbench: config error: models[0] = 'vgg99': unknown value, expected one of [")

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from fwbench.trackers.stats import Interval, bootstrap_median
+from fwbench.trackers.stats import Interval, bootstrap_median, summary
 
 CHECK_RESAMPLES = 500  # a cheaper bootstrap while deciding whether to stop; the reported interval uses the default
 
@@ -100,8 +100,6 @@ def throughput_interval(batch_size: int, samples_ms: list[float]) -> Interval:
 
 def timing_metrics(samples_ms: list[float], batch_size: int) -> dict[str, Any]:
     """The timing part of a cell's metrics from raw latencies; used per trial and for the pooled trials alike."""
-    from fwbench.trackers.stats import summary
-
     rates = throughput(batch_size, samples_ms)
     latency = summary(samples_ms)
     median_ci, rate_ci = bootstrap_median(samples_ms), throughput_interval(batch_size, samples_ms)

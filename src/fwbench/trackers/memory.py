@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import resource
+import threading
 
 import psutil
 
@@ -24,8 +25,6 @@ class RssSampler:
     whole life (ru_maxrss also counts imports)."""
 
     def __init__(self, interval_s: float = 0.01):
-        import threading
-
         self.interval_s, self.samples = interval_s, 0
         self.peak_mb = rss_mb()
         self._stop = threading.Event()
