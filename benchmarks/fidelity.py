@@ -1,12 +1,16 @@
 """Fidelity of the harness: its img/s against established ways of timing the same model, interleaved.
 
-For each model (same weights, batch size, resolution and thread count) and each round, in turn:
+For each model (same weights, batch size, resolution and thread count) and each round, in turn, every measurement in
+a fresh process that imports only the framework it times (as the harness's cells do):
 
-  harness torch   a full `fwbench` inference cell (supervised child process, stopping rule), img/s from its samples
-  Timer           torch.utils.benchmark.Timer(...).blocked_autorange(), num_threads set   (median of block means)
-  bare torch      a timm-style loop: N forward passes under inference_mode, total time     (mean)
-  harness jax     a full `fwbench` JAX cell
-  bare jax        a jitted apply called N times with block_until_ready, total time          (mean)
+  harness torch     a full `fwbench` inference cell (supervised child process, stopping rule), img/s from its samples
+  Timer             torch.utils.benchmark.Timer(...).blocked_autorange(), num_threads set   (median of block means)
+  bare torch        a timm-style loop: N forward passes under inference_mode, total time     (mean)
+  harness jax       a full `fwbench` JAX cell
+  bare jax          a jitted apply called N times with block_until_ready, total time          (mean)
+  paired            in one process per framework, a bare loop alternated with the harness's measuring code
+                    (`timed_loop`, with and without the RSS sampler thread), which isolates the harness's own cost
+                    from the drift between processes
 
 Ratios (median over rounds): harness/Timer compares medians (the harness's headline); harness/bare compares means
 (the harness's `throughput_img_s_total`) with the bare loops' means. Target: 0.97-1.03.
@@ -18,52 +22,109 @@ Ratios (median over rounds): harness/Timer compares medians (the harness's headl
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
 
+REFERENCES = ("timer", "bare torch", "bare jax")
+PAIRED = ("paired torch", "paired jax")
+PAIRS, PAIR_SECONDS = 8, 1.0
 
-def bare_torch(model, x, seconds: float) -> float:
+
+def _loop(step, sync, batch_size: int, seconds: float) -> float:
+    for _ in range(5):
+        sync(step())
+    count, start = 0, time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        sync(step())
+        count += 1
+    return count * batch_size / (time.perf_counter() - start)
+
+
+def paired(step, sync, batch_size: int) -> dict[str, list[float]]:
+    """In one process, alternate a bare loop with the harness's own measuring code over the same step, PAIRS
+    times: the shared `timed_loop` (with its stopping rule) alone, and with the RSS sampler thread running at its
+    timed-loop interval and at its ten times finer load interval. Returns each variant's ratios to the bare loop;
+    pairing cancels the machine's drift, which dominates comparisons across processes."""
+    from fwbench.trackers.latency import StopRule, timed_loop
+    from fwbench.trackers.memory import LOAD_INTERVAL_S, TIMED_INTERVAL_S, RssSampler
+
+    rule = StopRule(min_iters=1, min_seconds=PAIR_SECONDS, max_iters=10**9, max_seconds=PAIR_SECONDS, ci_target=1e-9)
+
+    def harness() -> float:
+        run = timed_loop(lambda _: step(), sync, rule)
+        return batch_size * len(run.samples_s) / sum(run.samples_s)
+
+    intervals = {f"timed_loop + sampler {s * 1000:g} ms": s for s in (TIMED_INTERVAL_S, LOAD_INTERVAL_S)}
+    ratios: dict[str, list[float]] = {"timed_loop": [], **{variant: [] for variant in intervals}}
+    for _ in range(PAIRS):
+        bare = _loop(step, sync, batch_size, PAIR_SECONDS)
+        ratios["timed_loop"].append(harness() / bare)
+        for variant, interval in intervals.items():
+            with RssSampler(interval):
+                ratios[variant].append(harness() / bare)
+    return ratios
+
+
+def reference(kind: str, name: str, work: Path, batch_size: int, image_size: int, threads: int, seconds: float):
+    """One reference measurement, run in its own process (`--reference`)."""
+    from fwbench.threads import pin_threads
+
+    pin_threads(threads)
+
+    import numpy as np
+
+    from fwbench.data.inputs import batch_of, normalize
+    from fwbench.data.store import load_split
+    from fwbench.scenarios.inference import load_weights
+
+    images, _ = load_split(work / "data", "val")
+    batch = normalize(batch_of(images, batch_size))
+    weights = load_weights(work / f"{name}.npz")
+    if kind in ("bare jax", "paired jax"):
+        import jax
+
+        from fwbench.models import flax_variables
+
+        jax.config.update("jax_default_matmul_precision", "highest")
+        module, variables = flax_variables(name, weights, num_classes=10, image_size=image_size)
+        apply = jax.jit(lambda v, inputs: module.apply(v, inputs, train=False))
+        x = jax.device_put(batch)
+        if kind == "paired jax":
+            return paired(lambda: apply(variables, x), lambda out: out.block_until_ready(), batch_size)
+        return _loop(lambda: apply(variables, x), lambda out: out.block_until_ready(), batch_size, seconds)
     import torch
 
+    from fwbench.models import torch_model
+
+    torch.set_num_threads(threads)
+    torch.set_float32_matmul_precision("highest")
+    model = torch_model(name, num_classes=10, image_size=image_size).eval()
+    model.load_state_dict({k: torch.from_numpy(v) for k, v in weights.items()})
+    x = torch.from_numpy(np.ascontiguousarray(batch.transpose(0, 3, 1, 2)))
     with torch.inference_mode():
-        for _ in range(5):
-            model(x)
-        count, start = 0, time.perf_counter()
-        while time.perf_counter() - start < seconds:
-            model(x)
-            count += 1
-        return count * x.shape[0] / (time.perf_counter() - start)
+        if kind == "paired torch":
+            return paired(lambda: model(x), lambda out: None, batch_size)
+        if kind == "timer":
+            from torch.utils import benchmark
+
+            timer = benchmark.Timer(stmt="model(x)", globals={"model": model, "x": x}, num_threads=threads)
+            return batch_size / timer.blocked_autorange(min_run_time=seconds).median
+        return _loop(lambda: model(x), lambda out: None, batch_size, seconds)
 
 
-def timer_torch(model, x, threads: int, seconds: float) -> float:
-    import torch
-    from torch.utils import benchmark
-
-    with torch.inference_mode():
-        measurement = benchmark.Timer(
-            stmt="model(x)", globals={"model": model, "x": x}, num_threads=threads
-        ).blocked_autorange(min_run_time=seconds)
-    return x.shape[0] / measurement.median
-
-
-def bare_jax(name: str, weights, batch_nhwc, image_size: int, seconds: float) -> float:
-    import jax
-
-    from fwbench.models import flax_variables
-
-    module, variables = flax_variables(name, weights, num_classes=10, image_size=image_size)
-    with jax.default_matmul_precision("highest"):
-        step = jax.jit(lambda v, inputs: module.apply(v, inputs, train=False))
-        x = jax.device_put(batch_nhwc)
-        for _ in range(5):
-            step(variables, x).block_until_ready()
-        count, start = 0, time.perf_counter()
-        while time.perf_counter() - start < seconds:
-            step(variables, x).block_until_ready()
-            count += 1
-    return count * batch_nhwc.shape[0] / (time.perf_counter() - start)
+def fresh_reference(kind: str, name: str, work: Path, args):
+    command = [sys.executable, __file__, "--reference", kind, "--models", name, "--work", str(work)]
+    command += ["--batch-size", str(args.batch_size), "--image-size", str(args.image_size)]
+    command += ["--threads", str(args.threads), "--seconds", str(args.seconds)]
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise SystemExit(f"reference {kind!r} failed:\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def main() -> None:
@@ -74,26 +135,23 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--seconds", type=float, default=2.0)
+    parser.add_argument("--reference", choices=REFERENCES + PAIRED, help=argparse.SUPPRESS)
+    parser.add_argument("--paired-only", action="store_true", help="only the in-process paired harness/bare check")
+    parser.add_argument("--work", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
-
-    from fwbench.threads import pin_threads
-
-    pin_threads(args.threads)
-    import numpy as np
-    import torch
+    if args.reference:
+        rate = reference(
+            args.reference, args.models[0], args.work, args.batch_size, args.image_size, args.threads, args.seconds
+        )
+        print(json.dumps(rate))
+        return
 
     from fwbench.config import validate_config
-    from fwbench.data.inputs import batch_of, normalize
     from fwbench.data.prepare import prepare
-    from fwbench.data.store import load_split
     from fwbench.grid import Cell
-    from fwbench.models import torch_model
     from fwbench.models.weights import init_weights
     from fwbench.runner import run_cell
-    from fwbench.scenarios.inference import load_weights
 
-    torch.set_num_threads(args.threads)
-    torch.set_float32_matmul_precision("highest")
     work = Path(tempfile.mkdtemp(prefix="fwbench-fidelity-"))
     config = validate_config(
         {
@@ -112,23 +170,22 @@ def main() -> None:
     )
     prepare(config["dataset"], work / "data")
     settings = {k: v for k, v in config["inference"].items() if k != "batch_sizes"}
-    images, _ = load_split(work / "data", "val")
-    batch = normalize(batch_of(images, args.batch_size))
-    rows = []
+    rows, pairs = [], []
     for name in args.models:
         weights_path = work / f"{name}.npz"
         init_weights(name, num_classes=10, image_size=args.image_size, seed=0, out=weights_path)
-        weights = load_weights(weights_path)
-        model = torch_model(name, num_classes=10, image_size=args.image_size).eval()
-        model.load_state_dict({k: torch.from_numpy(v) for k, v in weights.items()})
-        x = torch.from_numpy(np.ascontiguousarray(batch.transpose(0, 3, 1, 2)))
-        ratios: dict[str, list[float]] = {"harness/Timer": [], "harness/bare torch": [], "harness/bare jax": []}
+        for framework in ("torch", "jax"):
+            pairs.append((name, framework, fresh_reference(f"paired {framework}", name, work, args)))
+            print(f"{name} {framework} paired: {pairs[-1][2]}", flush=True)
+        if args.paired_only:
+            continue
         rates: dict[str, list[float]] = {}
-        for _ in range(args.rounds):
-            cells = {}
+        ratios: dict[str, list[float]] = {}
+        for round_ in range(args.rounds):
+            measured = {}
             for framework in ("torch", "jax"):
                 cell = Cell("inference", framework, name, "fp32", args.batch_size, args.image_size)
-                cells[framework] = run_cell(
+                result = run_cell(
                     cell,
                     settings,
                     data_dir=work / "data",
@@ -137,21 +194,21 @@ def main() -> None:
                     threads=args.threads,
                     out_path=work / "cell.json",
                 )
-                if cells[framework]["status"] != "ok":
-                    raise SystemExit(f"harness cell failed: {cells[framework]['reason']}")
-            measured = {
-                "harness torch (median)": cells["torch"]["metrics"]["throughput_img_s"],
-                "harness torch (mean)": cells["torch"]["metrics"]["throughput_img_s_total"],
-                "Timer": timer_torch(model, x, args.threads, args.seconds),
-                "bare torch": bare_torch(model, x, args.seconds),
-                "harness jax (mean)": cells["jax"]["metrics"]["throughput_img_s_total"],
-                "bare jax": bare_jax(name, weights, batch, args.image_size, args.seconds),
-            }
+                if result["status"] != "ok":
+                    raise SystemExit(f"harness cell failed: {result['reason']}")
+                measured[f"harness {framework} (median)"] = result["metrics"]["throughput_img_s"]
+                measured[f"harness {framework} (mean)"] = result["metrics"]["throughput_img_s_total"]
+            for kind in REFERENCES:
+                measured[kind] = fresh_reference(kind, name, work, args)
+            print(f"{name} round {round_ + 1}: " + ", ".join(f"{k} {v:.1f}" for k, v in measured.items()), flush=True)
             for key, value in measured.items():
                 rates.setdefault(key, []).append(value)
-            ratios["harness/Timer"].append(measured["harness torch (median)"] / measured["Timer"])
-            ratios["harness/bare torch"].append(measured["harness torch (mean)"] / measured["bare torch"])
-            ratios["harness/bare jax"].append(measured["harness jax (mean)"] / measured["bare jax"])
+            for key, value in {
+                "harness/Timer": measured["harness torch (median)"] / measured["timer"],
+                "harness/bare torch": measured["harness torch (mean)"] / measured["bare torch"],
+                "harness/bare jax": measured["harness jax (mean)"] / measured["bare jax"],
+            }.items():
+                ratios.setdefault(key, []).append(value)
         rows.append(
             (
                 name,
@@ -159,9 +216,20 @@ def main() -> None:
                 {k: statistics.median(v) for k, v in ratios.items()},
             )
         )
+    print(f"\nIn-process pairs ({PAIRS} x {PAIR_SECONDS:g} s each way): harness measuring code / bare loop, same step")
+    print("| model | framework | median | min | max |")
+    print("| --- | --- | --- | --- | --- |")
+    for name, framework, measured in pairs:
+        for variant, values in measured.items():
+            print(
+                f"| {name} | {framework} {variant} | {statistics.median(values):.3f} | {min(values):.3f} "
+                f"| {max(values):.3f} |"
+            )
+    if args.paired_only:
+        return
     print(
-        f"batch {args.batch_size}, {args.image_size} px, {args.threads} threads, {args.rounds} interleaved rounds "
-        "(medians over rounds)"
+        f"\nbatch {args.batch_size}, {args.image_size} px, {args.threads} threads, {args.rounds} interleaved rounds, "
+        "every measurement in a fresh process (medians over rounds)"
     )
     print(
         "| model | harness torch img/s | Timer img/s | bare torch img/s | harness jax img/s | bare jax img/s "
@@ -170,7 +238,7 @@ def main() -> None:
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for name, rate, ratio in rows:
         print(
-            f"| {name} | {rate['harness torch (median)']:.1f} | {rate['Timer']:.1f} | {rate['bare torch']:.1f} "
+            f"| {name} | {rate['harness torch (median)']:.1f} | {rate['timer']:.1f} | {rate['bare torch']:.1f} "
             f"| {rate['harness jax (mean)']:.1f} | {rate['bare jax']:.1f} | {ratio['harness/Timer']:.3f} "
             f"| {ratio['harness/bare torch']:.3f} | {ratio['harness/bare jax']:.3f} |"
         )

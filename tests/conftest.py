@@ -16,6 +16,7 @@ TINY_CONFIG = {
     "precisions": ["fp32"],
     "dataset": {"image_size": 16, "num_classes": 4, "train_size": 32, "val_size": 16, "seed": 3},
     "inference": {"batch_sizes": [1, 2], "warmup_iters": 1, "min_iters": 3, "min_seconds": 0.0, "timeout_s": 120},
+    "loader": {"min_seconds": 0.2},
 }
 
 

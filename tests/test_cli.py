@@ -80,18 +80,29 @@ def test_check_config_lists_cells(tmp_path, tiny_config, venv_bin):
 
 
 def test_prepare_data(tmp_path, tiny_config, venv_bin):
-    proc = subprocess.run(
-        [
-            str(venv_bin / "fwbench"),
-            "prepare-data",
-            "--config",
-            str(_config(tmp_path, tiny_config)),
-            "--out",
-            str(tmp_path / "data"),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    proc = _fwbench(venv_bin, "prepare-data", "--config", _config(tmp_path, tiny_config), "--out", tmp_path / "data")
     assert proc.returncode == 0, proc.stderr
-    assert "train 32, val 16" in proc.stdout
+    assert "train 32, val 16, 0 skipped" in proc.stdout
+    assert {p.name for p in (tmp_path / "data").iterdir()} == {
+        "manifest.json",
+        "preprocess.json",
+        "train-00000-images.npy",
+        "train-00000-labels.npy",
+        "val-00000-images.npy",
+        "val-00000-labels.npy",
+    }
+
+
+def test_prepare_data_from_an_image_folder(tmp_path, tiny_config, venv_bin):
+    from tests.test_data_sources import make_odd_folder
+
+    make_odd_folder(tmp_path / "photos", empty_class=False)
+    tiny_config["dataset"] = {"source": "imagefolder", "path": str(tmp_path / "photos"), "num_classes": 2}
+    config = _config(tmp_path, tiny_config)
+    proc = _fwbench(venv_bin, "prepare-data", "--config", config, "--out", tmp_path / "data", "--workers", "2")
+    assert proc.returncode == 0, proc.stderr
+    assert "(imagefolder, train 7, val 2, 3 skipped" in proc.stdout
+    assert "preprocess train" in proc.stderr  # the progress bar
+    tiny_config["dataset"]["num_classes"] = 3
+    proc = _fwbench(venv_bin, "prepare-data", "--config", _config(tmp_path, tiny_config), "--out", tmp_path / "x")
+    assert proc.returncode == 2 and proc.stderr.startswith("fwbench: dataset.num_classes = 3, but dataset.path")

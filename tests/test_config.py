@@ -15,7 +15,7 @@ from tests.conftest import REPO
 def test_default_config_is_valid_and_defaults_are_filled():
     config = load_config(REPO / "config" / "config.yaml")
     assert config["frameworks"] == ["torch", "jax"]
-    assert config["suites"] == ["inference"]
+    assert config["suites"] == ["inference", "training"]
 
 
 def test_defaults_filled_for_omitted_keys(tiny_config):
@@ -23,7 +23,10 @@ def test_defaults_filled_for_omitted_keys(tiny_config):
     assert config["dataset"]["source"] == "synthetic"
     assert config["dataset"]["noise"] == 0.35
     assert config["inference"]["max_seconds"] == 60
-    assert config["training"] == {"batch_sizes": [32], "epochs": 2}
+    assert config["training"]["batch_sizes"] == [32] and config["training"]["epochs"] == 2
+    assert config["training"]["lr"] == 1e-4 and config["training"]["schedule"] == "cosine"
+    assert config["loader"] == {"prefetch": 2, "workers": 1, "drop_last": True, "min_seconds": 0.2}
+    assert config["dataset"]["splits"] == {"train": "train", "val": "val"}
     assert "source" not in tiny_config["dataset"], "validation must not mutate its input"
 
 

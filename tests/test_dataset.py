@@ -2,7 +2,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -10,15 +9,19 @@ import pytest
 from fwbench.config import validate_config
 from fwbench.data.inputs import IMAGENET_MEAN, IMAGENET_STD, batch_of, normalize
 from fwbench.data.prepare import check_matches, prepare
-from fwbench.data.store import dataset_files, load_split, read_manifest
+from fwbench.data.store import dataset_files, load_split, read_manifest, split_digest
 
 
 def test_same_config_gives_byte_identical_files(tmp_path, tiny_config):
     dataset = validate_config(tiny_config)["dataset"]
     prepare(dataset, tmp_path / "a")
     prepare(dataset, tmp_path / "b")
-    for a, b in zip(dataset_files(tmp_path / "a"), dataset_files(tmp_path / "b"), strict=True):
-        assert Path(a).read_bytes() == Path(b).read_bytes(), a
+    names = sorted(p.name for p in (tmp_path / "a").iterdir())
+    assert names == sorted(p.name for p in (tmp_path / "b").iterdir())
+    names.remove("preprocess.json")  # the run's timing
+    assert dataset_files(tmp_path / "a") == [str(tmp_path / "a" / "manifest.json")]
+    for name in names:
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes(), name
 
 
 def test_other_seed_gives_other_images(tmp_path, tiny_config):
@@ -32,15 +35,17 @@ def test_manifest_describes_the_arrays(tmp_path, tiny_config):
     dataset = validate_config(tiny_config)["dataset"]
     prepare(dataset, tmp_path)
     manifest = read_manifest(tmp_path)
-    assert manifest["num_classes"] == 4 and manifest["seed"] == 3 and manifest["image_size"] == 16
+    assert manifest["num_classes"] == 4 and manifest["config"]["seed"] == 3 and manifest["image_size"] == 16
     for split, count in (("train", 32), ("val", 16)):
         entry = manifest["splits"][split]
         images, labels = load_split(tmp_path, split)
         assert images.dtype == np.uint8 and images.shape == (count, 16, 16, 3) == tuple(entry["shape"])
         assert entry["count"] == count and sum(entry["per_class"]) == count
         assert entry["per_class"] == np.bincount(labels, minlength=4).tolist()
-        for name, digest in entry["sha256"].items():
-            assert hashlib.sha256((tmp_path / name).read_bytes()).hexdigest() == digest
+        for shard in entry["shards"]:
+            for name, digest in shard["sha256"].items():
+                assert hashlib.sha256((tmp_path / name).read_bytes()).hexdigest() == digest
+        assert entry["sha256"] == split_digest(entry)
     assert json.loads((tmp_path / "manifest.json").read_text()) == manifest
 
 
@@ -54,6 +59,7 @@ def test_images_are_learnable_well_above_chance(tmp_path):
         "seed": 0,
         "noise": 0.35,
         "source": "synthetic",
+        "shard_size": 2048,
     }
     prepare(config, tmp_path)
     (xt, yt), (xv, yv) = load_split(tmp_path, "train"), load_split(tmp_path, "val")

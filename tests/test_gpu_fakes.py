@@ -160,6 +160,9 @@ class FakeCudaBackend(Backend):
 
     seen: set
 
+    def trainer(self, *args, **kwargs):
+        raise NotImplementedError("the fake CUDA backend exercises the inference path")
+
     def build(self, model, state_dict, *, num_classes, image_size):
         self.seen = set()
         self.weight = np.random.default_rng(0).standard_normal((image_size * image_size * 3, num_classes))

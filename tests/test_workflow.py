@@ -59,7 +59,7 @@ def test_full_run_produces_the_paper(workdir):
     assert all(load_result(p)["status"] == "ok" for p in cells)
     csv = (workdir / "results" / "tables" / "inference.csv").read_text().splitlines()
     assert len(csv) == 5
-    for name in ("inference_throughput.pdf", "inference_throughput.png"):
+    for name in ("inference_throughput.pdf", "inference_throughput.png", "loader_throughput.pdf"):
         assert (workdir / "results" / "figures" / name).stat().st_size > 0
     macros = (workdir / "results" / "tables" / "macros.tex").read_text()
     assert r"\newcommand{\fwbNumCells}{4}" in macros
@@ -76,6 +76,7 @@ def test_reruns_are_minimal(workdir, venv_bin):
         "inference_cell": 2,
         "aggregate_inference": 1,
         "inference_figure": 1,
+        "loader_figure": 1,
         "paper_tables": 1,
         "paper": 1,
         "all": 1,
@@ -103,3 +104,44 @@ def test_reruns_are_minimal(workdir, venv_bin):
 def test_lint_is_clean(venv_bin):
     output = _snakemake(REPO, venv_bin, "--lint")
     assert "Congratulations" in output
+
+
+@pytest.mark.slow
+def test_paper_config_dry_run_lists_the_full_study(workdir, venv_bin):
+    planned = _planned_jobs(_snakemake(workdir, venv_bin, "-n", "--configfile", "config/paper-h100.yaml"))
+    expected = {"download_dataset": 1, "prepare_dataset": 1, "init_weights": 4, "model_facts": 4}
+    expected |= {"inference_cell": 2 * 4 * 4, "loader_throughput": 1, "loader_figure": 1, "paper": 1}
+    assert {job: planned.get(job) for job in expected} == expected
+
+
+@pytest.mark.slow
+def test_image_folder_study_plans_no_download(workdir, venv_bin, tmp_path):
+    (tmp_path / "photos" / "a").mkdir(parents=True)
+    (tmp_path / "photos" / "b").mkdir()
+    config = tmp_path / "folder.yaml"
+    config.write_text(yaml.safe_dump({"dataset": {"source": "imagefolder", "path": str(tmp_path / "photos")}}))
+    planned = _planned_jobs(_snakemake(workdir, venv_bin, "-n", "--configfile", str(config)))
+    assert planned["prepare_dataset"] == 1 and "download_dataset" not in planned
+
+
+@pytest.mark.slow
+def test_training_suite_adds_cells_and_the_paper_section(workdir, venv_bin):
+    path = workdir / "config" / "config.yaml"
+    original = path.read_text()
+    config = yaml.safe_load(original)
+    config["suites"] = ["inference", "training"]
+    config["training"] = {"batch_sizes": [8], "epochs": 2, "lr": 0.001, "target_top1": 0.3}
+    path.write_text(yaml.safe_dump(config))
+    try:
+        planned = _planned_jobs(_snakemake(workdir, venv_bin, "-n"))
+        assert planned["training_cell"] == 2 and planned["aggregate_training"] == 1
+        assert "inference_cell" not in planned, "adding the training suite must not rerun inference cells"
+        _snakemake(workdir, venv_bin)
+        cells = sorted((workdir / "results" / "cells" / "training").rglob("*.json"))
+        assert [load_result(p)["status"] for p in cells] == ["ok", "ok"]
+        section = (workdir / "results" / "tables" / "training_section.tex").read_text()
+        assert r"\includegraphics[width=\textwidth]{training_curves}" in section and "small" in section
+        assert (workdir / "results" / "figures" / "training_curves.pdf").stat().st_size > 0
+        assert _planned_jobs(_snakemake(workdir, venv_bin, "-n")) == {}
+    finally:
+        path.write_text(original)

@@ -6,5 +6,6 @@ with new ones.
 """
 
 __version__ = "0.1.0"
-HARNESS_VERSION = "3"  # 2: CI stopping rule; 3: windowed RSS peak, energy window, cold-input warm-up
+# 2: CI stopping rule; 3: windowed RSS peak, energy window, cold-input warm-up; 4: 250 ms RSS sampling when timed.
+HARNESS_VERSION = "4"
 RESULT_SCHEMA_VERSION = 1

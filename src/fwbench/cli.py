@@ -15,6 +15,7 @@ def _cell_config(config: dict, args: argparse.Namespace) -> dict:
     narrowed = {k: v for k, v in config.items()}
     narrowed.update(frameworks=[args.framework], models=[args.model], precisions=[args.precision])
     narrowed[args.suite] = {**config[args.suite], "batch_sizes": [args.batch_size]}
+    narrowed["suites"] = [args.suite]
     return validate_config(narrowed)
 
 
@@ -41,17 +42,28 @@ def cmd_run_cell(args: argparse.Namespace) -> int:
             seed=config["seed"],
             out=weights,
         )
+    settings = {k: v for k, v in config[cell.suite].items() if k != "batch_sizes"}
+    if cell.suite == "training":  # as the workflow's training rule passes them
+        settings.update(loader=config["loader"], seed=config["seed"])
     result = run_cell(
         cell,
-        {k: v for k, v in config[cell.suite].items() if k != "batch_sizes"},
+        settings,
         data_dir=data_dir,
         weights_path=weights,
         num_classes=config["dataset"]["num_classes"],
         threads=args.threads,
         out_path=args.out,
         log_path=args.log,
+        state_dir=Path(args.results, "state", cell.relpath()).with_suffix("") if cell.suite == "training" else None,
     )
-    if result["status"] == "ok":
+    if result["status"] == "ok" and cell.suite == "training":
+        m, last = result["metrics"], result["metrics"]["epochs"][-1]
+        resumed = f", resumed from epoch {m['resumed_from_epoch']}" if m["resumed_from_epoch"] is not None else ""
+        print(
+            f"{cell.label()}: {len(m['epochs'])} epochs, {last['img_s']:.1f} img/s, top-1 {last['top1']:.3f}, "
+            f"step-0 loss {m['step0']['loss']:.4f}{resumed} -> {args.out}"
+        )
+    elif result["status"] == "ok":
         m = result["metrics"]
         print(
             f"{cell.label()}: {m['throughput_img_s']:.1f} img/s, p50 {m['latency_ms']['p50']:.3f} ms "
@@ -65,9 +77,11 @@ def cmd_run_cell(args: argparse.Namespace) -> int:
 def cmd_prepare_data(args: argparse.Namespace) -> int:
     from fwbench.data.prepare import prepare
 
-    manifest = prepare(load_config(args.config)["dataset"], args.out)
+    manifest = prepare(load_config(args.config)["dataset"], args.out, resources=args.resources, workers=args.workers)
     counts = ", ".join(f"{split} {entry['count']}" for split, entry in manifest["splits"].items())
-    print(f"dataset ({manifest['source']}, {counts}) -> {args.out}")
+    skipped = sum(manifest["skipped_count"].values())
+    rate = manifest["timing"]["images_per_s"]
+    print(f"dataset ({manifest['source']}, {counts}, {skipped} skipped, {rate:.0f} img/s) -> {args.out}")
     return 0
 
 
@@ -101,7 +115,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     run = sub.add_parser("run-cell", help="measure one benchmark cell in a supervised child process")
-    run.add_argument("--suite", required=True, choices=["inference"])
+    run.add_argument("--suite", required=True, choices=["inference", "training"])
     run.add_argument("--framework", required=True)
     run.add_argument("--model", required=True)
     run.add_argument("--precision", required=True)
@@ -115,9 +129,13 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--log", default=None, help="where to keep the child's output")
     run.set_defaults(func=cmd_run_cell)
 
-    prep = sub.add_parser("prepare-data", help="write the config's dataset (arrays + manifest.json) into DIR")
+    prep = sub.add_parser(
+        "prepare-data", help="preprocess the config's dataset into DIR (shards + manifest.json), as the workflow does"
+    )
     prep.add_argument("--config", required=True)
     prep.add_argument("--out", required=True)
+    prep.add_argument("--workers", type=int, default=os.cpu_count(), help="decoding processes (default: all CPUs)")
+    prep.add_argument("--resources", default="resources", help="where a Hub dataset is cached")
     prep.set_defaults(func=cmd_prepare_data)
 
     weights = sub.add_parser("init-weights", help="write the shared initial weights of one model")

@@ -77,7 +77,30 @@ def _describe(error: jsonschema.ValidationError) -> str:
     return f"{key} = {value!r}: {error.message}"
 
 
+DEFAULT_SPLITS = {
+    "huggingface": {"train": "train", "val": "validation"},  # the Hub's usual names (clane9/imagenet-100 has these)
+    "imagefolder": {"train": "train", "val": "val"},
+}
+
+
+def _check_dataset(dataset: dict[str, Any]) -> None:
+    source = dataset["source"]
+    if dataset["splits"] is None:
+        dataset["splits"] = dict(DEFAULT_SPLITS.get(source, {"train": "train", "val": "val"}))
+    if source == "imagefolder":
+        if not dataset["path"]:
+            raise ConfigError("config error: dataset.path: required when dataset.source = 'imagefolder'")
+        if not Path(dataset["path"]).is_dir():
+            raise ConfigError(f"config error: dataset.path = {dataset['path']!r}: not a directory")
+    resize = dataset["resize_size"]
+    if resize is not None and resize < dataset["image_size"]:
+        raise ConfigError(
+            f"config error: dataset.resize_size = {resize}: must be >= dataset.image_size ({dataset['image_size']})"
+        )
+
+
 def _check_consistency(config: Mapping[str, Any]) -> None:
+    _check_dataset(config["dataset"])
     for model, path in config["pretrained"].items():
         if not Path(path).is_file():
             raise ConfigError(f"config error: pretrained.{model} = {path!r}: file not found")

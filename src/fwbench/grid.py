@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-SUITES = ("inference",)
+SUITES = ("inference", "training")
 
 # Wildcard patterns shared by the Snakemake rules (wildcard_constraints) and by parse_cell_path.
 WILDCARD_PATTERNS = {

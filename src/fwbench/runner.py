@@ -59,7 +59,9 @@ def _failure_reason(returncode: int, stderr: str) -> str:
     return f"exception (exit code {returncode}): {_exception_line(stderr)}"
 
 
-def _run_child(worker_cmd: Sequence[str], spec_path: Path, part_path: Path, log_path: Path, timeout_s: float):
+def _run_child(
+    worker_cmd: Sequence[str], spec_path: Path, part_path: Path, log_path: Path, timeout_s: float, suite: str
+):
     """One measuring child; returns (part or None, failure reason or None, its output)."""
     with open(log_path, "w+", encoding="utf-8", errors="replace") as log:
         child = subprocess.Popen(
@@ -79,7 +81,7 @@ def _run_child(worker_cmd: Sequence[str], spec_path: Path, part_path: Path, log_
         log.seek(0)
         output = log.read()
     if returncode is None:
-        return None, f"timeout: no result after {timeout_s:g} s (inference.timeout_s); child killed", output
+        return None, f"timeout: no result after {timeout_s:g} s ({suite}.timeout_s); child killed", output
     if returncode != 0:
         return None, _failure_reason(returncode, output), output
     try:
@@ -136,9 +138,15 @@ def run_cell(
     out_path: str | Path,
     log_path: str | Path | None = None,
     worker_cmd: Sequence[str] = WORKER_CMD,
+    state_dir: str | Path | None = None,
 ) -> dict[str, Any]:
-    """Measure `cell` in `settings["trials"]` fresh child processes and write its result JSON atomically."""
-    timeout_s, trials = float(settings["timeout_s"]), int(settings.get("trials", 1))
+    """Measure `cell` in `settings["trials"]` fresh child processes and write its result JSON atomically.
+
+    A training cell runs once and keeps per-epoch checkpoints in `state_dir`, so a rerun after a kill resumes."""
+    timeout_s = float(settings["timeout_s"])
+    trials = int(settings.get("trials", 1)) if cell.suite == "inference" else 1
+    if cell.suite == "training" and state_dir is None:
+        raise ValueError("a training cell needs a state_dir for its epoch checkpoints")
     started_at, t0 = _now(), time.perf_counter()
     parts, reason, outputs = [], None, []
     with tempfile.TemporaryDirectory(prefix="fwbench-cell-") as tmp:
@@ -152,11 +160,17 @@ def run_cell(
                 "weights_path": str(weights_path),
                 "num_classes": num_classes,
                 "threads": threads,
+                "state_dir": str(state_dir) if state_dir is not None else None,
             },
         )
         for trial in range(trials):
             part, failure, output = _run_child(
-                worker_cmd, spec_path, Path(tmp, f"part{trial}.json"), Path(tmp, f"trial{trial}.log"), timeout_s
+                worker_cmd,
+                spec_path,
+                Path(tmp, f"part{trial}.json"),
+                Path(tmp, f"trial{trial}.log"),
+                timeout_s,
+                cell.suite,
             )
             outputs.append(f"=== trial {trial + 1} of {trials} ===\n{output}" if trials > 1 else output)
             if part is None:
@@ -167,7 +181,12 @@ def run_cell(
     if log_path is not None:
         Path(log_path).parent.mkdir(parents=True, exist_ok=True)
         Path(log_path).write_text(child_output, encoding="utf-8")
-    merged = merge_trials(parts, cell.batch_size) if reason is None else None
+    if reason is not None:
+        merged = None
+    elif cell.suite == "training":  # one run: a training cell's repeat is another epoch, not another process
+        merged = parts[0]
+    else:
+        merged = merge_trials(parts, cell.batch_size)
 
     result: dict[str, Any] = {
         "schema_version": fwbench.RESULT_SCHEMA_VERSION,

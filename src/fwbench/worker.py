@@ -27,23 +27,24 @@ def main(spec_path: str, out_path: str) -> None:
 
     from fwbench.backends import get_backend
     from fwbench.grid import Cell
-    from fwbench.scenarios import inference
+    from fwbench.scenarios import inference, training
 
     cell = Cell(**spec["cell"])
     print(f"[fwbench.worker] {cell.label()} threads={threads['effective']}", file=sys.stderr, flush=True)
     t0 = time.perf_counter()
     backend = get_backend(cell.framework, threads=threads["effective"], precision=cell.precision)
     import_and_setup_s = time.perf_counter() - t0
-    if cell.suite != "inference":
+    common = {
+        "data_dir": spec["data_dir"],
+        "weights_path": spec["weights_path"],
+        "num_classes": int(spec["num_classes"]),
+    }
+    if cell.suite == "inference":
+        part = inference.run(backend, cell, spec["settings"], **common)
+    elif cell.suite == "training":
+        part = training.run(backend, cell, spec["settings"], state_dir=spec["state_dir"], **common)
+    else:
         raise ValueError(f"suite {cell.suite!r} has no scenario")
-    part = inference.run(
-        backend,
-        cell,
-        spec["settings"],
-        data_dir=spec["data_dir"],
-        weights_path=spec["weights_path"],
-        num_classes=int(spec["num_classes"]),
-    )
     part["framework"] = {
         "name": backend.name,
         "versions": backend.versions(),

@@ -15,3 +15,17 @@ rule aggregate_inference:
         ENV
     script:
         "../scripts/aggregate.py"
+
+
+rule aggregate_training:
+    input:
+        cells=training_cells(),
+    output:
+        epochs=f"{RESULTS}/tables/training.csv",
+        step0=f"{RESULTS}/tables/training_step0.csv",
+    log:
+        f"{RESULTS}/logs/aggregate/training.log",
+    conda:
+        ENV
+    script:
+        "../scripts/aggregate_training.py"

@@ -5,6 +5,7 @@ from pathlib import Path
 
 from fwbench import HARNESS_VERSION
 from fwbench.config import ConfigError, load_schema, validate_config
+from fwbench.data import hub
 from fwbench.data.store import dataset_files
 from fwbench.grid import WILDCARD_PATTERNS, cell_paths
 
@@ -18,6 +19,16 @@ except ConfigError as error:
 RESULTS = "results"
 DATA_DIR = f"{RESULTS}/data"
 DATASET_FILES = dataset_files(DATA_DIR)
+RESOURCES = "resources"
+# Only a Hub dataset is downloaded; a local save_to_disk directory or image folder is read where it is.
+DOWNLOAD_RECORD = (
+    str(hub.cache_dir(config["dataset"], RESOURCES) / "download.json")
+    if config["dataset"]["source"] == "huggingface"
+    and not hub.is_saved_to_disk(config["dataset"]["name"])
+    else None
+)
+# The loader is measured at every batch size a training cell would use it with.
+LOADER_BATCH_SIZES = sorted(set(config["training"]["batch_sizes"]))
 PAPER_PDF = f"{RESULTS}/report/paper.pdf"
 REPO_ROOT = Path(workflow.basedir).parent
 ENV = "../../envs/fwbench.yaml"
@@ -34,6 +45,24 @@ def inference_cells():
     return cell_paths(config, RESULTS, suite="inference")
 
 
+def training_cells():
+    return cell_paths(config, RESULTS, suite="training")
+
+
+# The training section's inputs exist only when the study trains; without them the paper says it has no training.
+TRAINING = "training" in config["suites"]
+TRAINING_TABLES = (
+    [f"{RESULTS}/tables/training.csv", f"{RESULTS}/tables/training_step0.csv"]
+    if TRAINING
+    else []
+)
+TRAINING_FIGURE = f"{RESULTS}/figures/training_curves.pdf" if TRAINING else []
+
+
 def measurement_settings(suite):
-    """What a cell measures under, minus the grid axis itself: adding a batch size must not rerun other cells."""
-    return {k: v for k, v in config[suite].items() if k != "batch_sizes"}
+    """What a cell measures under, minus the grid axis itself: adding a batch size must not rerun other cells.
+    A training cell also depends on the loader and the seed of its recipe."""
+    settings = {k: v for k, v in config[suite].items() if k != "batch_sizes"}
+    if suite == "training":
+        settings.update(loader=config["loader"], seed=config["seed"])
+    return settings

@@ -1,17 +1,57 @@
-# Data: the embedded dataset, the one shared starting point per model, and the model facts (params, FLOPs).
+# Data: download (Hugging Face only) -> preprocessing into shards -> loader throughput; the one shared starting point
+# per model, and the model facts (params, FLOPs).
 
 
-rule embedded_dataset:
+if DOWNLOAD_RECORD:
+
+    rule download_dataset:
+        output:
+            DOWNLOAD_RECORD,
+        log:
+            f"{RESULTS}/logs/data/download_dataset.log",
+        conda:
+            ENV
+        params:
+            dataset=config["dataset"],
+            resources=RESOURCES,
+        script:
+            "../scripts/download_dataset.py"
+
+
+rule prepare_dataset:
+    input:
+        DOWNLOAD_RECORD or [],
     output:
-        DATASET_FILES,
+        manifest=DATASET_FILES[0],
+        timing=f"{DATA_DIR}/preprocess.json",
     log:
-        f"{RESULTS}/logs/data/embedded_dataset.log",
-    params:
-        dataset=config["dataset"],
+        f"{RESULTS}/logs/data/prepare_dataset.log",
     conda:
         ENV
+    threads: workflow.cores
+    params:
+        dataset=config["dataset"],
+        resources=RESOURCES,
     script:
         "../scripts/make_dataset.py"
+
+
+rule loader_throughput:
+    input:
+        DATASET_FILES,
+    output:
+        f"{RESULTS}/loader/throughput.json",
+    log:
+        f"{RESULTS}/logs/data/loader_throughput.log",
+    conda:
+        ENV
+    threads: workflow.cores
+    params:
+        batch_sizes=LOADER_BATCH_SIZES,
+        loader=config["loader"],
+        seed=config["seed"],
+    script:
+        "../scripts/loader_throughput.py"
 
 
 rule init_weights:
@@ -22,12 +62,12 @@ rule init_weights:
         provenance=f"{RESULTS}/weights/{{model}}.json",
     log:
         f"{RESULTS}/logs/weights/{{model}}.log",
+    conda:
+        ENV
     params:
         num_classes=config["dataset"]["num_classes"],
         image_size=config["dataset"]["image_size"],
         seed=config["seed"],
-    conda:
-        ENV
     script:
         "../scripts/init_weights.py"
 
@@ -37,10 +77,10 @@ rule model_facts:
         f"{RESULTS}/facts/{{model}}.json",
     log:
         f"{RESULTS}/logs/facts/{{model}}.log",
+    conda:
+        ENV
     params:
         num_classes=config["dataset"]["num_classes"],
         image_size=config["dataset"]["image_size"],
-    conda:
-        ENV
     script:
         "../scripts/model_facts.py"

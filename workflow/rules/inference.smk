@@ -15,6 +15,7 @@ rule inference_cell:
     resources:
         gpu=1,
     params:
+        suite="inference",
         harness_version=HARNESS_VERSION,
         settings=measurement_settings("inference"),
         image_size=config["dataset"]["image_size"],

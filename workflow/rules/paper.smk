@@ -6,6 +6,8 @@ rule paper:
         tex=REPO_ROOT / "report" / "paper.tex",
         tables=rules.paper_tables.output,
         figure=rules.inference_figure.output.pdf,
+        loader_figure=rules.loader_figure.output.pdf,
+        training_figure=TRAINING_FIGURE,
     output:
         PAPER_PDF,
     log:

@@ -6,12 +6,12 @@ rule device_peak:
         f"{RESULTS}/probe/peak.json",
     log:
         f"{RESULTS}/logs/probe/peak.log",
-    params:
-        harness_version=HARNESS_VERSION,
+    conda:
+        ENV
     threads: workflow.cores
     resources:
         gpu=1,
-    conda:
-        ENV
+    params:
+        harness_version=HARNESS_VERSION,
     script:
         "../scripts/device_peak.py"

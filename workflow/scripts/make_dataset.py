@@ -4,5 +4,11 @@ from fwbench.data.prepare import prepare
 from fwbench.logs import redirect_to
 
 with redirect_to(snakemake.log[0]):
-    manifest = prepare(snakemake.params.dataset, Path(snakemake.output[0]).parent)
-    print({split: entry["count"] for split, entry in manifest["splits"].items()})
+    manifest = prepare(
+        snakemake.params.dataset,
+        Path(snakemake.output.manifest).parent,
+        resources=snakemake.params.resources,
+        workers=snakemake.threads,
+        offline=True,  # a Hub dataset was fetched by the download rule; nothing here may touch the network
+    )
+    print({split: entry["count"] for split, entry in manifest["splits"].items()}, manifest["timing"])

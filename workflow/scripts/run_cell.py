@@ -3,7 +3,7 @@ from pathlib import Path
 from fwbench.grid import cell_from_wildcards
 from fwbench.runner import run_cell
 
-cell = cell_from_wildcards(snakemake.wildcards, "inference", snakemake.params.image_size)
+cell = cell_from_wildcards(snakemake.wildcards, snakemake.params.suite, snakemake.params.image_size)
 run_cell(
     cell,
     snakemake.params.settings,
@@ -13,4 +13,5 @@ run_cell(
     threads=snakemake.threads,
     out_path=snakemake.output[0],
     log_path=snakemake.log[0],
+    state_dir=getattr(snakemake.params, "state_dir", None),
 )

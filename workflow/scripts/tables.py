@@ -8,6 +8,10 @@ with redirect_to(snakemake.log[0]):
         cell_paths=snakemake.input.cells,
         facts=snakemake.input.facts,
         weights=snakemake.input.weights,
+        manifest=snakemake.input.manifest,
+        preprocess=snakemake.input.preprocess,
+        loader=snakemake.input.loader,
+        training=snakemake.input.training,
         config={
             "frameworks": snakemake.params.frameworks,
             "study": snakemake.params.study,

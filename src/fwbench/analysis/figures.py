@@ -17,7 +17,7 @@ from fwbench.analysis.latex import FRAMEWORK_LABELS  # noqa: E402
 PALETTE = {"PyTorch": "#ee4c2c", "JAX/Flax": "#5e97f6"}
 
 
-def _save(fig: plt.Figure, pdf: str | Path, png: str | Path) -> None:
+def save_figure(fig: plt.Figure, pdf: str | Path, png: str | Path) -> None:
     # Atomic per file: write next to the target, then rename; metadata pinned so reruns give the same PDF bytes.
     for path, kwargs in ((Path(pdf), {"metadata": {"CreationDate": None}}), (Path(png), {"dpi": 200})):
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -77,5 +77,5 @@ def throughput_figure(frame: pd.DataFrame, pdf: str | Path, png: str | Path) -> 
     for ax in list(axes.flat)[len(models) :]:
         ax.set_visible(False)
     fig.tight_layout()
-    _save(fig, pdf, png)
+    save_figure(fig, pdf, png)
     plt.close(fig)

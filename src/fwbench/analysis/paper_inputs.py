@@ -7,9 +7,11 @@ from pathlib import Path
 from typing import Any
 
 from fwbench.analysis.aggregate import read_tidy
+from fwbench.analysis.data_report import dataset_table, loader_macros, loader_table
 from fwbench.analysis.macros import macros
 from fwbench.analysis.provenance import study_environment
 from fwbench.analysis.tables import environment_table, failures_table, inference_table, models_table
+from fwbench.analysis.training import training_macros, training_section
 from fwbench.io import atomic_write_text, read_json
 
 
@@ -20,6 +22,10 @@ def write_paper_inputs(
     cell_paths: Iterable[str | Path],
     facts: Iterable[str | Path],
     weights: Iterable[str | Path],
+    manifest: str | Path,
+    preprocess: str | Path,
+    loader: str | Path,
+    training: list[str | Path],
     config: Mapping[str, Any],
     outputs: Mapping[str, str],
 ) -> None:
@@ -28,7 +34,17 @@ def write_paper_inputs(
     atomic_write_text(outputs["inference"], inference_table(frame, list(config["frameworks"]), ratios))
     atomic_write_text(outputs["failures"], failures_table(frame))
     atomic_write_text(outputs["environment"], environment_table(env))
-    atomic_write_text(outputs["macros"], macros(frame, ratios, env, dict(config)))
+    loader_result = read_json(loader)
+    extra = loader_macros(loader_result, frame)
+    if training:
+        epochs, agreement = read_tidy(training[0]), read_tidy(training[1])
+        extra |= training_macros(epochs, agreement)
+        atomic_write_text(outputs["training"], training_section(epochs, agreement))
+    else:
+        atomic_write_text(outputs["training"], training_section(None, None))
+    atomic_write_text(outputs["macros"], macros(frame, ratios, env, dict(config), extra))
+    atomic_write_text(outputs["dataset"], dataset_table(read_json(manifest), read_json(preprocess)))
+    atomic_write_text(outputs["loader"], loader_table(loader_result, frame))
     starts = {record["model"]: record["description"] for record in map(read_json, weights)}
     rows = [row for path in facts for row in read_json(path)]
     atomic_write_text(outputs["models"], models_table(rows, starts))

@@ -74,3 +74,51 @@ class Backend(ABC):
     @abstractmethod
     def device_memory(self) -> dict[str, Any]:
         """Peak device memory as the framework reports it, each figure with its source; or {"missing": reason}."""
+
+    @abstractmethod
+    def trainer(
+        self, model: str, state_dict: Mapping[str, np.ndarray], *, num_classes: int, image_size: int, recipe
+    ) -> Trainer:
+        """A Trainer starting from exactly these (torch-layout) weights, with the recipe's optimizer."""
+
+
+class Trainer(ABC):
+    """A model in training with its optimizer state: everything the shared training loop asks of a framework.
+
+    Steps may return before the device has finished; `value` synchronises. Evaluation uses the model's eval mode
+    (running BatchNorm statistics, no dropout), as inference does.
+    """
+
+    compilations: int = 0
+
+    @abstractmethod
+    def to_device(self, images_nhwc: np.ndarray, labels: np.ndarray) -> tuple[Any, Any]: ...
+
+    @abstractmethod
+    def synchronize(self, handle: Any) -> None: ...
+
+    @abstractmethod
+    def compile(self, images: Any, labels: Any) -> dict[str, float] | None:
+        """Ahead-of-time compilation of the train and eval steps for these shapes; seconds, or None when eager."""
+
+    @abstractmethod
+    def step(self, images: Any, labels: Any, lr: float, step_index: int) -> Any:
+        """One optimiser step at learning rate `lr`; returns the batch loss (a device value)."""
+
+    @abstractmethod
+    def value(self, loss: Any) -> float: ...
+
+    @abstractmethod
+    def evaluate(self, images: Any, labels: Any, valid: int) -> tuple[float, int, int]:
+        """Sum of losses, top-1 and top-5 hits over the first `valid` rows (the rest is padding)."""
+
+    @abstractmethod
+    def probe(self, images: Any, labels: Any, lr: float) -> dict[str, float]:
+        """Without touching the trained state: loss and global gradient norm on this batch with randomness off,
+        and the loss on the same batch after one optimiser step at `lr` (the step-0 agreement check)."""
+
+    @abstractmethod
+    def save(self, path) -> None: ...
+
+    @abstractmethod
+    def load(self, path) -> None: ...

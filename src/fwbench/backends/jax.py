@@ -108,3 +108,8 @@ class JaxBackend(Backend):
 
     def to_numpy(self, outputs: jax.Array) -> np.ndarray:
         return np.asarray(outputs, dtype=np.float32)
+
+    def trainer(self, model, state_dict, *, num_classes: int, image_size: int, recipe):
+        from fwbench.training.jax_trainer import JaxTrainer
+
+        return JaxTrainer(self, model, state_dict, num_classes=num_classes, image_size=image_size, recipe=recipe)

@@ -112,3 +112,8 @@ class TorchBackend(Backend):
 
     def to_numpy(self, outputs: torch.Tensor) -> np.ndarray:
         return outputs.detach().float().cpu().numpy()
+
+    def trainer(self, model, state_dict, *, num_classes: int, image_size: int, recipe):
+        from fwbench.training.torch_trainer import TorchTrainer
+
+        return TorchTrainer(self, model, state_dict, num_classes=num_classes, image_size=image_size, recipe=recipe)

@@ -13,9 +13,9 @@ from fwbench.backends.base import Backend
 from fwbench.data.inputs import batch_of, normalize
 from fwbench.data.store import load_split
 from fwbench.grid import Cell
-from fwbench.trackers.energy import NvmlEnergy, cpu_meter, idle_watts
+from fwbench.trackers.energy import energy_meter, idle_watts
 from fwbench.trackers.latency import StopRule, timed_loop, timing_metrics
-from fwbench.trackers.memory import RssSampler, peak_rss_mb, rss_mb
+from fwbench.trackers.memory import LOAD_INTERVAL_S, TIMED_INTERVAL_S, RssSampler, peak_rss_mb, rss_mb
 from fwbench.trackers.nvml import NvmlDevice, Unavailable, open_device
 from fwbench.trackers.stats import summary
 
@@ -55,12 +55,6 @@ def input_buffers(backend: Backend, images, batch_size: int, cold: bool):
         backend.to_device(normalize(batch_of(images, batch_size, start=i * batch_size))) for i in range(1, count)
     ]
     return buffers, {"buffers": count, "bytes_each": int(first.nbytes), "cache_bytes": cache, "cache_source": source}
-
-
-def _energy_meter(gpu, idle):
-    if isinstance(gpu, NvmlDevice):
-        return NvmlEnergy(gpu, idle)
-    return cpu_meter()
 
 
 def run(
@@ -114,12 +108,14 @@ def run(
             max_seconds=float(settings["max_seconds"]),
             ci_target=float(settings["ci_target"]),
         )
-        meter = _energy_meter(gpu, idle)
+        meter = energy_meter(gpu, idle)
         compilations_before = backend.compilations
         if not isinstance(meter, str):
             meter.start()  # the device is idle here: the warm-up ended with a synchronise
         timer = backend.device_timer()
+        sampler.set_interval(TIMED_INTERVAL_S)
         run_ = timed_loop(lambda i: backend.forward(buffers[i % len(buffers)]), backend.synchronize, rule, timer)
+        sampler.set_interval(LOAD_INTERVAL_S)
         energy = meter.stop() if not isinstance(meter, str) else None
         recompilations = backend.compilations - compilations_before
     samples_ms = [s * 1000.0 for s in run_.samples_s]
@@ -172,7 +168,10 @@ def run(
             "peak": sampler.peak_mb,
             "peak_process_lifetime": peak_rss_mb(),
             "samples": sampler.samples,
-            "source": "psutil rss sampled every 10 ms from before the model load; lifetime peak = ru_maxrss",
+            "source": (
+                f"psutil rss sampled every {LOAD_INTERVAL_S * 1000:g} ms from before the model load, every "
+                f"{TIMED_INTERVAL_S * 1000:g} ms inside the timed loop; lifetime peak = ru_maxrss"
+            ),
         },
         "device_memory": device_memory,
         "energy": energy,

@@ -121,3 +121,10 @@ def idle_watts(device: NvmlDevice, seconds: float = 0.5) -> float:
         readings.append(device.power_mw() / 1000.0)
         time.sleep(POWER_SAMPLE_S)
     return sum(readings) / len(readings)
+
+
+def energy_meter(gpu, idle: float | None):
+    """The meter of a timed window: NVML's energy counter on a GPU, else RAPL, else the reason there is none."""
+    if isinstance(gpu, NvmlDevice):
+        return NvmlEnergy(gpu, idle)
+    return cpu_meter()

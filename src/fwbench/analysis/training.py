@@ -1,0 +1,264 @@
+"""Training results → tidy per-epoch table, the step-0 agreement of each framework pair, the paper's training
+section (tables, and the loss/accuracy curves figure)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from fwbench.analysis.figures import PALETTE, save_figure
+from fwbench.analysis.latex import FRAMEWORK_LABELS, escape, number
+from fwbench.io import atomic_write_text
+from fwbench.results import load_result
+
+STEP0_TOLERANCE = 1e-3  # relative difference of the loss after one step, fp32 (the issue's bar)
+KEYS = ["model", "precision", "batch_size", "framework"]
+
+
+def epoch_rows(paths: Iterable[str | Path]) -> pd.DataFrame:
+    """One row per (cell, epoch); a failed cell is one row with its reason and no epoch."""
+    rows = []
+    for path in paths:
+        result = load_result(path)
+        cell, metrics = result["cell"], result["metrics"] or {}
+        base = {k: cell[k] for k in ("framework", "model", "precision", "batch_size", "image_size")}
+        base |= {"status": result["status"], "reason": result["reason"], "path": str(path)}
+        if result["status"] != "ok":
+            rows.append(base)
+            continue
+        rss = (metrics.get("rss_mb") or {}).get("max")
+        memory = (metrics.get("device_memory") or {}).get("max") or {}
+        for epoch in metrics["epochs"]:
+            energy = epoch.get("energy") or {}
+            rows.append(
+                base
+                | {k: epoch[k] for k in ("epoch", "time_s", "img_s", "compile_s", "train_loss", "val_loss", "top1")}
+                | {
+                    "top5": epoch["top5"],
+                    "data_wait_frac": epoch["data_wait_frac"],
+                    "energy_j": energy.get("joules"),
+                    "energy_missing": (metrics.get("missing") or {}).get("energy"),
+                    "rss_max_mb": rss,
+                    "device_max_bytes": memory.get("peak_allocated_bytes"),
+                    "step0_loss": metrics["step0"]["loss"],
+                    "step0_loss_after_step": metrics["step0"]["loss_after_step"],
+                    "step0_grad_norm": metrics["step0"]["grad_norm"],
+                    "time_to_target_s": metrics.get("time_to_target_s"),
+                    "target_top1": metrics.get("target_top1"),
+                    "resumed_from_epoch": metrics.get("resumed_from_epoch"),
+                }
+            )
+    frame = pd.DataFrame(rows)
+    if frame.empty:
+        raise ValueError("no training results to aggregate")
+    return frame.sort_values([*KEYS, "epoch"] if "epoch" in frame else KEYS, kind="stable").reset_index(drop=True)
+
+
+def step0_agreement(frame: pd.DataFrame, numerator: str = "jax", denominator: str = "torch") -> pd.DataFrame:
+    """Per (model, precision, batch): both frameworks' step-0 figures and their relative differences."""
+    first = frame[(frame["status"] == "ok") & (frame["epoch"] == 0)] if "epoch" in frame else frame.iloc[0:0]
+    rows = []
+    for (model, precision, batch), group in first.groupby(["model", "precision", "batch_size"]):
+        by = {row["framework"]: row for _, row in group.iterrows()}
+        if numerator not in by or denominator not in by:
+            continue
+        a, b = by[numerator], by[denominator]
+        diff = {
+            name: abs(a[f"step0_{name}"] - b[f"step0_{name}"]) / max(abs(b[f"step0_{name}"]), 1e-12)
+            for name in ("loss", "loss_after_step", "grad_norm")
+        }
+        rows.append(
+            {
+                "model": model,
+                "precision": precision,
+                "batch_size": batch,
+                **{
+                    f"{name}_{fw}": row[f"step0_{name}"]
+                    for fw, row in ((numerator, a), (denominator, b))
+                    for name in ("loss", "loss_after_step", "grad_norm")
+                },
+                **{f"rel_diff_{name}": value for name, value in diff.items()},
+                "flagged": bool(diff["loss_after_step"] > STEP0_TOLERANCE and precision == "fp32"),
+                "final_top1_" + numerator: float(_final(frame, a)["top1"]),
+                "final_top1_" + denominator: float(_final(frame, b)["top1"]),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def _final(frame: pd.DataFrame, row) -> pd.Series:
+    same = frame[(frame["path"] == row["path"])]
+    return same.sort_values("epoch").iloc[-1]
+
+
+def write_training_tables(paths: Iterable[str | Path], epochs_csv: str | Path, step0_csv: str | Path) -> None:
+    frame = epoch_rows(paths)
+    atomic_write_text(epochs_csv, frame.to_csv(index=False))
+    atomic_write_text(step0_csv, step0_agreement(frame).to_csv(index=False))
+
+
+def _label(framework: str) -> str:
+    return FRAMEWORK_LABELS.get(framework, framework)
+
+
+def training_table(frame: pd.DataFrame) -> str:
+    """Model x framework x batch size: time/epoch, steady img/s, final train loss, top-1/5, energy, memory,
+    data-wait, time to the target top-1."""
+    lines = [
+        r"\begin{tabular}{l l r r r r r r r r r r}",
+        r"\toprule",
+        r"\textbf{Model} & \textbf{Framework} & \textbf{Batch} & \textbf{s/epoch} & \textbf{img/s} & "
+        r"\textbf{Compile (s)} & \textbf{Loss} & \textbf{Top-1} & \textbf{Top-5} & \textbf{J/epoch} & "
+        r"\textbf{RSS max (MB)} & \textbf{To target (s)} \\",
+        r"\midrule",
+    ]
+    for (model, framework, batch), group in frame.groupby(["model", "framework", "batch_size"], sort=True):
+        head = f"{escape(model)} & {_label(framework)} & {batch}"
+        ok = group[group["status"] == "ok"]
+        if ok.empty:
+            lines.append(rf"{head} & \multicolumn{{9}}{{l}}{{failed: {escape(group['reason'].iloc[0])[:60]}}} \\")
+            continue
+        last = ok.sort_values("epoch").iloc[-1]
+        wait = r"$^w$" if (ok["data_wait_frac"] > 0.05).any() else ""
+        energy = number(ok["energy_j"].mean()) if ok["energy_j"].notna().any() else "---"
+        lines.append(
+            f"{head} & {number(ok['time_s'].mean())} & {number(ok['img_s'].iloc[-1])}{wait} & "
+            f"{number(ok['compile_s'].iloc[0])} & {number(last['train_loss'])} & {number(100 * last['top1'])}\\% & "
+            f"{number(100 * last['top5'])}\\% & {energy} & "
+            f"{number(last['rss_max_mb'])} & {number(last['time_to_target_s'])} \\\\"
+        )
+    lines += [r"\bottomrule", r"\end{tabular}"]
+    return "\n".join(lines) + "\n"
+
+
+def step0_table(agreement: pd.DataFrame) -> str:
+    lines = [
+        r"\begin{tabular}{l l r r r r r r}",
+        r"\toprule",
+        r"\textbf{Model} & \textbf{Prec.} & \textbf{Batch} & \textbf{Loss (PyTorch)} & \textbf{$\Delta$ loss} & "
+        r"\textbf{$\Delta$ loss after step} & \textbf{$\Delta$ grad norm} & \textbf{Final top-1 JAX/PyTorch} \\",
+        r"\midrule",
+    ]
+    for _, row in agreement.iterrows():
+        flag = r"$^\ast$" if row["flagged"] else ""
+        lines.append(
+            f"{escape(row['model'])} & {row['precision']} & {row['batch_size']} & {number(row['loss_torch'], 5)} & "
+            f"{row['rel_diff_loss']:.1e} & {row['rel_diff_loss_after_step']:.1e}{flag} & "
+            f"{row['rel_diff_grad_norm']:.1e} & {number(100 * row['final_top1_jax'])} / "
+            f"{number(100 * row['final_top1_torch'])}\\% \\\\"
+        )
+    lines += [r"\bottomrule", r"\end{tabular}"]
+    return "\n".join(lines) + "\n"
+
+
+def training_figure(paths: Iterable[str | Path], pdf: str | Path, png: str | Path) -> None:
+    """Per model: training loss per step (top) and validation top-1 per epoch (bottom), frameworks overlaid."""
+    import matplotlib.pyplot as plt
+    import seaborn as sns
+
+    sns.set_theme(context="paper", style="whitegrid", font_scale=0.8)
+    results = [r for r in map(load_result, paths) if r["status"] == "ok"]
+    models = sorted({r["cell"]["model"] for r in results})
+    if not models:
+        raise ValueError("no successful training cell to plot")
+    fig, axes = plt.subplots(2, len(models), figsize=(2.3 * len(models), 3.6), squeeze=False)
+    batches = sorted({r["cell"]["batch_size"] for r in results})
+    styles = dict(zip(batches, ["-", "--", ":", "-."] * 4, strict=False))
+    for column, model in enumerate(models):
+        loss_ax, top1_ax = axes[0, column], axes[1, column]
+        for result in (r for r in results if r["cell"]["model"] == model):
+            framework, batch = result["cell"]["framework"], result["cell"]["batch_size"]
+            color = PALETTE.get(_label(framework), "#555555")
+            curve = [v for e in result["metrics"]["epochs"] for v in e["loss_curve"]]
+            label = f"{_label(framework)} bs{batch}" if len(batches) > 1 else _label(framework)
+            loss_ax.plot(np.arange(1, len(curve) + 1), curve, styles[batch], color=color, linewidth=0.8, label=label)
+            epochs = [e["epoch"] + 1 for e in result["metrics"]["epochs"]]
+            top1 = [100 * e["top1"] for e in result["metrics"]["epochs"]]
+            top1_ax.plot(epochs, top1, styles[batch], marker="o", color=color, markersize=3, label=label)
+        loss_ax.set_title(model)
+        loss_ax.set_xlabel("step")
+        top1_ax.set_xlabel("epoch")
+        top1_ax.set_xticks(epochs)
+        if column == 0:
+            loss_ax.set_ylabel("training loss")
+            top1_ax.set_ylabel("validation top-1 (%)")
+            loss_ax.legend(fontsize=6)
+    fig.tight_layout()
+    save_figure(fig, pdf, png)
+    plt.close(fig)
+
+
+def training_macros(frame: pd.DataFrame, agreement: pd.DataFrame) -> dict[str, str]:
+    ok = frame[frame["status"] == "ok"]
+    cells = frame.drop_duplicates("path")
+    defs = {
+        "fwbNumTrainCells": str(len(cells)),
+        "fwbNumTrainOk": str(int((cells["status"] == "ok").sum())),
+        "fwbTrainEpochs": str(int(ok["epoch"].max() + 1)) if not ok.empty else "0",
+        "fwbTrainTime": number(float(ok["time_s"].sum())) if not ok.empty else "---",
+    }
+    if not agreement.empty:
+        gap = (agreement["final_top1_jax"] - agreement["final_top1_torch"]).abs() * 100
+        defs |= {
+            "fwbStepZeroMaxDiff": f"{agreement['rel_diff_loss_after_step'].max():.1e}",
+            "fwbStepZeroFlagged": str(int(agreement["flagged"].sum())),
+            "fwbTopOneMaxGap": number(float(gap.max())),
+            "fwbNumTrainPairs": str(len(agreement)),
+        }
+    else:
+        defs |= {"fwbStepZeroMaxDiff": "---", "fwbStepZeroFlagged": "0", "fwbTopOneMaxGap": "---"}
+        defs["fwbNumTrainPairs"] = "0"
+    return defs
+
+
+def training_section(frame: pd.DataFrame | None, agreement: pd.DataFrame | None) -> str:
+    """The paper's training section, or one sentence when the study has no training suite (so the paper compiles
+    for any config without stale figures)."""
+    if frame is None:
+        return "\\section{Training}\nThis study has no training suite (\\texttt{suites} in its config).\n"
+    defs = training_macros(frame, agreement)
+    body = [
+        r"\section{Training}",
+        "Both frameworks train every model from the same converted weights on the same batches in the same order "
+        "(the shared loader), with the same recipe: cross-entropy, Adam with identical hyperparameters and the same "
+        "learning rate at every step (computed once and passed to both). "
+        f"{defs['fwbNumTrainOk']} of {defs['fwbNumTrainCells']} training cells completed "
+        f"{defs['fwbTrainEpochs']} epochs ({defs['fwbTrainTime']}~s of training in all). "
+        "On the first batch, with dropout and stochastic depth off, each framework records its loss, gradient norm "
+        "and the loss after one optimiser step (Table~\\ref{tab:step0}); the largest relative difference of the "
+        f"loss after the step is {defs['fwbStepZeroMaxDiff']} ({defs['fwbStepZeroFlagged']} fp32 pairs above "
+        f"$10^{{-3}}$ flagged $^\\ast$). The final top-1 accuracies of the two frameworks differ by at most "
+        f"{defs['fwbTopOneMaxGap']} points over {defs['fwbNumTrainPairs']} pairs. Throughput excludes the first "
+        "steps of each epoch; compilation (JAX ahead of time, PyTorch's first eager step) is reported apart; "
+        "$^w$ marks cells that spent more than 5\\% of their step time waiting for data.",
+        "",
+        r"\begin{figure*}[t]",
+        r"\centering",
+        r"\includegraphics[width=\textwidth]{training_curves}",
+        r"\caption{Training loss per step (top) and validation top-1 per epoch (bottom), frameworks overlaid.}",
+        r"\label{fig:training}",
+        r"\end{figure*}",
+        "",
+        r"\begin{table*}[t]",
+        r"\centering",
+        r"\caption{Training: mean time per epoch, steady-state img/s of the last epoch, compile time, final "
+        r"training loss, validation top-1/top-5, energy per epoch, peak host memory and time to the target top-1.}",
+        r"\label{tab:training}",
+        r"\footnotesize",
+        r"\begin{adjustbox}{max width=\textwidth}",
+        training_table(frame).rstrip(),
+        r"\end{adjustbox}",
+        r"\end{table*}",
+        "",
+        r"\begin{table*}[t]",
+        r"\centering",
+        r"\caption{Step-0 agreement: relative JAX--PyTorch differences on the first batch.}",
+        r"\label{tab:step0}",
+        r"\footnotesize",
+        step0_table(agreement).rstrip() if not agreement.empty else "No cell pair completed in both frameworks.",
+        r"\end{table*}",
+    ]
+    return "\n".join(body) + "\n"

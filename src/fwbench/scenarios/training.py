@@ -1,0 +1,212 @@
+"""The training scenario: the recipe run for its epochs on the shared loader, identically for every framework.
+
+Per step the loop times three things apart: waiting for the loader's batch, the host-to-device transfer, and the
+step itself up to a synchronised loss. Compilation happens before the first epoch (JAX ahead of time; PyTorch's
+first eager step is its cost) and is reported apart. Each completed epoch leaves a checkpoint, so a killed cell
+resumes from its last completed epoch.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from fwbench.backends.base import Backend, Trainer
+from fwbench.data.inputs import normalize
+from fwbench.data.loader import Loader
+from fwbench.data.store import load_split
+from fwbench.grid import Cell
+from fwbench.io import atomic_write_json, read_json
+from fwbench.scenarios.inference import load_weights
+from fwbench.trackers.energy import energy_meter, idle_watts
+from fwbench.trackers.memory import RssSampler, rss_mb
+from fwbench.trackers.nvml import NvmlDevice, Unavailable, open_device
+from fwbench.training.recipe import Recipe, learning_rates
+
+WAIT_FLAG = 0.05  # a cell that spends more than this fraction of its step time waiting for data is flagged
+SKIP_STEPS = 2  # steps at the start of each epoch left out of the steady-state rate (pipeline fill, first call)
+CHECKPOINT, PROGRESS = "checkpoint.bin", "progress.json"
+
+
+def evaluate(trainer: Trainer, images, labels, batch_size: int) -> dict[str, float]:
+    """Validation loss and top-1/top-5 over the whole split, in batches of the training shape (the last one padded,
+    so no new shape is ever compiled)."""
+    loss_sum, top1, top5 = 0.0, 0, 0
+    for start in range(0, len(labels), batch_size):
+        index = np.arange(start, min(start + batch_size, len(labels)))
+        valid = len(index)
+        padded = np.concatenate([index, np.full(batch_size - valid, index[-1])]) if valid < batch_size else index
+        x, y = trainer.to_device(normalize(images[padded]), labels[padded])
+        batch_loss, hit1, hit5 = trainer.evaluate(x, y, valid)
+        loss_sum, top1, top5 = loss_sum + batch_loss, top1 + hit1, top5 + hit5
+    count = len(labels)
+    return {"val_loss": loss_sum / count, "top1": top1 / count, "top5": top5 / count}
+
+
+def _steady_rate(images_per_step: list[int], seconds_per_step: list[float]) -> float:
+    skip = SKIP_STEPS if len(seconds_per_step) > SKIP_STEPS else 0
+    return float(sum(images_per_step[skip:]) / sum(seconds_per_step[skip:]))
+
+
+def _fingerprint(cell: Cell, recipe: Recipe, settings: Mapping[str, Any], steps_per_epoch: int) -> dict[str, Any]:
+    return {"cell": cell.label(), "recipe": recipe.describe(), "settings": dict(settings), "steps": steps_per_epoch}
+
+
+def run(
+    backend: Backend,
+    cell: Cell,
+    settings: Mapping[str, Any],
+    *,
+    data_dir: str | Path,
+    weights_path: str | Path,
+    num_classes: int,
+    state_dir: str | Path,
+) -> dict[str, Any]:
+    """Train one cell; returns the `metrics` and `samples_ms` (every step's wait + transfer + compute) parts of its
+    result."""
+    recipe = Recipe.from_config(settings, settings["seed"])
+    state_dir = Path(state_dir)
+    missing: dict[str, str] = {}
+    rss_initial = rss_mb()
+    index = backend.gpu_index()
+    gpu = open_device(index) if index is not None else Unavailable("the cell runs on the CPU")
+    idle = idle_watts(gpu) if isinstance(gpu, NvmlDevice) else None
+    with RssSampler() as sampler:
+        train_images, train_labels = load_split(data_dir, "train")
+        val_images, val_labels = load_split(data_dir, "val")
+        loader_cfg = settings["loader"]
+        loader = Loader(
+            train_images,
+            train_labels,
+            cell.batch_size,
+            seed=recipe.seed,
+            drop_last=loader_cfg["drop_last"],
+            prefetch=loader_cfg["prefetch"],
+            workers=loader_cfg["workers"],
+        )
+        steps_per_epoch = len(loader)
+        lrs = learning_rates(recipe, recipe.epochs * steps_per_epoch)
+        trainer = backend.trainer(
+            cell.model, load_weights(weights_path), num_classes=num_classes, image_size=cell.image_size, recipe=recipe
+        )
+        device_memory_initial = backend.device_memory()
+        fingerprint = _fingerprint(cell, recipe, settings, steps_per_epoch)
+        epochs: list[dict[str, Any]] = []
+        step0: dict[str, Any] | None = None
+        resumed_from = None
+        progress_path = state_dir / PROGRESS
+        if progress_path.exists() and (state_dir / CHECKPOINT).exists():
+            progress = read_json(progress_path)
+            if progress["fingerprint"] == fingerprint:
+                trainer.load(state_dir / CHECKPOINT)
+                epochs, step0, resumed_from = progress["epochs"], progress["step0"], len(progress["epochs"])
+
+        first = next(iter(loader.batch_indices(0)))
+        x0, y0 = trainer.to_device(normalize(train_images[first]), train_labels[first])
+        compile_breakdown = trainer.compile(x0, y0)
+        compile_s = sum(compile_breakdown.values()) if compile_breakdown else None
+        if step0 is None:
+            step0 = trainer.probe(x0, y0, float(lrs[0]))
+            step0["batch_size"] = cell.batch_size
+        compilations_before = backend.compilations
+
+        for epoch in range(len(epochs), recipe.epochs):
+            meter = energy_meter(gpu, idle)
+            if not isinstance(meter, str):
+                meter.start()
+            waits, transfers, computes, sizes, losses = [], [], [], [], []
+            first_step = epoch * steps_per_epoch
+            epoch_start = time.perf_counter()
+            for batch in loader.epoch(epoch):
+                t0 = time.perf_counter()
+                x, y = trainer.to_device(batch.images, batch.labels)
+                trainer.synchronize(x)
+                t1 = time.perf_counter()
+                step = first_step + batch.number
+                loss = trainer.value(trainer.step(x, y, float(lrs[step]), step))
+                t2 = time.perf_counter()
+                waits.append(batch.wait_s)
+                transfers.append(t1 - t0)
+                computes.append(t2 - t1)
+                sizes.append(len(batch.labels))
+                losses.append(loss)
+            time_s = time.perf_counter() - epoch_start
+            energy = meter.stop() if not isinstance(meter, str) else None
+            if energy is None:
+                missing["energy"] = meter
+            eval_start = time.perf_counter()
+            val = evaluate(trainer, val_images, val_labels, cell.batch_size)
+            totals = [w + t + c for w, t, c in zip(waits, transfers, computes, strict=True)]
+            first_step_s = computes[0] if epoch == 0 else None
+            epochs.append(
+                {
+                    "epoch": epoch,
+                    "time_s": time_s,
+                    "img_s": _steady_rate(sizes, totals),
+                    "compile_s": (compile_s if compile_s is not None else first_step_s) if epoch == 0 else 0.0,
+                    "first_step_s": first_step_s,
+                    "train_loss": float(np.mean(losses)),
+                    "loss_curve": losses,
+                    "lr_first_last": [float(lrs[first_step]), float(lrs[first_step + len(losses) - 1])],
+                    **val,
+                    "eval_s": time.perf_counter() - eval_start,
+                    "data_wait_frac": float(sum(waits) / sum(totals)),
+                    "transfer_frac": float(sum(transfers) / sum(totals)),
+                    "steps": len(losses),
+                    "step_ms": {"p50": float(np.median(computes) * 1000), "mean": float(np.mean(computes) * 1000)},
+                    "step_samples_ms": [t * 1000.0 for t in totals],
+                    "energy": energy,
+                    "rss_peak_mb": sampler.peak_mb,
+                    "resumed": resumed_from is not None and epoch == resumed_from,
+                }
+            )
+            trainer.save(state_dir / CHECKPOINT)
+            atomic_write_json(progress_path, {"fingerprint": fingerprint, "epochs": epochs, "step0": step0})
+        recompilations = backend.compilations - compilations_before
+    device_memory = backend.device_memory()
+    if "missing" in device_memory:
+        missing["device_memory"] = device_memory.pop("missing")
+        device_memory_initial = None
+    if compile_breakdown is None:
+        missing["compile_s"] = f"{backend.name} runs eagerly: epoch 0's compile_s is its first step's time"
+    if not all(np.isfinite(e["train_loss"]) for e in epochs):
+        raise FloatingPointError(f"non-finite training loss in {cell.label()}")
+    target = settings.get("target_top1")
+    elapsed, time_to_target = 0.0, None
+    for e in epochs:
+        elapsed += e["time_s"]
+        if target is not None and e["top1"] >= target and time_to_target is None:
+            time_to_target = elapsed
+    wait_max = max(e["data_wait_frac"] for e in epochs)
+    samples_ms = [t for e in epochs for t in e["step_samples_ms"]]
+    metrics = {
+        "epochs": epochs,
+        "step0": step0,
+        "recipe": recipe.describe(),
+        "steps_per_epoch": steps_per_epoch,
+        "compile_breakdown_s": compile_breakdown,
+        "resumed_from_epoch": resumed_from,
+        "train_time_s": float(sum(e["time_s"] for e in epochs)),
+        "final_top1": epochs[-1]["top1"],
+        "final_top5": epochs[-1]["top5"],
+        "target_top1": target,
+        "time_to_target_s": time_to_target,
+        "recompilations_in_training": recompilations,
+        "flags": {
+            "data_wait": wait_max > WAIT_FLAG,
+            "recompiled": recompilations > 0,
+            "resumed": resumed_from is not None,
+        },
+        "rss_mb": {
+            "initial": rss_initial,
+            "max": sampler.peak_mb,
+            "source": "psutil rss, sampled every 10 ms from before the model load",
+        },
+        "device_memory": {"initial": device_memory_initial, "max": device_memory} if device_memory else None,
+        "missing": missing,
+    }
+    return {"metrics": metrics, "samples_ms": samples_ms}

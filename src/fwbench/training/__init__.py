@@ -1,0 +1,1 @@
+"""Training: one recipe, one loop, a trainer per framework behind one interface."""

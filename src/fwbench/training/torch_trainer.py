@@ -1,0 +1,107 @@
+"""PyTorch trainer: eager train mode, torch.optim.Adam with the step's learning rate set from the shared schedule."""
+
+from __future__ import annotations
+
+import copy
+import io
+from collections.abc import Mapping
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from fwbench.backends.base import Trainer
+from fwbench.io import atomic_write_bytes
+from fwbench.models import torch_model
+from fwbench.training.recipe import Recipe
+
+
+def adam(parameters, recipe: Recipe) -> torch.optim.Adam:
+    # foreach=False: the reference single-tensor implementation, whose arithmetic order optax's matches.
+    return torch.optim.Adam(
+        parameters, lr=recipe.lr, betas=recipe.betas, eps=recipe.eps, weight_decay=recipe.weight_decay, foreach=False
+    )
+
+
+def _randomness_off(model: torch.nn.Module) -> None:
+    """Train mode (batch statistics) with dropout and stochastic depth off, as the JAX probe runs."""
+    model.train()
+    for module in model.modules():
+        if isinstance(module, torch.nn.Dropout) or type(module).__name__ == "StochasticDepth":
+            module.eval()
+
+
+class TorchTrainer(Trainer):
+    def __init__(self, backend, model: str, state_dict: Mapping[str, np.ndarray], *, num_classes, image_size, recipe):
+        self.backend, self.recipe = backend, recipe
+        module = torch_model(model, num_classes=num_classes, image_size=image_size)
+        module.load_state_dict({k: torch.from_numpy(np.asarray(v)) for k, v in state_dict.items()}, strict=True)
+        self.model = module.to(device=backend.device, dtype=backend.dtype).train()
+        self.optimizer = adam(self.model.parameters(), recipe)
+
+    def to_device(self, images_nhwc, labels):
+        nchw = np.ascontiguousarray(np.asarray(images_nhwc, np.float32).transpose(0, 3, 1, 2))
+        images = torch.from_numpy(nchw).to(device=self.backend.device, dtype=self.backend.dtype)
+        return images, torch.from_numpy(np.asarray(labels, np.int64)).to(self.backend.device)
+
+    def synchronize(self, handle) -> None:
+        if self.backend.device.type == "cuda":
+            torch.cuda.synchronize(self.backend.device)
+
+    def compile(self, images, labels) -> None:
+        return None
+
+    def _seed(self, step_index: int) -> None:
+        # Dropout masks depend only on (seed, step), so a run resumed at an epoch boundary draws what it would have.
+        torch.manual_seed(self.recipe.seed * 1_000_003 + step_index)
+
+    def step(self, images, labels, lr: float, step_index: int):
+        self._seed(step_index)
+        for group in self.optimizer.param_groups:
+            group["lr"] = float(lr)
+        self.optimizer.zero_grad(set_to_none=True)
+        loss = F.cross_entropy(self.model(images).float(), labels)
+        loss.backward()
+        self.optimizer.step()
+        return loss.detach()
+
+    def value(self, loss) -> float:
+        return float(loss.item())
+
+    def evaluate(self, images, labels, valid: int) -> tuple[float, int, int]:
+        self.model.eval()
+        try:
+            with torch.inference_mode():
+                logits = self.model(images[:valid]).float()
+                loss = F.cross_entropy(logits, labels[:valid], reduction="sum")
+                top = logits.topk(min(5, logits.shape[-1]), dim=1).indices
+                hit1 = (top[:, 0] == labels[:valid]).sum()
+                hit5 = (top == labels[:valid, None]).any(dim=1).sum()
+                return float(loss.item()), int(hit1.item()), int(hit5.item())
+        finally:
+            self.model.train()
+
+    def probe(self, images, labels, lr: float) -> dict[str, float]:
+        model = copy.deepcopy(self.model)
+        _randomness_off(model)
+        optimizer = adam(model.parameters(), self.recipe)
+        for group in optimizer.param_groups:
+            group["lr"] = float(lr)
+        loss = F.cross_entropy(model(images).float(), labels)
+        loss.backward()
+        grads = [p.grad.double().flatten() for p in model.parameters() if p.grad is not None]
+        norm = float(torch.linalg.vector_norm(torch.cat(grads)).item())
+        optimizer.step()
+        with torch.no_grad():
+            after = F.cross_entropy(model(images).float(), labels)
+        return {"loss": float(loss.item()), "grad_norm": norm, "loss_after_step": float(after.item())}
+
+    def save(self, path) -> None:
+        buffer = io.BytesIO()
+        torch.save({"model": self.model.state_dict(), "optimizer": self.optimizer.state_dict()}, buffer)
+        atomic_write_bytes(path, buffer.getvalue())
+
+    def load(self, path) -> None:
+        state = torch.load(path, map_location=self.backend.device, weights_only=True)
+        self.model.load_state_dict(state["model"])
+        self.optimizer.load_state_dict(state["optimizer"])

@@ -1,0 +1,188 @@
+"""The training recipe, identical in both frameworks: optimizer, schedule, step-0 agreement, resume, a real cell."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from fwbench.config import validate_config
+from fwbench.training.recipe import Recipe, learning_rates
+
+
+def _recipe(**overrides) -> Recipe:
+    base = {"lr": 1e-3, "betas": (0.9, 0.999), "eps": 1e-8, "weight_decay": 0.0, "schedule": "cosine", "epochs": 2}
+    return Recipe(**{**base, "seed": 0, **overrides})
+
+
+@pytest.mark.parametrize("weight_decay", [0.0, 0.05])
+def test_adam_steps_agree_between_optax_and_torch(weight_decay):
+    import jax.numpy as jnp
+    import torch
+
+    from fwbench.training.jax_trainer import adam as optax_adam
+    from fwbench.training.torch_trainer import adam as torch_adam
+
+    rng = np.random.default_rng(0)
+    start = rng.normal(size=(7, 5)).astype(np.float32)
+    grads = [rng.normal(scale=10.0**-k, size=(7, 5)).astype(np.float32) for k in range(4)]
+    recipe = _recipe(weight_decay=weight_decay)
+    lrs = learning_rates(recipe, len(grads))
+
+    param = torch.nn.Parameter(torch.from_numpy(start.copy()))
+    optimizer = torch_adam([param], recipe)
+    for lr, grad in zip(lrs, grads, strict=True):
+        optimizer.param_groups[0]["lr"] = float(lr)
+        param.grad = torch.from_numpy(grad.copy())
+        optimizer.step()
+
+    tx = optax_adam(recipe)
+    params = {"w": jnp.asarray(start)}
+    state = tx.init(params)
+    for lr, grad in zip(lrs, grads, strict=True):
+        updates, state = tx.update({"w": jnp.asarray(grad)}, state, params)
+        params = {"w": params["w"] - jnp.float32(lr) * updates["w"]}
+    moved = np.abs(param.detach().numpy() - start).max()
+    assert moved > 1e-4  # the steps did something
+    np.testing.assert_allclose(np.asarray(params["w"]), param.detach().numpy(), rtol=0, atol=2e-7)
+
+
+def test_schedule_equals_optax_cosine_decay():
+    import optax
+
+    recipe = _recipe(lr=3e-4)
+    ours = learning_rates(recipe, 50)
+    theirs = np.array([float(optax.cosine_decay_schedule(3e-4, 50)(step)) for step in range(50)])
+    np.testing.assert_allclose(ours, theirs, rtol=0, atol=3e-4 * 1e-6)  # optax computes in float32
+    assert ours[0] == 3e-4 and ours[-1] < 1e-6 and np.all(np.diff(ours) < 0)
+    np.testing.assert_array_equal(learning_rates(_recipe(schedule="constant"), 4), np.full(4, 1e-3))
+
+
+def _trainers(model: str, image_size: int, num_classes: int = 10, recipe: Recipe | None = None):
+    import torch
+
+    from fwbench.backends.jax import JaxBackend
+    from fwbench.backends.torch import TorchBackend
+    from fwbench.models import torch_model, torch_state_dict_numpy
+
+    torch.manual_seed(0)
+    weights = torch_state_dict_numpy(torch_model(model, num_classes=num_classes, image_size=image_size))
+    recipe = recipe or _recipe(lr=1e-4)
+    return [
+        backend.trainer(model, weights, num_classes=num_classes, image_size=image_size, recipe=recipe)
+        for backend in (TorchBackend(threads=2, precision="fp32"), JaxBackend(threads=2, precision="fp32"))
+    ]
+
+
+@pytest.mark.parametrize(("model", "image_size"), [("small_cnn", 16), ("mobilenet_v3_small", 32)])
+def test_step0_agrees_between_frameworks(model, image_size):
+    from fwbench.data.inputs import normalize
+
+    rng = np.random.default_rng(1)
+    images = normalize(rng.integers(0, 256, (8, image_size, image_size, 3), dtype=np.uint8))
+    labels = rng.integers(0, 10, 8)
+    probes = []
+    for trainer in _trainers(model, image_size):
+        x, y = trainer.to_device(images, labels)
+        probes.append(trainer.probe(x, y, 1e-4))
+    torch_probe, jax_probe = probes
+    assert abs(jax_probe["loss"] - torch_probe["loss"]) / torch_probe["loss"] < 1e-5
+    assert abs(jax_probe["grad_norm"] - torch_probe["grad_norm"]) / torch_probe["grad_norm"] < 1e-3
+    change = abs(torch_probe["loss_after_step"] - torch_probe["loss"])
+    assert change > 0, "one Adam step must change the loss"
+    assert abs(jax_probe["loss_after_step"] - torch_probe["loss_after_step"]) / torch_probe["loss"] < 1e-3
+
+
+def test_trainers_evaluate_identically():
+    from fwbench.data.inputs import normalize
+
+    rng = np.random.default_rng(2)
+    images = normalize(rng.integers(0, 256, (8, 16, 16, 3), dtype=np.uint8))
+    labels = rng.integers(0, 10, 8)
+    results = []
+    for trainer in _trainers("small_cnn", 16):
+        x, y = trainer.to_device(images, labels)
+        trainer.compile(x, y)
+        results.append(trainer.evaluate(x, y, valid=6))
+    (torch_loss, torch_top1, torch_top5), (jax_loss, jax_top1, jax_top5) = results
+    assert abs(torch_loss - jax_loss) / torch_loss < 1e-5
+    assert (torch_top1, torch_top5) == (jax_top1, jax_top5) and torch_top5 <= 6
+
+
+@pytest.fixture
+def training_setup(tmp_path, tiny_config):
+    from fwbench.data.prepare import prepare
+    from fwbench.models.weights import init_weights
+
+    tiny_config["training"] = {"batch_sizes": [8], "epochs": 2, "lr": 1e-3, "target_top1": 0.3}
+    config = validate_config(tiny_config)
+    prepare(config["dataset"], tmp_path / "data")
+    init_weights("small_cnn", num_classes=4, image_size=16, seed=0, out=tmp_path / "w.npz")
+    settings = {k: v for k, v in config["training"].items() if k != "batch_sizes"}
+    settings.update(loader=config["loader"], seed=config["seed"])
+    return tmp_path, settings
+
+
+@pytest.mark.parametrize("framework", ["torch", "jax"])
+def test_killed_training_resumes_from_last_epoch(training_setup, framework, monkeypatch):
+    from fwbench.backends import get_backend
+    from fwbench.grid import Cell
+    from fwbench.scenarios import training
+
+    work, settings = training_setup
+    cell = Cell("training", framework, "small_cnn", "fp32", 8, 16)
+    kwargs = {"data_dir": work / "data", "weights_path": work / "w.npz", "num_classes": 4}
+
+    def run(state_dir):
+        backend = get_backend(framework, threads=2, precision="fp32")
+        return training.run(backend, cell, settings, state_dir=state_dir, **kwargs)["metrics"]
+
+    straight = run(work / "straight")
+    real_evaluate, calls = training.evaluate, []
+
+    def dies_in_second_epoch(*args, **kw):
+        calls.append(1)
+        if len(calls) == 2:
+            raise KeyboardInterrupt("simulated kill")
+        return real_evaluate(*args, **kw)
+
+    monkeypatch.setattr(training, "evaluate", dies_in_second_epoch)
+    with pytest.raises(KeyboardInterrupt):
+        run(work / "killed")
+    monkeypatch.setattr(training, "evaluate", real_evaluate)
+    resumed = run(work / "killed")
+    assert straight["resumed_from_epoch"] is None and resumed["resumed_from_epoch"] == 1
+    assert [e["resumed"] for e in resumed["epochs"]] == [False, True]
+    learned = ("train_loss", "loss_curve", "val_loss", "top1", "top5", "lr_first_last")
+    assert {k: resumed["epochs"][0][k] for k in learned} == {k: straight["epochs"][0][k] for k in learned}
+    # Same batches, same dropout seeds, same optimizer state: the resumed epoch trains exactly as the straight one.
+    np.testing.assert_allclose(resumed["epochs"][1]["loss_curve"], straight["epochs"][1]["loss_curve"], rtol=1e-5)
+    assert resumed["step0"] == straight["step0"]
+
+
+def test_training_cell_end_to_end(training_setup):
+    from fwbench.grid import Cell
+    from fwbench.results import load_result
+    from fwbench.runner import run_cell
+
+    work, settings = training_setup
+    for framework in ("torch", "jax"):
+        cell = Cell("training", framework, "small_cnn", "fp32", 8, 16)
+        result = run_cell(
+            cell,
+            {**settings, "timeout_s": 300},
+            data_dir=work / "data",
+            weights_path=work / "w.npz",
+            num_classes=4,
+            threads=2,
+            out_path=work / f"{framework}.json",
+            state_dir=work / "state" / framework,
+        )
+        assert result["status"] == "ok", result["reason"]
+        metrics = load_result(work / f"{framework}.json")["metrics"]
+        assert [e["epoch"] for e in metrics["epochs"]] == [0, 1]
+        for epoch in metrics["epochs"]:
+            for key in ("time_s", "img_s", "compile_s", "train_loss", "val_loss", "top1", "top5", "data_wait_frac"):
+                assert isinstance(epoch[key], float), key
+            assert 0 <= epoch["top1"] <= epoch["top5"] <= 1 and 0 <= epoch["data_wait_frac"] < 1
+        assert set(metrics["step0"]) >= {"loss", "loss_after_step", "grad_norm"}
+        assert metrics["epochs"][0]["compile_s"] > 0 and len(result["samples_ms"]) == 2 * 4

@@ -1,0 +1,27 @@
+# Training cells: the recipe in one isolated, supervised process per cell, one at a time with all cores. Epoch
+# checkpoints live under results/state/ (not outputs), so a killed cell resumes from its last completed epoch.
+
+
+rule training_cell:
+    input:
+        dataset=DATASET_FILES,
+        weights=rules.init_weights.output.weights,
+    output:
+        f"{RESULTS}/cells/training/{{framework}}/{{model}}/{{precision}}/bs{{batch}}.json",
+    log:
+        f"{RESULTS}/logs/cells/training/{{framework}}/{{model}}/{{precision}}/bs{{batch}}.log",
+    conda:
+        ENV
+    threads: workflow.cores
+    resources:
+        gpu=1,
+    params:
+        suite="training",
+        harness_version=HARNESS_VERSION,
+        settings=measurement_settings("training"),
+        image_size=config["dataset"]["image_size"],
+        num_classes=config["dataset"]["num_classes"],
+        state_dir=lambda wildcards: f"{RESULTS}/state/training/{wildcards.framework}/{wildcards.model}/"
+        f"{wildcards.precision}/bs{wildcards.batch}",
+    script:
+        "../scripts/run_cell.py"

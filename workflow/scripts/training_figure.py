@@ -1,0 +1,5 @@
+from fwbench.analysis.training import training_figure
+from fwbench.logs import redirect_to
+
+with redirect_to(snakemake.log[0]):
+    training_figure(snakemake.input.cells, snakemake.output.pdf, snakemake.output.png)
