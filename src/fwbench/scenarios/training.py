@@ -188,6 +188,7 @@ def run(
         "step0": step0,
         "recipe": recipe.describe(),
         "steps_per_epoch": steps_per_epoch,
+        "num_classes": num_classes,
         "compile_breakdown_s": compile_breakdown,
         "resumed_from_epoch": resumed_from,
         "train_time_s": float(sum(e["time_s"] for e in epochs)),

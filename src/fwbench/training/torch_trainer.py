@@ -81,20 +81,32 @@ class TorchTrainer(Trainer):
         finally:
             self.model.train()
 
-    def probe(self, images, labels, lr: float) -> dict[str, float]:
-        model = copy.deepcopy(self.model)
+    def _probe(self, images, labels, lr: float, dtype) -> dict[str, float]:
+        model = copy.deepcopy(self.model).to(dtype)
         _randomness_off(model)
         optimizer = adam(model.parameters(), self.recipe)
         for group in optimizer.param_groups:
             group["lr"] = float(lr)
-        loss = F.cross_entropy(model(images).float(), labels)
+        images = images.to(dtype)
+        loss = F.cross_entropy(model(images).to(torch.promote_types(dtype, torch.float32)), labels)
         loss.backward()
         grads = [p.grad.double().flatten() for p in model.parameters() if p.grad is not None]
         norm = float(torch.linalg.vector_norm(torch.cat(grads)).item())
         optimizer.step()
         with torch.no_grad():
-            after = F.cross_entropy(model(images).float(), labels)
+            after = F.cross_entropy(model(images).to(torch.promote_types(dtype, torch.float32)), labels)
         return {"loss": float(loss.item()), "grad_norm": norm, "loss_after_step": float(after.item())}
+
+    def probe(self, images, labels, lr: float) -> dict[str, float]:
+        """Also, in fp32 cells, the same probe in float64: how far PyTorch's own fp32 result is from the exact one
+        (Adam's first step is sign-like, so ill-conditioned gradients can make this large), the yardstick for
+        judging the frameworks' step-0 difference."""
+        result = self._probe(images, labels, lr, self.backend.dtype)
+        if self.backend.dtype == torch.float32:
+            exact = self._probe(images, labels, lr, torch.float64)
+            result["fp64_loss_after_step"] = exact["loss_after_step"]
+            result["fp64_grad_norm"] = exact["grad_norm"]
+        return result
 
     def save(self, path) -> None:
         buffer = io.BytesIO()
