@@ -93,19 +93,30 @@ def test_step0_agrees_between_frameworks(model, image_size):
 
 
 def test_trainers_evaluate_identically():
+    import torch
+
     from fwbench.data.inputs import normalize
 
     rng = np.random.default_rng(2)
     images = normalize(rng.integers(0, 256, (8, 16, 16, 3), dtype=np.uint8))
     labels = rng.integers(0, 10, 8)
-    results = []
-    for trainer in _trainers("small_cnn", 16):
+    results, batch_stats = [], []
+    torch_trainer, jax_trainer = _trainers("mobilenet_v3_small", 32)
+    images = normalize(rng.integers(0, 256, (8, 32, 32, 3), dtype=np.uint8))
+    before = {k: v.clone() for k, v in torch_trainer.model.state_dict().items()}
+    for trainer in (torch_trainer, jax_trainer):
         x, y = trainer.to_device(images, labels)
         trainer.compile(x, y)
         results.append(trainer.evaluate(x, y, valid=6))
+        batch_stats.append(trainer.evaluate(x, y, valid=6, batch_statistics=True))
     (torch_loss, torch_top1, torch_top5), (jax_loss, jax_top1, jax_top5) = results
     assert abs(torch_loss - jax_loss) / torch_loss < 1e-5
     assert (torch_top1, torch_top5) == (jax_top1, jax_top5) and torch_top5 <= 6
+    assert abs(batch_stats[0][0] - batch_stats[1][0]) / batch_stats[0][0] < 1e-4
+    assert batch_stats[0][0] != torch_loss, "batch statistics must change the result"
+    after = torch_trainer.model.state_dict()
+    assert all(torch.equal(before[k], after[k]) for k in before), "evaluation must not touch the model's state"
+    assert torch_trainer.model.training, "the trainer goes back to train mode"
 
 
 @pytest.fixture
@@ -141,7 +152,7 @@ def test_killed_training_resumes_from_last_epoch(training_setup, framework, monk
 
     def dies_in_second_epoch(*args, **kw):
         calls.append(1)
-        if len(calls) == 2:
+        if len(calls) == 3:  # the initial evaluation, epoch 0's, then epoch 1's
             raise KeyboardInterrupt("simulated kill")
         return real_evaluate(*args, **kw)
 

@@ -109,8 +109,12 @@ class Trainer(ABC):
     def value(self, loss: Any) -> float: ...
 
     @abstractmethod
-    def evaluate(self, images: Any, labels: Any, valid: int) -> tuple[float, int, int]:
-        """Sum of losses, top-1 and top-5 hits over the first `valid` rows (the rest is padding)."""
+    def evaluate(
+        self, images: Any, labels: Any, valid: int, *, batch_statistics: bool = False
+    ) -> tuple[float, int, int]:
+        """Sum of losses, top-1 and top-5 hits over the first `valid` rows (the rest is padding). With
+        `batch_statistics`, BatchNorm normalises with the batch's own statistics (train mode, randomness off, no
+        state touched): a diagnostic for models whose running statistics lag behind their weights."""
 
     @abstractmethod
     def probe(self, images: Any, labels: Any, lr: float) -> dict[str, float]:

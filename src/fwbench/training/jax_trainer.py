@@ -43,9 +43,9 @@ class JaxTrainer(Trainer):
         self.opt_state = self.tx.init(self.params)
         self.key = jax.random.PRNGKey(recipe.seed)
         self._train = jax.jit(self._train_step, donate_argnums=(0, 1, 2))
-        self._eval = jax.jit(self._eval_step)
+        self._eval = jax.jit(self._eval_step, static_argnames="batch_statistics")
         self._probe = jax.jit(self._probe_step)
-        self.train_executable = self.eval_executable = None
+        self.train_executable, self.eval_executables = None, {}
 
     # Pure functions (jitted above) -------------------------------------------------------------------------------
     def _forward(self, params, batch_stats, images, train: bool, key=None):
@@ -68,8 +68,8 @@ class JaxTrainer(Trainer):
         params = jax.tree_util.tree_map(lambda p, u: (p - lr * u).astype(p.dtype), params, updates)
         return params, stats, opt_state, loss
 
-    def _eval_step(self, params, batch_stats, images, labels, valid):
-        logits, _ = self._forward(params, batch_stats, images, False)
+    def _eval_step(self, params, batch_stats, images, labels, valid, batch_statistics: bool = False):
+        logits, _ = self._forward(params, batch_stats, images, batch_statistics)
         logits = logits.astype(jnp.float32)
         mask = jnp.arange(labels.shape[0]) < valid
         losses = optax.softmax_cross_entropy_with_integer_labels(logits, labels)
@@ -111,9 +111,15 @@ class JaxTrainer(Trainer):
         t1 = time.perf_counter()
         self.train_executable = lowered.compile()
         t2 = time.perf_counter()
-        self.eval_executable = self._eval.lower(
-            self.params, self.batch_stats, images, labels, jnp.asarray(labels.shape[0], jnp.int32)
-        ).compile()
+        for batch_statistics in (False, True):
+            self.eval_executables[batch_statistics] = self._eval.lower(
+                self.params,
+                self.batch_stats,
+                images,
+                labels,
+                jnp.asarray(labels.shape[0], jnp.int32),
+                batch_statistics=batch_statistics,
+            ).compile()
         t3 = time.perf_counter()
         return {"train_trace_lower_s": t1 - t0, "train_compile_s": t2 - t1, "eval_compile_s": t3 - t2}
 
@@ -129,8 +135,8 @@ class JaxTrainer(Trainer):
     def value(self, loss) -> float:
         return float(loss)
 
-    def evaluate(self, images, labels, valid: int) -> tuple[float, int, int]:
-        loss, top1, top5 = self.eval_executable(
+    def evaluate(self, images, labels, valid: int, *, batch_statistics: bool = False) -> tuple[float, int, int]:
+        loss, top1, top5 = self.eval_executables[batch_statistics](
             self.params, self.batch_stats, images, labels, jnp.asarray(valid, jnp.int32)
         )
         return float(loss), int(top1), int(top5)

@@ -68,11 +68,15 @@ class TorchTrainer(Trainer):
     def value(self, loss) -> float:
         return float(loss.item())
 
-    def evaluate(self, images, labels, valid: int) -> tuple[float, int, int]:
-        self.model.eval()
+    def evaluate(self, images, labels, valid: int, *, batch_statistics: bool = False) -> tuple[float, int, int]:
+        if batch_statistics:  # the whole (padded) batch, as the JAX step sees it; running statistics restored after
+            saved = {k: v.clone() for k, v in self.model.state_dict().items() if "running" in k or "num_batches" in k}
+            _randomness_off(self.model)
+        else:
+            self.model.eval()
         try:
             with torch.inference_mode():
-                logits = self.model(images[:valid]).float()
+                logits = self.model(images).float()[:valid]
                 loss = F.cross_entropy(logits, labels[:valid], reduction="sum")
                 top = logits.topk(min(5, logits.shape[-1]), dim=1).indices
                 hit1 = (top[:, 0] == labels[:valid]).sum()
@@ -80,6 +84,8 @@ class TorchTrainer(Trainer):
                 return float(loss.item()), int(hit1.item()), int(hit5.item())
         finally:
             self.model.train()
+            if batch_statistics:
+                self.model.load_state_dict(saved, strict=False)
 
     def _probe(self, images, labels, lr: float, dtype) -> dict[str, float]:
         model = copy.deepcopy(self.model).to(dtype)
