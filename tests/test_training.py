@@ -197,3 +197,5 @@ def test_training_cell_end_to_end(training_setup):
             assert 0 <= epoch["top1"] <= epoch["top5"] <= 1 and 0 <= epoch["data_wait_frac"] < 1
         assert set(metrics["step0"]) >= {"loss", "loss_after_step", "grad_norm"}
         assert metrics["epochs"][0]["compile_s"] > 0 and len(result["samples_ms"]) == 2 * 4
+        assert not (work / "state" / framework).exists(), "a finished cell leaves no checkpoint to resume from"
+        assert metrics["resumed_from_epoch"] is None and "initial_eval" in metrics["step0"]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -209,6 +210,10 @@ def run_cell(
     }
     validate_result(result)
     atomic_write_json(out_path, result)
+    if state_dir is not None and result["status"] == "ok":
+        # Checkpoints exist to resume an interrupted cell; once its result is written, a rerun (forced, or after a
+        # settings change) must train from the start rather than "resume" a finished run.
+        shutil.rmtree(state_dir, ignore_errors=True)
     return result
 
 
