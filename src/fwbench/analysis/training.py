@@ -292,7 +292,9 @@ def training_section(frame: pd.DataFrame | None, agreement: pd.DataFrame | None)
         r"\caption{Step-0 agreement: relative JAX--PyTorch differences on the first batch.}",
         r"\label{tab:step0}",
         r"\footnotesize",
+        r"\begin{adjustbox}{max width=\textwidth}",
         step0_table(agreement).rstrip() if not agreement.empty else "No cell pair completed in both frameworks.",
+        r"\end{adjustbox}",
         r"\end{table*}",
     ]
     return "\n".join(body) + "\n"
