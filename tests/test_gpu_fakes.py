@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from fwbench.backends.base import Backend
+from fwbench.backends.base import Backend, Trainer
 from fwbench.config import validate_config
 from fwbench.data.prepare import prepare
 from fwbench.grid import Cell
@@ -160,8 +160,8 @@ class FakeCudaBackend(Backend):
 
     seen: set
 
-    def trainer(self, *args, **kwargs):
-        raise NotImplementedError("the fake CUDA backend exercises the inference path")
+    def trainer(self, model, state_dict, *, num_classes, image_size, recipe):
+        return FakeTrainer(image_size * image_size * 3, num_classes)
 
     def build(self, model, state_dict, *, num_classes, image_size):
         self.seen = set()
@@ -192,6 +192,88 @@ class FakeCudaBackend(Backend):
 
     def device_memory(self):
         return {"peak_allocated_bytes": 123, "peak_reserved_bytes": 456, "source": "fake allocator"}
+
+
+class FakeTrainer(Trainer):
+    """Softmax regression in NumPy with plain gradient steps: enough to drive the training loop on a 'GPU'."""
+
+    def __init__(self, features, classes):
+        self.weight = np.zeros((features, classes))
+
+    def to_device(self, images_nhwc, labels):
+        return np.asarray(images_nhwc).reshape(len(images_nhwc), -1), np.asarray(labels)
+
+    def synchronize(self, handle):
+        pass
+
+    def compile(self, images, labels):
+        return {"fake_compile_s": 0.01}
+
+    def _grad(self, x, y):
+        logits = x @ self.weight
+        p = np.exp(logits - logits.max(1, keepdims=True))
+        p /= p.sum(1, keepdims=True)
+        loss = -np.log(p[np.arange(len(y)), y] + 1e-12).mean()
+        p[np.arange(len(y)), y] -= 1
+        return loss, x.T @ p / len(y), logits
+
+    def step(self, images, labels, lr, step_index):
+        loss, grad, _ = self._grad(images, labels)
+        self.weight -= 100 * lr * grad
+        time.sleep(0.002)
+        return loss
+
+    def value(self, loss):
+        return float(loss)
+
+    def evaluate(self, images, labels, valid, *, batch_statistics=False):
+        loss, _, logits = self._grad(images[:valid], labels[:valid])
+        top = np.argsort(-logits, axis=1)[:, :5]
+        return (
+            float(loss) * valid,
+            int((top[:, 0] == labels[:valid]).sum()),
+            int((top == labels[:valid, None]).any(1).sum()),
+        )
+
+    def probe(self, images, labels, lr):
+        loss, grad, _ = self._grad(images, labels)
+        return {"loss": float(loss), "grad_norm": float(np.linalg.norm(grad)), "loss_after_step": float(loss)}
+
+    def save(self, path):
+        with open(path, "wb") as handle:
+            np.save(handle, self.weight)
+
+    def load(self, path):
+        with open(path, "rb") as handle:
+            self.weight = np.load(handle)
+
+
+def test_training_scenario_records_gpu_energy_and_memory(tmp_path, monkeypatch):
+    from fwbench.scenarios import training
+
+    config = validate_config({**TINY_CONFIG, "training": {"batch_sizes": [8], "epochs": 2, "lr": 0.01}})
+    prepare(config["dataset"], tmp_path / "data")
+    init_weights("small_cnn", num_classes=4, image_size=16, seed=0, out=tmp_path / "w.npz")
+    monkeypatch.setattr(training, "open_device", lambda index: open_device(index, FakePynvml()))
+    monkeypatch.setattr(training, "idle_watts", lambda device: 40.0)
+    settings = {k: v for k, v in config["training"].items() if k != "batch_sizes"}
+    settings.update(loader=config["loader"], seed=config["seed"])
+    part = training.run(
+        FakeCudaBackend(threads=1, precision="fp32"),
+        Cell("training", "fakecuda", "small_cnn", "fp32", 8, 16),
+        settings,
+        data_dir=tmp_path / "data",
+        weights_path=tmp_path / "w.npz",
+        num_classes=4,
+        state_dir=tmp_path / "state",
+    )
+    metrics = part["metrics"]
+    for epoch in metrics["epochs"]:
+        assert epoch["energy"]["source"] == "nvml total energy counter" and epoch["energy"]["joules"] > 0
+    assert metrics["device_memory"]["max"]["peak_allocated_bytes"] == 123
+    assert metrics["device_memory"]["initial"]["source"] == "fake allocator"
+    assert "energy" not in metrics["missing"] and "device_memory" not in metrics["missing"]
+    assert metrics["epochs"][0]["compile_s"] == pytest.approx(0.01)
 
 
 def test_scenario_records_gpu_energy_memory_and_isolation(tmp_path, monkeypatch):

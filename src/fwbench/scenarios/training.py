@@ -78,6 +78,7 @@ def run(
     result."""
     recipe = Recipe.from_config(settings, settings["seed"])
     state_dir = Path(state_dir)
+    state_dir.mkdir(parents=True, exist_ok=True)
     missing: dict[str, str] = {}
     rss_initial = rss_mb()
     index = backend.gpu_index()
