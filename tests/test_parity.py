@@ -13,7 +13,7 @@ import pytest
 
 from fwbench.models import MODELS, flax_variables, torch_model, torch_state_dict_numpy
 from fwbench.models.convert import ConversionError, flax_to_torch, torch_to_flax
-from fwbench.models.parity import eval_parity, randomised, train_step_parity
+from fwbench.models.parity import eval_parity, geometric_mean, randomised, train_step_parity
 
 DEFAULT_RESOLUTION = 32  # the default study's dataset.image_size
 NUM_CLASSES = 10
@@ -41,9 +41,11 @@ def test_train_step_parity(name):
     """(a) In float64 the twin's gradients match PyTorch's to 1e-3 per parameter (in practice <= 4e-8) and its
     running statistics to 1e-9: the backward passes are the same function. (b) In float32 the twin is as accurate
     as PyTorch itself against the fp64 truth. Where the problem is ill-conditioned (train-mode BatchNorm at random
-    init, see fwbench.models.parity) both frameworks' fp32 errors are rounding noise of similar size, so (b) compares
-    statistics over all parameters rather than one noisy draw per tensor: the whole-gradient relative error and the
-    worst per-parameter error, each within 1e-3 or three times PyTorch's own."""
+    init, see fwbench.models.parity) each fp32 gradient error is one heavy-tailed draw of rounding noise (a single
+    ResNet-50 batch once gave the twin 6.5x PyTorch's error, another 0.29x), so (b) compares the geometric means over
+    nine batches of the whole-gradient relative error and of the worst per-parameter error, each within 1e-3 or
+    three times PyTorch's own. A twin that is systematically less accurate (a one-pass variance, fp32 accumulation
+    where PyTorch uses more) moves every draw and fails."""
     seed = _fresh_seed()
     where = f"{name} seed {seed}"
     r = train_step_parity(name, DEFAULT_RESOLUTION, seed)
@@ -61,15 +63,20 @@ def test_train_step_parity(name):
     # the loss is a function of the logits, so it shares their floor (seen: 1.05e-4 for ResNet-50 where PyTorch's own
     # fp32 loss was off by 2.8e-5; both are single draws of the same rounding noise)
     assert as_accurate(r["loss32"], r["torch_loss32"], TRAIN_LOGIT_TOLERANCE), (where, r["loss32"], r["torch_loss32"])
-    assert as_accurate(r["grad32_global"], r["torch_grad32_global"], GRAD_TOLERANCE), (
-        where,
-        r["grad32_global"],
-        r["torch_grad32_global"],
-    )
-    assert as_accurate(max(r["grad32"].values()), max(r["torch_grad32"].values()), GRAD_TOLERANCE), where
+    for statistic in ("grad32_global", "grad32_worst"):
+        twin, theirs = r[f"{statistic}_draws"], r[f"torch_{statistic}_draws"]
+        assert len(twin) == len(theirs) == 9, statistic
+        assert as_accurate(geometric_mean(twin), geometric_mean(theirs), GRAD_TOLERANCE), (
+            f"{where} {statistic}: twin {np.round(twin, 5).tolist()} vs PyTorch {np.round(theirs, 5).tolist()}"
+        )
     assert as_accurate(max(r["stats32"].values(), default=0.0), max(r["torch_stats32"].values(), default=0.0), 1e-4), (
         where
     )
+
+
+def test_geometric_mean_of_errors():
+    assert geometric_mean([1e-2, 1e-4]) == pytest.approx(1e-3)
+    assert geometric_mean([0.0, 1.0]) > 0.0  # an exact zero does not make the mean vanish or fail
 
 
 def test_conversion_round_trip_is_exact():
