@@ -166,19 +166,24 @@ def train_step_parity(
         "stats32": {k: relative(jax32[k], truth_state[k]) for k in stats},
         "torch_stats32": {k: relative(torch_state[k], truth_state[k]) for k in stats},
     }
-    draws: dict[str, list[float]] = {key: [result[key]] for key in ("grad32_global", "torch_grad32_global")}
-    draws["grad32_worst"] = [max(result["grad32"].values())]
-    draws["torch_grad32_worst"] = [max(result["torch_grad32"].values())]
+    draws: dict[str, list[float]] = {
+        key: [] for key in ("grad32_global", "torch_grad32_global", "grad32_worst", "torch_grad32_worst")
+    }
+
+    def record(ours, theirs, truth):
+        draws["grad32_global"].append(global_error(ours, truth))
+        draws["torch_grad32_global"].append(global_error(theirs, truth))
+        draws["grad32_worst"].append(max(grad_errors(ours, truth).values()))
+        draws["torch_grad32_worst"].append(max(grad_errors(theirs, truth).values()))
+
+    record(jax32, torch_grads, truth_grads)
     for _ in range(fp32_draws):
         images = rng.standard_normal(images.shape).astype(np.float32)
         labels = rng.integers(0, num_classes, batch)
         _, _, truth, _ = torch_step(model64, images, labels)
         _, _, theirs, _ = torch_step(model, images, labels)
         _, _, ours = jax32_step(images, labels)
-        draws["grad32_global"].append(global_error(ours, truth))
-        draws["torch_grad32_global"].append(global_error(theirs, truth))
-        draws["grad32_worst"].append(max(grad_errors(ours, truth).values()))
-        draws["torch_grad32_worst"].append(max(grad_errors(theirs, truth).values()))
+        record(ours, theirs, truth)
     result.update({f"{key}_draws": values for key, values in draws.items()})
     return result
 
