@@ -226,7 +226,7 @@ class FakeTrainer(Trainer):
     def value(self, loss):
         return float(loss)
 
-    def evaluate(self, images, labels, valid, *, batch_statistics=False):
+    def evaluate(self, images, labels, valid, *, statistics="running"):
         loss, _, logits = self._grad(images[:valid], labels[:valid])
         top = np.argsort(-logits, axis=1)[:, :5]
         return (

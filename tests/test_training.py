@@ -108,7 +108,7 @@ def test_trainers_evaluate_identically():
         x, y = trainer.to_device(images, labels)
         trainer.compile(x, y)
         results.append(trainer.evaluate(x, y, valid=6))
-        batch_stats.append(trainer.evaluate(x, y, valid=6, batch_statistics=True))
+        batch_stats.append(trainer.evaluate(x, y, valid=6, statistics="batch"))
     (torch_loss, torch_top1, torch_top5), (jax_loss, jax_top1, jax_top5) = results
     assert abs(torch_loss - jax_loss) / torch_loss < 1e-5
     assert (torch_top1, torch_top5) == (jax_top1, jax_top5) and torch_top5 <= 6
@@ -119,12 +119,80 @@ def test_trainers_evaluate_identically():
     assert torch_trainer.model.training, "the trainer goes back to train mode"
 
 
+def test_bn_recalibration_averages_batch_statistics_identically():
+    """Both frameworks' recalibrated statistics are the plain average of the batches' own statistics (checked
+    against a hand computation on the stem's BatchNorm), agree with each other, change evaluation, and leave the
+    running statistics that training uses untouched."""
+    import jax
+    import torch
+
+    from fwbench.data.inputs import normalize
+
+    rng = np.random.default_rng(3)
+    batches = [normalize(rng.integers(0, 256, (8, 32, 32, 3), dtype=np.uint8)) for _ in range(3)]
+    labels = rng.integers(0, 10, 8)
+    torch_trainer, jax_trainer = _trainers("mobilenet_v3_small", 32)
+    running_before = {k: v.clone() for k, v in torch_trainer.model.state_dict().items() if "running" in k}
+    evaluations = []
+    for trainer in (torch_trainer, jax_trainer):
+        devices = [trainer.to_device(images, labels) for images in batches]
+        trainer.compile(*devices[0])
+        with pytest.raises(RuntimeError, match="before recalibrate"):
+            trainer.evaluate(*devices[0], 8, statistics="recalibrated")
+        assert trainer.recalibrate(x for x, _ in devices) is True
+        evaluations.append({s: trainer.evaluate(*devices[0], 8, statistics=s) for s in ("running", "recalibrated")})
+
+    # The stem's BatchNorm sees the stem convolution's output: its statistics can be computed by hand.
+    stem = torch_trainer.model.features[0][0]
+    with torch.no_grad():
+        outputs = [stem(torch.from_numpy(b.transpose(0, 3, 1, 2).copy())).double() for b in batches]
+    mean = np.mean([o.mean(dim=(0, 2, 3)).numpy() for o in outputs], axis=0)
+    var = np.mean([o.var(dim=(0, 2, 3), unbiased=True).numpy() for o in outputs], axis=0)
+    jax_stem = jax_trainer.recalibrated["features"]["0"]["1"]
+    for got in (torch_trainer.recalibrated["features.0.1.running_mean"].numpy(), np.asarray(jax_stem["mean"])):
+        np.testing.assert_allclose(got, mean, rtol=1e-4, atol=1e-6)
+    for got in (torch_trainer.recalibrated["features.0.1.running_var"].numpy(), np.asarray(jax_stem["var"])):
+        np.testing.assert_allclose(got, var, rtol=1e-4)
+
+    # Every layer agrees between the frameworks (Flax path features/0/1/mean is torch's features.0.1.running_mean).
+    jax_stats = {
+        ".".join(str(p.key) for p in path[:-1]) + ".running_" + path[-1].key: np.asarray(leaf)
+        for path, leaf in jax.tree_util.tree_leaves_with_path(jax_trainer.recalibrated)
+    }
+    torch_stats = {k: v.numpy() for k, v in torch_trainer.recalibrated.items() if "running" in k}
+    assert sorted(jax_stats) == sorted(torch_stats) and len(torch_stats) == 2 * 34
+    for key, value in torch_stats.items():  # some means are zero up to rounding (~1e-8): hence the atol
+        np.testing.assert_allclose(jax_stats[key], value, rtol=1e-4, atol=1e-6, err_msg=key)
+    torch_eval, jax_eval = evaluations
+    assert torch_eval["recalibrated"] != torch_eval["running"]
+    assert abs(torch_eval["recalibrated"][0] - jax_eval["recalibrated"][0]) / torch_eval["recalibrated"][0] < 1e-4
+    after = torch_trainer.model.state_dict()
+    assert all(torch.equal(running_before[k], after[k]) for k in running_before), "running statistics untouched"
+    assert torch_trainer.model.features[0][1].momentum == 0.01, "momentum restored"
+
+
+def test_bn_recalibration_is_skipped_without_batch_norm():
+    from fwbench.data.inputs import normalize
+
+    images = normalize(np.random.default_rng(4).integers(0, 256, (2, 16, 16, 3), dtype=np.uint8))
+    for trainer in _trainers("vit_b_16", 16):
+        x, y = trainer.to_device(images, np.array([1, 2]))
+        trainer.compile(x, y)
+        assert trainer.recalibrate([x]) is False
+
+
 @pytest.fixture
 def training_setup(tmp_path, tiny_config):
     from fwbench.data.prepare import prepare
     from fwbench.models.weights import init_weights
 
-    tiny_config["training"] = {"batch_sizes": [8], "epochs": 2, "lr": 1e-3, "target_top1": 0.3}
+    tiny_config["training"] = {
+        "batch_sizes": [8],
+        "epochs": 2,
+        "lr": 1e-3,
+        "target_top1": 0.3,
+        "bn_recalibration_batches": 2,
+    }
     config = validate_config(tiny_config)
     prepare(config["dataset"], tmp_path / "data")
     init_weights("small_cnn", num_classes=4, image_size=16, seed=0, out=tmp_path / "w.npz")
@@ -163,7 +231,7 @@ def test_killed_training_resumes_from_last_epoch(training_setup, framework, monk
     resumed = run(work / "killed")
     assert straight["resumed_from_epoch"] is None and resumed["resumed_from_epoch"] == 1
     assert [e["resumed"] for e in resumed["epochs"]] == [False, True]
-    learned = ("train_loss", "loss_curve", "val_loss", "top1", "top5", "lr_first_last")
+    learned = ("train_loss", "loss_curve", "val_loss", "top1", "top5", "top1_running_statistics", "lr_first_last")
     assert {k: resumed["epochs"][0][k] for k in learned} == {k: straight["epochs"][0][k] for k in learned}
     # Same batches, same dropout seeds, same optimizer state: the resumed epoch trains exactly as the straight one.
     np.testing.assert_allclose(resumed["epochs"][1]["loss_curve"], straight["epochs"][1]["loss_curve"], rtol=1e-5)
@@ -199,3 +267,9 @@ def test_training_cell_end_to_end(training_setup):
         assert metrics["epochs"][0]["compile_s"] > 0 and len(result["samples_ms"]) == 2 * 4
         assert not (work / "state" / framework).exists(), "a finished cell leaves no checkpoint to resume from"
         assert metrics["resumed_from_epoch"] is None and "initial_eval" in metrics["step0"]
+        assert metrics["bn_recalibration"]["applied"] and metrics["bn_recalibration"]["batches"] == 2
+        assert all(e["bn_recalibration_s"] > 0 and 0 <= e["top1_running_statistics"] <= 1 for e in metrics["epochs"])
+        # time to accuracy counts the recalibration the accuracy depends on
+        elapsed = np.cumsum([e["time_s"] + e["bn_recalibration_s"] for e in metrics["epochs"]])
+        reached = [t for t, e in zip(elapsed, metrics["epochs"], strict=True) if e["top1"] >= 0.3]
+        assert metrics["time_to_target_s"] == pytest.approx(reached[0] if reached else None)

@@ -65,3 +65,24 @@ def test_pretrained_file_that_does_not_fit_is_a_clear_error(tmp_path):
         init_weights(
             "small_cnn", num_classes=10, image_size=32, seed=0, out=tmp_path / "s.npz", pretrained=tmp_path / "junk.pth"
         )
+
+
+def test_fan_in_head_init_redraws_only_the_head(tmp_path):
+    torchvision_start = init_weights("efficientnet_b0", num_classes=10, image_size=32, seed=3, out=tmp_path / "t.npz")
+    record = init_weights(
+        "efficientnet_b0", num_classes=10, image_size=32, seed=3, out=tmp_path / "f.npz", head_init="fan_in"
+    )
+    tv, fan_in = load_weights(tmp_path / "t.npz"), load_weights(tmp_path / "f.npz")
+    changed = sorted(k for k in tv if not np.array_equal(tv[k], fan_in[k]))
+    assert changed == ["classifier.1.bias", "classifier.1.weight"]
+    bound = 1 / np.sqrt(1280)
+    assert np.abs(fan_in["classifier.1.weight"]).max() <= bound < np.abs(tv["classifier.1.weight"]).max() / 5
+    assert np.abs(fan_in["classifier.1.weight"]).max() > 0.9 * bound  # drawn over the whole range, not shrunk
+    assert record["head_init"] == "fan_in" and "1/sqrt(1280)" in record["description"]
+    assert torchvision_start["head_init"] == "torchvision" and "head" not in torchvision_start["description"]
+    again = init_weights(
+        "efficientnet_b0", num_classes=10, image_size=32, seed=3, out=tmp_path / "g.npz", head_init="fan_in"
+    )
+    assert again["weights_sha256"] == record["weights_sha256"], "the redraw is part of the one seeded start"
+    with pytest.raises(ValueError, match="head_init = 'zero'"):
+        init_weights("small_cnn", num_classes=4, image_size=16, seed=0, out=tmp_path / "z.npz", head_init="zero")

@@ -111,6 +111,7 @@ def test_paper_config_dry_run_lists_the_full_study(workdir, venv_bin):
     planned = _planned_jobs(_snakemake(workdir, venv_bin, "-n", "--configfile", "config/paper-h100.yaml"))
     expected = {"download_dataset": 1, "prepare_dataset": 1, "init_weights": 4, "model_facts": 4}
     expected |= {"inference_cell": 2 * 4 * 4, "loader_throughput": 1, "loader_figure": 1, "paper": 1}
+    expected |= {"training_cell": 2 * 4 * 3, "aggregate_training": 1, "training_figure": 1}
     assert {job: planned.get(job) for job in expected} == expected
 
 

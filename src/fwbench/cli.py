@@ -41,6 +41,8 @@ def cmd_run_cell(args: argparse.Namespace) -> int:
             image_size=cell.image_size,
             seed=config["seed"],
             out=weights,
+            pretrained=config["pretrained"].get(cell.model),
+            head_init=config["head_init"],
         )
     settings = {k: v for k, v in config[cell.suite].items() if k != "batch_sizes"}
     if cell.suite == "training":  # as the workflow's training rule passes them
@@ -95,6 +97,8 @@ def cmd_init_weights(args: argparse.Namespace) -> int:
         image_size=config["dataset"]["image_size"],
         seed=config["seed"],
         out=args.out,
+        pretrained=config["pretrained"].get(args.model),
+        head_init=config["head_init"],
     )
     return 0
 

@@ -68,6 +68,7 @@ rule init_weights:
         num_classes=config["dataset"]["num_classes"],
         image_size=config["dataset"]["image_size"],
         seed=config["seed"],
+        head_init=config["head_init"],
     script:
         "../scripts/init_weights.py"
 

@@ -9,5 +9,6 @@ with redirect_to(snakemake.log[0]):
         seed=snakemake.params.seed,
         out=snakemake.output.weights,
         pretrained=snakemake.input.pretrained or None,
+        head_init=snakemake.params.head_init,
     )
     print(record["description"])

@@ -7,7 +7,7 @@ a host batch to the device, run a step and synchronise. Timing and statistics th
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import numpy as np
@@ -82,6 +82,13 @@ class Backend(ABC):
         """A Trainer starting from exactly these (torch-layout) weights, with the recipe's optimizer."""
 
 
+# What BatchNorm normalises with when a trainer evaluates. running: the exponential running statistics training
+# left behind (what inference uses). recalibrated: the average over a few training batches computed after the epoch
+# (precise BN), which the recipe may ask for because a momentum-0.01 running average lags far behind weights that
+# moved in the last few dozen steps. batch: the evaluated batch's own statistics, a diagnostic only.
+STATISTICS = ("running", "recalibrated", "batch")
+
+
 class Trainer(ABC):
     """A model in training with its optimizer state: everything the shared training loop asks of a framework.
 
@@ -109,12 +116,16 @@ class Trainer(ABC):
     def value(self, loss: Any) -> float: ...
 
     @abstractmethod
-    def evaluate(
-        self, images: Any, labels: Any, valid: int, *, batch_statistics: bool = False
-    ) -> tuple[float, int, int]:
-        """Sum of losses, top-1 and top-5 hits over the first `valid` rows (the rest is padding). With
-        `batch_statistics`, BatchNorm normalises with the batch's own statistics (train mode, randomness off, no
-        state touched): a diagnostic for models whose running statistics lag behind their weights."""
+    def evaluate(self, images: Any, labels: Any, valid: int, *, statistics: str = "running") -> tuple[float, int, int]:
+        """Sum of losses, top-1 and top-5 hits over the first `valid` rows (the rest is padding), in eval mode.
+        `statistics` picks what BatchNorm normalises with (see STATISTICS); no choice touches the trained state."""
+
+    def recalibrate(self, batches: Iterable[Any]) -> bool:
+        """Recompute BatchNorm's statistics as the plain average of these batches' own statistics (train mode,
+        randomness off, no gradients: torch's cumulative mode, momentum=None), kept apart from the running
+        statistics for `evaluate(statistics="recalibrated")`. Returns False for a model without BatchNorm, which
+        is what this default says."""
+        return False
 
     @abstractmethod
     def probe(self, images: Any, labels: Any, lr: float) -> dict[str, float]:

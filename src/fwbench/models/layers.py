@@ -3,6 +3,11 @@
 Flax's own BatchNorm differs from torch's in two ways that break training parity: its momentum is the weight of the
 old statistic (torch's m is the weight of the new batch, so Flax needs 1-m), and it updates the running variance
 with the biased batch variance where torch uses the unbiased one. This BatchNorm takes torch's arguments verbatim.
+
+In train mode it also sows the batch's own statistics (mean and the unbiased variance torch stores) into the
+`batch_moments` collection, mirroring `batch_stats` key for key. Sowing costs nothing unless that collection is
+mutable; the trainer's BatchNorm recalibration makes it mutable to average the statistics over batches, which is
+what torch's cumulative mode (momentum=None) computes.
 """
 
 from __future__ import annotations
@@ -10,6 +15,16 @@ from __future__ import annotations
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
+
+MOMENTS = "batch_moments"
+
+
+def _latest(_previous, value):
+    return value
+
+
+def _nothing():
+    return None
 
 
 class BatchNorm(nn.Module):
@@ -35,6 +50,8 @@ class BatchNorm(nn.Module):
                 m = self.momentum
                 running_mean.value = (1.0 - m) * running_mean.value + m * jax.lax.stop_gradient(mean)
                 running_var.value = (1.0 - m) * running_var.value + m * jax.lax.stop_gradient(unbiased)
+                self.sow(MOMENTS, "mean", jax.lax.stop_gradient(mean), reduce_fn=_latest, init_fn=_nothing)
+                self.sow(MOMENTS, "var", jax.lax.stop_gradient(unbiased), reduce_fn=_latest, init_fn=_nothing)
         else:
             mean, var = running_mean.value, running_var.value
         return (x - mean) * jax.lax.rsqrt(var + self.epsilon) * scale + bias

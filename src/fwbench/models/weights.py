@@ -43,8 +43,37 @@ def _adapt_pretrained(name: str, loaded: dict, fresh: dict, *, image_size: int) 
     return {k: v if isinstance(v, torch.Tensor) else torch.as_tensor(v) for k, v in adapted.items()}, notes
 
 
+HEAD_INITS = ("torchvision", "fan_in")
+
+
+def _reinit_head(model: str, module, head_init: str) -> str | None:
+    """Apply the study's head-initialisation policy to the seeded module; returns what was done, or None.
+
+    torchvision sizes some heads for ImageNet's 1000 classes: EfficientNet draws its classifier from
+    U(+-1/sqrt(num_classes)), so with 10 classes the initial logits are ten times too large (loss 4.8 instead of
+    ln 10, gradient norm in the hundreds) and 64 steps from scratch stay near chance. `fan_in` redraws every model's
+    head as PyTorch's nn.Linear does (U(+-1/sqrt(in_features)) for weight and bias), from the same seeded stream, so
+    it is still one start shared by every framework; the head's gradient keeps the backbone in the step-0 check
+    (a zero head would not).
+    """
+    if head_init == "torchvision":
+        return None
+    if head_init != "fan_in":
+        raise ValueError(f"head_init = {head_init!r}: unknown policy; known: {', '.join(HEAD_INITS)}")
+    owner = module.get_submodule(spec(model).head[0].rsplit(".", 1)[0])
+    owner.reset_parameters()
+    return f"head redrawn as nn.Linear's default, U(+-1/sqrt({owner.in_features}))"
+
+
 def init_weights(
-    model: str, *, num_classes: int, image_size: int, seed: int, out: str | Path, pretrained: str | Path | None = None
+    model: str,
+    *,
+    num_classes: int,
+    image_size: int,
+    seed: int,
+    out: str | Path,
+    pretrained: str | Path | None = None,
+    head_init: str = "torchvision",
 ) -> dict[str, Any]:
     """Write the starting weights (torch layout, .npz) and their provenance (.json beside them)."""
     import torch
@@ -53,9 +82,17 @@ def init_weights(
 
     torch.manual_seed(seed)
     module = torch_model(model, num_classes=num_classes, image_size=image_size)
-    record: dict[str, Any] = {"model": model, "num_classes": num_classes, "image_size": image_size, "seed": seed}
+    head_note = _reinit_head(model, module, head_init)
+    record: dict[str, Any] = {
+        "model": model,
+        "num_classes": num_classes,
+        "image_size": image_size,
+        "seed": seed,
+        "head_init": head_init,
+    }
     if pretrained is None:
-        record.update(source="random", description=f"torchvision initialisation, torch.manual_seed({seed})")
+        description = f"torchvision initialisation, torch.manual_seed({seed})"
+        record.update(source="random", description=description + (f"; {head_note}" if head_note else ""))
     else:
         loaded = torch.load(pretrained, map_location="cpu", weights_only=True)
         if not isinstance(loaded, dict) or not all(isinstance(v, torch.Tensor) for v in loaded.values()):

@@ -13,9 +13,10 @@ import numpy as np
 import optax
 from flax import serialization
 
-from fwbench.backends.base import Trainer
+from fwbench.backends.base import STATISTICS, Trainer
 from fwbench.io import atomic_write_bytes
 from fwbench.models import flax_variables
+from fwbench.models.layers import MOMENTS
 from fwbench.training.recipe import Recipe
 
 
@@ -45,7 +46,9 @@ class JaxTrainer(Trainer):
         self._train = jax.jit(self._train_step, donate_argnums=(0, 1, 2))
         self._eval = jax.jit(self._eval_step, static_argnames="batch_statistics")
         self._probe = jax.jit(self._probe_step)
-        self.train_executable, self.eval_executables = None, {}
+        self._moments = jax.jit(self._moments_step)
+        self.train_executable, self.eval_executables, self.moments_executable = None, {}, None
+        self.recalibrated = None
 
     # Pure functions (jitted above) -------------------------------------------------------------------------------
     def _forward(self, params, batch_stats, images, train: bool, key=None):
@@ -78,6 +81,17 @@ class JaxTrainer(Trainer):
         hit1 = top[:, 0] == labels
         hit5 = (top == labels[:, None]).any(axis=1)
         return tuple(jnp.where(mask, values, 0).sum() for values in (losses, hit1, hit5))
+
+    def _moments_step(self, params, batch_stats, images):
+        """Each BatchNorm's statistics of this batch (mean, unbiased variance), in batch_stats' tree layout."""
+        _, state = self.module.apply(
+            {"params": params, "batch_stats": batch_stats},
+            images,
+            train=True,
+            deterministic=True,
+            mutable=["batch_stats", MOMENTS],
+        )
+        return state[MOMENTS]
 
     def _probe_step(self, params, batch_stats, opt_state, images, labels, lr):
         def loss_fn(p):
@@ -121,7 +135,14 @@ class JaxTrainer(Trainer):
                 batch_statistics=batch_statistics,
             ).compile()
         t3 = time.perf_counter()
-        return {"train_trace_lower_s": t1 - t0, "train_compile_s": t2 - t1, "eval_compile_s": t3 - t2}
+        timings = {"train_trace_lower_s": t1 - t0, "train_compile_s": t2 - t1, "eval_compile_s": t3 - t2}
+        if self._has_batch_norm():
+            self.moments_executable = self._moments.lower(self.params, self.batch_stats, images).compile()
+            timings["recalibration_compile_s"] = time.perf_counter() - t3
+        return timings
+
+    def _has_batch_norm(self) -> bool:
+        return bool(jax.tree_util.tree_leaves(self.batch_stats))
 
     def step(self, images, labels, lr: float, step_index: int):
         if self.train_executable is None:
@@ -135,11 +156,37 @@ class JaxTrainer(Trainer):
     def value(self, loss) -> float:
         return float(loss)
 
-    def evaluate(self, images, labels, valid: int, *, batch_statistics: bool = False) -> tuple[float, int, int]:
-        loss, top1, top5 = self.eval_executables[batch_statistics](
-            self.params, self.batch_stats, images, labels, jnp.asarray(valid, jnp.int32)
+    def evaluate(self, images, labels, valid: int, *, statistics: str = "running") -> tuple[float, int, int]:
+        if statistics not in STATISTICS:
+            raise ValueError(f"statistics = {statistics!r}: not one of {STATISTICS}")
+        batch_stats = self.batch_stats
+        if statistics == "recalibrated":
+            if self.recalibrated is None:
+                raise RuntimeError("evaluate(statistics='recalibrated') before recalibrate()")
+            batch_stats = self.recalibrated
+        loss, top1, top5 = self.eval_executables[statistics == "batch"](
+            self.params, batch_stats, images, labels, jnp.asarray(valid, jnp.int32)
         )
         return float(loss), int(top1), int(top5)
+
+    def recalibrate(self, batches) -> bool:
+        if not self._has_batch_norm():
+            return False
+        if self.moments_executable is None:
+            raise RuntimeError("JaxTrainer.recalibrate before compile()")
+        average = None
+        for count, images in enumerate(batches, start=1):
+            moments = self.moments_executable(self.params, self.batch_stats, images)
+            weight = 1.0 / count  # torch's cumulative update: weight * batch + (1 - weight) * running
+            average = (
+                moments
+                if average is None
+                else jax.tree_util.tree_map(lambda a, m, w=weight: w * m + (1.0 - w) * a, average, moments)
+            )
+        if average is None:
+            raise ValueError("recalibrate() needs at least one batch")
+        self.recalibrated = jax.block_until_ready(average)
+        return True
 
     def probe(self, images, labels, lr: float) -> dict[str, float]:
         loss, norm, after = self._probe(self.params, self.batch_stats, self.opt_state, images, labels, self._lr(lr))

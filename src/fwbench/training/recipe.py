@@ -26,6 +26,9 @@ class Recipe:
     schedule: str  # "cosine" | "constant"
     epochs: int
     seed: int
+    # Before each evaluation, BatchNorm statistics recomputed as the average over this many training batches (the
+    # epoch's first ones, randomness off); 0 evaluates with the running statistics training left behind.
+    bn_recalibration_batches: int = 0
 
     @classmethod
     def from_config(cls, training: Mapping[str, Any], seed: int) -> Recipe:
@@ -37,6 +40,7 @@ class Recipe:
             schedule=str(training["schedule"]),
             epochs=int(training["epochs"]),
             seed=int(seed),
+            bn_recalibration_batches=int(training.get("bn_recalibration_batches", 0)),
         )
 
     def describe(self) -> dict[str, Any]:

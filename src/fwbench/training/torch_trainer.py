@@ -10,7 +10,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from fwbench.backends.base import Trainer
+from fwbench.backends.base import STATISTICS, Trainer
 from fwbench.io import atomic_write_bytes
 from fwbench.models import torch_model
 from fwbench.training.recipe import Recipe
@@ -21,6 +21,10 @@ def adam(parameters, recipe: Recipe) -> torch.optim.Adam:
     return torch.optim.Adam(
         parameters, lr=recipe.lr, betas=recipe.betas, eps=recipe.eps, weight_decay=recipe.weight_decay, foreach=False
     )
+
+
+def _is_statistic(key: str) -> bool:
+    return "running" in key or "num_batches" in key
 
 
 def _randomness_off(model: torch.nn.Module) -> None:
@@ -38,6 +42,7 @@ class TorchTrainer(Trainer):
         module.load_state_dict({k: torch.from_numpy(np.asarray(v)) for k, v in state_dict.items()}, strict=True)
         self.model = module.to(device=backend.device, dtype=backend.dtype).train()
         self.optimizer = adam(self.model.parameters(), recipe)
+        self.recalibrated: dict[str, torch.Tensor] | None = None
 
     def to_device(self, images_nhwc, labels):
         nchw = np.ascontiguousarray(np.asarray(images_nhwc, np.float32).transpose(0, 3, 1, 2))
@@ -68,12 +73,22 @@ class TorchTrainer(Trainer):
     def value(self, loss) -> float:
         return float(loss.item())
 
-    def evaluate(self, images, labels, valid: int, *, batch_statistics: bool = False) -> tuple[float, int, int]:
-        if batch_statistics:  # the whole (padded) batch, as the JAX step sees it; running statistics restored after
-            saved = {k: v.clone() for k, v in self.model.state_dict().items() if "running" in k or "num_batches" in k}
+    def _statistics(self) -> dict[str, torch.Tensor]:
+        return {k: v.clone() for k, v in self.model.state_dict().items() if _is_statistic(k)}
+
+    def evaluate(self, images, labels, valid: int, *, statistics: str = "running") -> tuple[float, int, int]:
+        saved = self._statistics() if statistics != "running" else None
+        if statistics == "batch":  # the whole (padded) batch, as the JAX step sees it
             _randomness_off(self.model)
-        else:
+        elif statistics == "recalibrated":
+            if self.recalibrated is None:
+                raise RuntimeError("evaluate(statistics='recalibrated') before recalibrate()")
+            self.model.load_state_dict(self.recalibrated, strict=False)
             self.model.eval()
+        elif statistics == "running":
+            self.model.eval()
+        else:
+            raise ValueError(f"statistics = {statistics!r}: not one of {STATISTICS}")
         try:
             with torch.inference_mode():
                 logits = self.model(images).float()[:valid]
@@ -84,8 +99,32 @@ class TorchTrainer(Trainer):
                 return float(loss.item()), int(hit1.item()), int(hit5.item())
         finally:
             self.model.train()
-            if batch_statistics:
+            if saved is not None:
                 self.model.load_state_dict(saved, strict=False)
+
+    def recalibrate(self, batches) -> bool:
+        norms = [m for m in self.model.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)]
+        if not norms:
+            return False
+        saved, momenta = self._statistics(), [m.momentum for m in norms]
+        try:
+            for norm in norms:
+                norm.reset_running_stats()
+                norm.momentum = None  # cumulative: running = mean of the batches' statistics
+            _randomness_off(self.model)
+            with torch.no_grad():
+                for images in batches:
+                    self.model(images)
+            if int(norms[0].num_batches_tracked) == 0:
+                raise ValueError("recalibrate() needs at least one batch")
+            self.recalibrated = self._statistics()
+            self.synchronize(None)
+        finally:
+            for norm, momentum in zip(norms, momenta, strict=True):
+                norm.momentum = momentum
+            self.model.load_state_dict(saved, strict=False)
+            self.model.train()
+        return True
 
     def _probe(self, images, labels, lr: float, dtype) -> dict[str, float]:
         model = copy.deepcopy(self.model).to(dtype)
