@@ -279,7 +279,11 @@ def training_section(frame: pd.DataFrame | None, agreement: pd.DataFrame | None)
         "gradients, as in randomly initialised BatchNorm networks, amplify rounding), and a pair is flagged $^\\ast$ "
         "when the frameworks differ by more than $10^{-3}$ and by more than three times that yardstick "
         f"({defs['fwbStepZeroFlagged']} fp32 pairs). The final top-1 accuracies of the two frameworks differ by at "
-        f"most {defs['fwbTopOneMaxGap']} points over {defs['fwbNumTrainPairs']} pairs. Throughput excludes the first "
+        f"most {defs['fwbTopOneMaxGap']} points over {defs['fwbNumTrainPairs']} pairs. Beyond the first step, "
+        "training amplifies fp32 rounding differences, so short runs from scratch can end several points apart even "
+        "within one framework when only the rounding changes (another thread count, or starting weights moved by "
+        "one ulp); \\texttt{benchmarks/rounding\\_control.py} measures that spread, the yardstick for this gap. "
+        "Throughput excludes the first "
         "steps of each epoch; compilation (JAX ahead of time, PyTorch's first eager step) is reported apart; "
         "$^w$ marks cells that spent more than 5\\% of their step time waiting for data. "
         + _recalibration_text(defs["fwbBnRecalBatches"]),
