@@ -78,7 +78,7 @@ def run_one(spec: dict) -> dict:
             num_classes=config["dataset"]["num_classes"],
             state_dir=Path(work) / "state",
         )["metrics"]
-    return {"top1": [e["top1"] for e in metrics["epochs"]], "train_loss": metrics["epochs"][-1]["train_loss"]}
+    return {"final_top1": metrics["final_top1"]}
 
 
 def main() -> None:
@@ -101,13 +101,14 @@ def main() -> None:
 
     rows = []
     for model in args.models:
-        study = {}
-        for framework in ("torch", "jax"):
-            path = Path(args.results, "cells", "training", framework, model, "fp32", f"bs{args.batch}.json")
-            result = load_result(path)
-            study[framework] = result["metrics"]["final_top1"]
-        own_cell = Path(args.results, "cells", "training", args.framework, model, "fp32", f"bs{args.batch}.json")
-        study_threads = load_result(own_cell)["provenance"]["threads_requested"]
+        cells = {
+            framework: load_result(
+                Path(args.results, "cells", "training", framework, model, "fp32", f"bs{args.batch}.json")
+            )
+            for framework in ("torch", "jax")
+        }
+        study = {framework: cell["metrics"]["final_top1"] for framework, cell in cells.items()}
+        study_threads = cells[args.framework]["provenance"]["threads_requested"]
         base = {"config": args.config, "results": args.results, "model": model, "batch": args.batch}
         controls = {}
         for name, change in (
@@ -118,7 +119,7 @@ def main() -> None:
             output = subprocess.run(
                 [sys.executable, __file__, "--one", json.dumps(spec)], check=True, capture_output=True, text=True
             ).stdout
-            controls[name] = json.loads(output.strip().splitlines()[-1])["top1"][-1]
+            controls[name] = json.loads(output.strip().splitlines()[-1])["final_top1"]
         own = study[args.framework]
         row = {
             "model": model,

@@ -199,9 +199,9 @@ def training_figure(paths: Iterable[str | Path], pdf: str | Path, png: str | Pat
             curve = [v for e in epochs for v in e["loss_curve"]]
             label = f"{_label(framework)} bs{batch}" if len(batches) > 1 else _label(framework)
             loss_ax.plot(np.arange(1, len(curve) + 1), curve, styles[batch], color=color, linewidth=0.8, label=label)
-            # Time to accuracy: top-1 at each epoch end against cumulative training time, BatchNorm recalibration
-            # included (the accuracy depends on it), evaluation excluded.
-            elapsed = np.cumsum([0.0] + [e["time_s"] + (e.get("bn_recalibration_s") or 0.0) for e in epochs])
+            # Time to accuracy: top-1 at each epoch end against the cell's cumulative training time (BatchNorm
+            # recalibration included, evaluation excluded).
+            elapsed = [0.0] + [e["elapsed_s"] for e in epochs]
             initial = result["metrics"]["step0"]["initial_eval"]["top1"]
             top1 = [100 * initial] + [100 * e["top1"] for e in epochs]
             top1_ax.plot(elapsed, top1, styles[batch], marker="o", color=color, markersize=3, label=label)

@@ -209,11 +209,11 @@ def run(
     if not all(np.isfinite(e["train_loss"]) for e in epochs):
         raise FloatingPointError(f"non-finite training loss in {cell.label()}")
     target = settings.get("target_top1")
-    elapsed, time_to_target = 0.0, None
+    elapsed = 0.0
     for e in epochs:  # training time plus the recalibration the accuracy depends on; evaluation excluded
-        elapsed += e["time_s"] + (e.get("bn_recalibration_s") or 0.0)
-        if target is not None and e["top1"] >= target and time_to_target is None:
-            time_to_target = elapsed
+        elapsed += e["time_s"] + (e["bn_recalibration_s"] or 0.0)
+        e["elapsed_s"] = elapsed
+    time_to_target = next((e["elapsed_s"] for e in epochs if target is not None and e["top1"] >= target), None)
     wait_max = max(e["data_wait_frac"] for e in epochs)
     samples_ms = [t for e in epochs for t in e["step_samples_ms"]]
     metrics = {
