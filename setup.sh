@@ -1,8 +1,44 @@
 #!/usr/bin/env bash
 # Idempotent set-up for a fresh machine: .venv with the pinned package, and LaTeX from Debian if missing.
 # Used by both README commands and by .ci/run; a second call is a no-op check (seconds).
+#
+# Accelerator: cuda where an NVIDIA driver answers `nvidia-smi -L` with at least one GPU, else cpu;
+# FWBENCH_ACCELERATOR=cpu|cuda overrides. cpu installs `-e .`; cuda installs `-e .[cuda]` (JAX's CUDA plugin at the
+# pinned JAX version, on the CUDA libraries of the pinned torch wheel). `bash setup.sh --plan` prints the choice and
+# the exact pip requirements, and installs nothing.
 set -euo pipefail
 cd "$(dirname "$0")"
+
+plan=0
+for arg in "$@"; do
+  case "$arg" in
+    --plan) plan=1 ;;
+    *) echo "setup.sh: unknown argument '$arg' (the only option is --plan)" >&2; exit 2 ;;
+  esac
+done
+
+accelerator=${FWBENCH_ACCELERATOR-}
+case "$accelerator" in
+  ""|cpu|cuda) ;;
+  *) echo "setup.sh: FWBENCH_ACCELERATOR must be cpu or cuda (or unset: automatic), not '$accelerator'" >&2; exit 2 ;;
+esac
+gpus=""  # what the NVIDIA driver says, empty if none answers
+if command -v nvidia-smi >/dev/null 2>&1 && listing=$(timeout 30 nvidia-smi -L 2>/dev/null); then
+  count=$(grep -c '^GPU [0-9]' <<<"$listing" || true)
+  first=$(grep -m1 '^GPU [0-9]' <<<"$listing" | sed -E 's/^GPU [0-9]+: //; s/ \(UUID: .*//' || true)
+  [ "$count" -eq 0 ] || gpus="nvidia-smi: $count GPU$([ "$count" -eq 1 ] || echo s): $first"
+fi
+if [ -z "$accelerator" ]; then
+  if [ -n "$gpus" ]; then accelerator=cuda; else accelerator=cpu; fi
+  echo "setup.sh: accelerator $accelerator (${gpus:-no NVIDIA driver answers nvidia-smi -L}; FWBENCH_ACCELERATOR=cpu|cuda overrides)"
+else
+  echo "setup.sh: accelerator $accelerator (FWBENCH_ACCELERATOR=$accelerator${gpus:+; $gpus})"
+  if [ "$accelerator" = cuda ] && [ -z "$gpus" ]; then
+    echo "setup.sh: note: no NVIDIA driver answers nvidia-smi -L here; installing the CUDA set anyway"
+  fi
+fi
+target=.
+[ "$accelerator" = cpu ] || target=".[cuda]"
 
 python=""
 for candidate in python3.11 python3; do
@@ -13,16 +49,59 @@ for candidate in python3.11 python3; do
 done
 [ -n "$python" ] || { echo "setup.sh: Python 3.11 is required (the pinned torch/torchvision wheels are for 3.11)" >&2; exit 1; }
 
+if [ "$plan" -eq 1 ]; then
+  echo "setup.sh: plan: pip install -e '$target' into .venv, i.e. these pinned requirements (nothing installed now):"
+  "$python" - "$accelerator" <<'EOF'
+import sys
+import tomllib
+
+with open("pyproject.toml", "rb") as f:
+    project = tomllib.load(f)["project"]
+requirements = project["dependencies"] + (project["optional-dependencies"]["cuda"] if sys.argv[1] == "cuda" else [])
+print("\n".join(requirements))
+EOF
+  exit 0
+fi
+
 if [ ! -x .venv/bin/python ]; then
   echo "setup.sh: creating .venv with $($python --version)"
   "$python" -m venv .venv
 fi
 stamp=.venv/.fwbench-install-stamp
-wanted=$(sha256sum pyproject.toml | cut -d' ' -f1)
+wanted="$(sha256sum pyproject.toml | cut -d' ' -f1) $accelerator"  # switching the accelerator reinstalls
 if [ "$(cat "$stamp" 2>/dev/null)" != "$wanted" ]; then
-  echo "setup.sh: installing fwbench and its pinned dependencies into .venv (a few minutes the first time)"
+  echo "setup.sh: installing fwbench and its pinned dependencies ($accelerator) into .venv (a few minutes the first time)"
   .venv/bin/python -m pip install --quiet --upgrade pip
-  .venv/bin/python -m pip install --quiet -e .
+  if [ "$accelerator" = cpu ]; then
+    # A former CUDA install leaves JAX's CUDA plugin behind, and JAX would pick it up: remove it (not the NVIDIA
+    # libraries, which are the torch wheel's own).
+    plugins=$(.venv/bin/python -m pip list --format=freeze | grep -oiE '^jax[-_]cuda[0-9]+[-_](plugin|pjrt)' || true)
+    [ -z "$plugins" ] || .venv/bin/python -m pip uninstall --quiet -y $plugins
+  fi
+  .venv/bin/python -m pip install --quiet -e "$target"
+  if [ "$accelerator" = cuda ]; then
+    # One set of NVIDIA libraries serves both frameworks only if they were built for the same CUDA major version.
+    .venv/bin/python - <<'EOF'
+import importlib.metadata
+import re
+import sys
+
+import torch
+
+plugins = {
+    m.group(1)
+    for d in importlib.metadata.distributions()
+    if (m := re.fullmatch(r"jax[-_]cuda(\d+)[-_]plugin", d.metadata["Name"] or "", re.I))
+}
+torch_major = torch.version.cuda.split(".")[0] if torch.version.cuda else None
+if plugins != {torch_major}:
+    sys.exit(
+        f"setup.sh: torch {torch.__version__} is built for CUDA {torch.version.cuda} but JAX's CUDA plugin is for "
+        f"CUDA {', '.join(sorted(plugins)) or '(none installed)'}: the CUDA major versions must agree "
+        "(see the cuda extra in pyproject.toml)"
+    )
+EOF
+  fi
   echo "$wanted" > "$stamp"
 fi
 
@@ -34,4 +113,4 @@ if ! command -v latexmk >/dev/null 2>&1 || ! kpsewhich IEEEtran.cls >/dev/null 2
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq \
     latexmk texlive-latex-extra texlive-publishers texlive-fonts-recommended poppler-utils >/dev/null
 fi
-echo "setup.sh: ready ($(.venv/bin/python -c 'import fwbench; print("fwbench", fwbench.__version__)'))"
+echo "setup.sh: ready ($(.venv/bin/python -c 'import fwbench; print("fwbench", fwbench.__version__)'), $accelerator)"

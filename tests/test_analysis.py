@@ -110,7 +110,9 @@ def test_speedups_only_where_both_succeeded_with_intervals(cell_files, tmp_path)
 def test_inference_and_failure_tables(cell_files, tmp_path):
     frame = write_tidy(cell_files, tmp_path / "inference.csv")
     table = inference_table(frame, ["torch", "jax"], write_speedups(cell_files, tmp_path / "s.csv"))
-    assert r"failed$^\dagger$" in table and r"\textbf{1.50$\times$" in table and "---" in table
+    assert r"failed$^\dagger$" in table and "---" in table
+    # One trial per cell: the ratio's CI is within-process only, so it is marked and never bold (never "resolved").
+    assert r"1.50$\times$ {\scriptsize[1.50, 1.50]}$^{w}$" in table and r"\textbf{1.50" not in table
     failures = failures_table(frame)
     assert r"SIGSEGV \& more\_stuff\_50\%" in failures
     assert failures_table(frame[frame["status"] == "ok"]) == "No benchmark cell failed.\n"
@@ -154,8 +156,8 @@ def test_unknown_results_are_refused(tmp_path):
 
 
 def test_mfu_against_the_measured_peak(cell_files, tmp_path):
-    facts = [{"model": "small_cnn", "image_size": 32, "flops_torch": 2e6}]
-    peak = {"fp32": {"peak_flops": 1e12}, "bf16": {"peak_flops": 4e12}}
+    facts = [{"model": "small_cnn", "image_size": 32, "flops_torch": 2e6, "configuration": "study"}]
+    peak = {"fp32": {"peak_flops": 1e12}, "tf32": {"peak_flops": 2e12}, "bf16": {"peak_flops": 4e12}}
     frame = write_tidy(cell_files, tmp_path / "inference.csv", facts=facts, peak=peak)
     ok = frame[frame["status"] == "ok"]
     assert (ok["achieved_flops"] == ok["throughput_img_s"] * 2e6).all()
@@ -165,11 +167,46 @@ def test_mfu_against_the_measured_peak(cell_files, tmp_path):
     assert "MFU" in table
 
 
-def test_peak_probe_measures_both_frameworks():
-    from fwbench.trackers.flops import measure_peak, peak_for
+def test_mfu_uses_the_study_configuration_not_the_reference_row(cell_files, tmp_path):
+    # a study at torchvision's reference resolution: the 1000-class reference row has the same (model, image_size)
+    facts = [
+        {"model": "small_cnn", "image_size": 32, "flops_torch": 2e6, "configuration": "study"},
+        {"model": "small_cnn", "image_size": 32, "flops_torch": 9e9, "configuration": "reference"},
+    ]
+    peak = {"fp32": {"peak_flops": 1e12}, "tf32": {"peak_flops": 2e12}, "bf16": {"peak_flops": 4e12}}
+    ok = write_tidy(cell_files, tmp_path / "inference.csv", facts=facts, peak=peak).query("status == 'ok'")
+    assert (ok["flops_per_image"] == 2e6).all()
+    assert ok["mfu"].tolist() == pytest.approx((ok["throughput_img_s"] * 2e6 / 1e12).tolist())
 
-    peak = measure_peak(sizes=(128,), seconds=0.05)
-    for precision in ("fp32", "bf16"):
-        assert set(peak[precision]["probes"]) == {"torch/128", "jax/128"}
+
+def test_tf32_cells_are_divided_by_the_tf32_peak(tmp_path):
+    from fwbench.trackers.flops import peak_for
+
+    result = _result("torch", 8, 400.0)
+    result["cell"]["precision"] = "tf32"
+    atomic_write_json(tmp_path / "tf32.json", result)
+    facts = [{"model": "small_cnn", "image_size": 32, "flops_torch": 2e6, "configuration": "study"}]
+    peak = {"fp32": {"peak_flops": 1e12}, "tf32": {"peak_flops": 8e12}, "bf16": {"peak_flops": 4e12}}
+    frame = write_tidy([tmp_path / "tf32.json"], tmp_path / "inference.csv", facts=facts, peak=peak)
+    assert frame["peak_flops"].tolist() == [8e12]
+    assert frame["mfu"].tolist() == pytest.approx([400.0 * 2e6 / 8e12])
+    assert [peak_for(p, peak) for p in ("fp32", "tf32", "bf16")] == [1e12, 8e12, 4e12]
+    with pytest.raises(KeyError, match="rerun the device_peak rule"):
+        peak_for("tf32", {"fp32": {"peak_flops": 1e12}, "bf16": {"peak_flops": 4e12}})
+
+
+def test_peak_probe_measures_both_frameworks_and_every_precision():
+    from fwbench.trackers.flops import TF32_ON_CPU, measure_peak, peak_for
+
+    peak = measure_peak(start=64, max_size=128, seconds=0.02, budget_s=2.0, min_call_s=0.0)
+    for precision in ("fp32", "tf32", "bf16"):
+        assert {key.split("/")[0] for key in peak[precision]["probes"]} == {"torch", "jax"}
+        assert "torch/64" in peak[precision]["probes"] and "jax/64" in peak[precision]["probes"]
         assert peak[precision]["peak_flops"] == max(peak[precision]["probes"].values()) > 0
-    assert peak_for("tf32", peak) == peak["fp32"]["peak_flops"] and peak_for("bf16", peak) == peak["bf16"]["peak_flops"]
+        assert peak_for(precision, peak) == peak[precision]["peak_flops"]
+        for series in peak[precision]["series"].values():
+            assert series["sizes"][0]["size"] == 64 and series["stopped"]
+            assert all(t["flops_per_s"] > 0 and t["call_s"] > 0 for t in series["sizes"])
+    assert peak["devices"] == {"torch": "cpu", "jax": "cpu"}  # the test machine has no GPU
+    assert peak["tf32"]["same_as"] == "fp32" and peak["tf32"]["reason"] == TF32_ON_CPU
+    assert peak["tf32"]["peak_flops"] == peak["fp32"]["peak_flops"]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 import torch
@@ -91,3 +93,142 @@ def test_precision_policies_are_applied_and_recorded(weights, framework):
     assert get_backend("jax", threads=1, precision="tf32").effective_settings["default_matmul_precision"] == (
         "tensorfloat32"
     )
+
+
+class FakeAllocator:
+    """torch.cuda's allocator statistics: loading peaks at 900 bytes, a steady-state step at 300."""
+
+    def __init__(self):
+        self.in_use, self.peak = 200, 900
+
+    def step(self):
+        self.peak = max(self.peak, 300)
+
+    def reset(self, device=None):
+        self.peak = self.in_use
+
+
+def _fake_cuda_torch(monkeypatch, precision="fp32"):
+    backend = get_backend("torch", threads=1, precision=precision)
+    backend.device = torch.device("cuda", 0)
+    props = SimpleNamespace(
+        uuid="11111111-2222-3333-4444-555555555555",
+        pci_domain_id=0,
+        pci_bus_id=0x3B,
+        pci_device_id=0,
+        L2_cache_size=50 * 2**20,
+    )
+    allocator = FakeAllocator()
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda index: props)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda device=None: None)
+    monkeypatch.setattr(torch.cuda, "max_memory_allocated", lambda device=None: allocator.peak)
+    monkeypatch.setattr(torch.cuda, "max_memory_reserved", lambda device=None: allocator.peak + 1000)
+    monkeypatch.setattr(torch.cuda, "memory_allocated", lambda device=None: allocator.in_use)
+    monkeypatch.setattr(torch.cuda, "reset_peak_memory_stats", allocator.reset)
+    return backend, allocator
+
+
+def test_torch_reports_device_identity_l2_and_a_steady_state_peak(monkeypatch):
+    backend, allocator = _fake_cuda_torch(monkeypatch)
+    assert backend.device_identity() == {
+        "ordinal": 0,
+        "uuid": "11111111-2222-3333-4444-555555555555",
+        "pci_bus_id": "0000:3b:00.0",
+        "source": "torch.cuda.get_device_properties (uuid, pci_domain_id/pci_bus_id/pci_device_id)",
+    }
+    assert backend.device_cache_bytes() == (50 * 2**20, "torch.cuda.get_device_properties().L2_cache_size (device L2)")
+    assert "steady_state_peak_bytes" not in backend.device_memory()
+    backend.reset_device_memory_peak()  # after warm-up
+    allocator.step()
+    memory = backend.device_memory()
+    assert memory["peak_allocated_bytes"] == 900, "the peak including loading stays reported"
+    assert memory["steady_state_peak_bytes"] == 300 and memory["in_use_after_warmup_bytes"] == 200
+
+
+class FakeCompiled:
+    def memory_analysis(self):
+        return SimpleNamespace(
+            argument_size_in_bytes=150,
+            output_size_in_bytes=20,
+            alias_size_in_bytes=0,
+            temp_size_in_bytes=80,
+            generated_code_size_in_bytes=5,
+        )
+
+
+class FakeJaxGpu:
+    platform, id, local_hardware_id = "gpu", 0, 1  # CUDA_VISIBLE_DEVICES=1,... : JAX's device 0 is CUDA device 1
+
+    def __init__(self):
+        self.stats = {"peak_bytes_in_use": 5000, "bytes_in_use": 200}  # the peak: compilation and autotuning
+
+    def memory_stats(self):
+        return dict(self.stats)
+
+
+def test_jax_reports_device_identity_l2_and_a_steady_state_peak(monkeypatch):
+    import fwbench.backends.jax as jax_backend_module
+
+    backend = get_backend("jax", threads=1, precision="fp32")
+    backend.device, backend.executable = FakeJaxGpu(), FakeCompiled()
+    asked = []
+
+    def driver(ordinal):
+        asked.append(ordinal)
+        return {
+            "ordinal": ordinal,
+            "uuid": "aa",
+            "pci_bus_id": "0000:3b:00.0",
+            "l2_cache_bytes": 50 * 2**20,
+            "source": "x",
+        }
+
+    monkeypatch.setattr(jax_backend_module, "cuda_driver_identity", driver)
+    assert backend.device_identity() == {"ordinal": 1, "uuid": "aa", "pci_bus_id": "0000:3b:00.0", "source": "x"}
+    assert backend.device_cache_bytes()[0] == 50 * 2**20 and asked == [1]
+    backend.reset_device_memory_peak()
+    memory = backend.device_memory()
+    assert memory["peak_allocated_bytes"] == 5000 and "autotuning" in memory["source"]
+    # No reset in XLA and no new peak after warm-up: in use after warm-up + the step's temp and output.
+    assert memory["steady_state_peak_bytes"] == 200 + 80 + 20 and memory["steady_state_measured"] is False
+    backend.device.stats["peak_bytes_in_use"] = 6000  # a peak reached in the timed loop is a measurement
+    memory = backend.device_memory()
+    assert memory["steady_state_peak_bytes"] == 6000 and memory["steady_state_measured"] is True
+
+
+@pytest.mark.parametrize("framework", ["torch", "jax"])
+def test_cpu_backends_have_no_device_identity_cache_or_allocator(framework):
+    backend = get_backend(framework, threads=1, precision="fp32")
+    assert backend.device_identity() is None and backend.device_cache_bytes() is None
+    backend.reset_device_memory_peak()
+    assert "missing" in backend.device_memory()
+
+
+def test_bf16_weights_and_inputs_are_cast_on_the_host(weights, monkeypatch):
+    import jax
+
+    put = []
+    real_put = jax.device_put
+
+    def device_put(tree, device=None):
+        put.extend(jax.tree_util.tree_leaves(tree))
+        return real_put(tree, device)
+
+    monkeypatch.setattr(jax, "device_put", device_put)
+    backend = get_backend("jax", threads=1, precision="bf16")
+    backend.build("small_cnn", weights, num_classes=6, image_size=16)
+    backend.to_device(np.zeros((1, 16, 16, 3), np.float32))
+    # Only host (NumPy) bfloat16 arrays go to the device: no float32 copy is created there and cast.
+    assert put and all(isinstance(a, np.ndarray) and a.dtype.name == "bfloat16" for a in put)
+
+    moves = []
+    real_to = torch.nn.Module.to
+
+    def module_to(self, *args, **kwargs):
+        moves.append((args, kwargs))
+        return real_to(self, *args, **kwargs)
+
+    monkeypatch.setattr(torch.nn.Module, "to", module_to)
+    get_backend("torch", threads=1, precision="bf16").build("small_cnn", weights, num_classes=6, image_size=16)
+    assert moves[0] == ((), {"dtype": torch.bfloat16}), "cast while the module is still on the host"
+    assert all("dtype" not in kwargs for _, kwargs in moves[1:])

@@ -17,32 +17,69 @@ from fwbench.data.prepare import prepare
 from fwbench.grid import Cell
 from fwbench.models.weights import init_weights
 from fwbench.scenarios import inference
-from fwbench.trackers.energy import NvmlEnergy, RaplEnergy, cpu_meter
-from fwbench.trackers.nvml import NvmlDevice, Unavailable, open_device
+from fwbench.trackers.energy import NvmlEnergy, RaplEnergy, cpu_meter, energy_meter, idle_baseline
+from fwbench.trackers.nvml import NvmlDevice, Unavailable, cuda_driver_identity, open_device
 from tests.conftest import TINY_CONFIG
 
 WATTS = 250.0
+FAKE_UUID = "GPU-11111111-2222-3333-4444-555555555555"
+OTHER_UUID = "GPU-99999999-8888-7777-6666-555555555555"
+# What a CUDA-shaped backend reports of the device it computes on: CUDA's UUID bytes carry no GPU- prefix.
+IDENTITY = {"ordinal": 0, "uuid": FAKE_UUID.removeprefix("GPU-"), "pci_bus_id": "0000:3b:00.0", "source": "fake"}
 
 
 class FakeNVMLError(Exception):
     pass
 
 
-class FakePynvml:
-    """The subset of pynvml the trackers call; energy grows at WATTS while the clock runs."""
+def _pci(text):
+    """'0000:3B:00.0', '00000000:3b:00.0' and '3b:00.0' name the same device (NVML accepts all three)."""
+    parts = [int(part, 16) for part in text.replace(".", ":").split(":")]
+    return tuple([0] * (4 - len(parts)) + parts)
 
-    def __init__(self, *, energy_supported=True, others=(4242,), count=1):
-        self.energy_supported, self.others, self.count = energy_supported, others, count
+
+class FakePynvml:
+    """The subset of pynvml the trackers call; energy grows at WATTS while the clock runs. `gpus` lists NVML's view
+    of the machine in NVML's order, (uuid, pci bus id) each; `own_pid` is how NVML sees this process (a host pid
+    in a container's PID namespace); each *_supported=False makes that query raise like NotSupported/NoPermission."""
+
+    def __init__(
+        self,
+        *,
+        energy_supported=True,
+        others=(4242,),
+        gpus=((FAKE_UUID, "00000000:3B:00.0"),),
+        own_pid=None,
+        power_supported=True,
+        processes_supported=True,
+        memory_supported=True,
+    ):
+        self.energy_supported, self.others, self.gpus = energy_supported, others, list(gpus)
+        self.own_pid = os.getpid() if own_pid is None else own_pid
+        self.power_supported, self.processes_supported = power_supported, processes_supported
+        self.memory_supported = memory_supported
         self.t0 = time.perf_counter()
 
     def nvmlInit(self):
         pass
 
     def nvmlDeviceGetCount(self):
-        return self.count
+        return len(self.gpus)
 
     def nvmlDeviceGetHandleByIndex(self, index):
-        return f"handle{index}"
+        raise AssertionError("NVML must never be opened by CUDA ordinal")
+
+    def nvmlDeviceGetHandleByUUID(self, uuid):
+        for index, (known, _) in enumerate(self.gpus):
+            if known == uuid:
+                return f"handle{index}"
+        raise FakeNVMLError("Not Found")
+
+    def nvmlDeviceGetHandleByPciBusId(self, bus_id):
+        for index, (_, known) in enumerate(self.gpus):
+            if known and _pci(known) == _pci(bus_id):
+                return f"handle{index}"
+        raise FakeNVMLError("Not Found")
 
     def nvmlDeviceGetName(self, handle):
         return b"NVIDIA H100 80GB HBM3 (fake)"
@@ -53,13 +90,19 @@ class FakePynvml:
         return int((time.perf_counter() - self.t0) * WATTS * 1000) + 10_000_000  # mJ since "driver load"
 
     def nvmlDeviceGetPowerUsage(self, handle):
+        if not self.power_supported:
+            raise FakeNVMLError("Not Supported")
         return int(WATTS * 1000)  # mW
 
     def nvmlDeviceGetMemoryInfo(self, handle):
+        if not self.memory_supported:
+            raise FakeNVMLError("No Permission")
         return SimpleNamespace(used=3 * 2**30, total=80 * 2**30)
 
     def nvmlDeviceGetComputeRunningProcesses(self, handle):
-        procs = [SimpleNamespace(pid=os.getpid(), usedGpuMemory=2**30)]
+        if not self.processes_supported:
+            raise FakeNVMLError("Not Supported")
+        procs = [SimpleNamespace(pid=self.own_pid, usedGpuMemory=2**30)]
         return procs + [SimpleNamespace(pid=pid, usedGpuMemory=512 * 2**20) for pid in self.others]
 
 
@@ -69,22 +112,139 @@ class FailingPynvml(FakePynvml):
 
 
 def test_open_device_reports_why_not():
-    assert isinstance(open_device(0, FakePynvml()), NvmlDevice)
-    failed = open_device(0, FailingPynvml())
+    assert isinstance(open_device(IDENTITY, FakePynvml()), NvmlDevice)
+    failed = open_device(IDENTITY, FailingPynvml())
     assert isinstance(failed, Unavailable) and "Driver Not Loaded" in failed.reason
-    assert "none with index 3" in open_device(3, FakePynvml(count=2)).reason
+    absent = open_device({"ordinal": 3, "uuid": OTHER_UUID, "pci_bus_id": "0000:99:00.0"}, FakePynvml())
+    assert "Not Found" in absent.reason and OTHER_UUID in absent.reason
+    assert open_device(None, FakePynvml()).reason == "the cell runs on the CPU"
+
+
+def test_nvml_device_is_found_by_uuid_or_pci_bus_id_never_by_ordinal():
+    # CUDA_VISIBLE_DEVICES=1: the process's CUDA device 0 is NVML's device 1. Opening NVML by ordinal (the fake
+    # refuses to) would measure the other GPU.
+    gpus = [(OTHER_UUID, "0000:18:00.0"), (FAKE_UUID, "0000:3b:00.0")]
+    by_uuid = open_device(IDENTITY, FakePynvml(gpus=gpus))
+    assert by_uuid.handle == "handle1" and by_uuid.lookup["key"] == "uuid" and by_uuid.lookup["value"] == FAKE_UUID
+    by_pci = open_device({**IDENTITY, "uuid": None}, FakePynvml(gpus=gpus))
+    assert by_pci.handle == "handle1" and by_pci.lookup == {
+        "key": "pci_bus_id",
+        "value": "0000:3b:00.0",
+        "ordinal": 0,
+        "identity": "fake",
+    }
+    mig = "MIG-abcdef01-2222-3333-4444-555555555555"
+    on_mig = open_device({"ordinal": 0, "uuid": mig.removeprefix("MIG-")}, FakePynvml(gpus=gpus + [(mig, None)]))
+    assert on_mig.handle == "handle2" and on_mig.lookup["value"] == mig
+    blind = open_device({"ordinal": 0, "uuid": None, "pci_bus_id": None, "reason": "no driver API"}, FakePynvml())
+    assert (
+        isinstance(blind, Unavailable) and "never opened by ordinal" in blind.reason and "no driver API" in blind.reason
+    )
+
+
+class FakeLibcuda:
+    """The CUDA driver calls cuda_driver_identity makes, answering for a device on PCI 0000:3b:00.0."""
+
+    def __init__(self, status=0):
+        self.status = status
+
+    def cuInit(self, flags):
+        return self.status
+
+    def cuDeviceGet(self, ref, ordinal):
+        ref._obj.value = ordinal
+        return 0
+
+    def cuDeviceGetPCIBusId(self, buffer, length, device):
+        buffer.value = b"0000:3B:00.0"
+        return 0
+
+    def cuDeviceGetUuid_v2(self, uuid, device):
+        for i, byte in enumerate(bytes.fromhex(FAKE_UUID.removeprefix("GPU-").replace("-", ""))):
+            uuid[i] = byte
+        return 0
+
+    def cuDeviceGetAttribute(self, ref, attribute, device):
+        assert attribute == 38  # CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE
+        ref._obj.value = 50 * 2**20
+        return 0
+
+
+def test_cuda_driver_identity_and_its_fallback(monkeypatch):
+    identity = cuda_driver_identity(0, FakeLibcuda())
+    assert identity["uuid"] == IDENTITY["uuid"] and identity["pci_bus_id"] == "0000:3b:00.0"
+    assert identity["l2_cache_bytes"] == 50 * 2**20 and "driver API" in identity["source"]
+    assert open_device(identity, FakePynvml()).lookup["key"] == "uuid"
+    # No driver API (an error status here): the UUID CUDA_VISIBLE_DEVICES names at that position, else a reason.
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", f"{OTHER_UUID},{FAKE_UUID}")
+    fallback = cuda_driver_identity(1, FakeLibcuda(status=100))
+    assert fallback["uuid"] == FAKE_UUID and "CUDA_VISIBLE_DEVICES" in fallback["source"]
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1")
+    unknown = cuda_driver_identity(0, FakeLibcuda(status=100))
+    assert unknown["uuid"] is None and "CUresult 100" in unknown["reason"]
 
 
 def test_isolation_and_memory_from_nvml():
-    device = open_device(0, FakePynvml(others=(11, 12)))
+    device = open_device(IDENTITY, FakePynvml(others=(11, 12)))
     assert device.name() == "NVIDIA H100 80GB HBM3 (fake)"
-    assert [p["pid"] for p in device.other_processes()] == [11, 12]
+    isolation = device.isolation("test")
+    assert isolation["others_present"] is True and [p["pid"] for p in isolation["other_processes"]] == [11, 12]
     assert device.own_memory_bytes() == 2**30 and device.memory_used_bytes() == 3 * 2**30
+    alone = open_device(IDENTITY, FakePynvml(others=())).isolation("test")
+    assert alone["others_present"] is False and alone["other_processes"] == []
+
+
+def test_isolation_in_a_pid_namespace_never_counts_our_own_context():
+    # In a container NVML lists our context under its host pid: alone on the GPU, that one entry is ours.
+    alone = open_device(IDENTITY, FakePynvml(own_pid=777001, others=())).isolation("test")
+    assert alone["others_present"] is None and alone["own_pid_listed"] is False
+    assert "undetermined" in alone["reason"] and "PID namespace" in alone["reason"]
+    # Two listed processes: at most one is ours, so another one is there.
+    shared = open_device(IDENTITY, FakePynvml(own_pid=777001, others=(777002,))).isolation("test")
+    assert shared["others_present"] is True and shared["others_at_least"] == 1
+
+
+def test_refused_nvml_queries_become_reasons_not_exceptions():
+    device = open_device(
+        IDENTITY,
+        FakePynvml(energy_supported=False, power_supported=False, processes_supported=False, memory_supported=False),
+    )
+    assert device.memory_used_bytes() is None and device.own_memory_bytes() is None
+    isolation = device.isolation("test")
+    assert isolation["others_present"] is None and "Not Supported" in isolation["reason"]
+    assert idle_baseline(device)["watts"] is None
+    reason = energy_meter(device, None)
+    assert isinstance(reason, str) and "neither energy nor power" in reason
+    assert set(device.missing) >= {"memory", "processes", "energy", "power"}
+
+
+class DecayingPower:
+    """A device whose NVML power reading still averages in the previous work for the first second (400 W), then
+    reads idle (60 W); the clock is fake and advances only when the code sleeps."""
+
+    def __init__(self):
+        self.now, self.missing = 0.0, {}
+
+    def clock(self):
+        return self.now
+
+    def sleep(self, seconds):
+        self.now += seconds
+
+    def power_mw(self):
+        return 400_000 if self.now < 1.0 else 60_000
+
+
+def test_idle_baseline_waits_out_the_power_average():
+    device = DecayingPower()
+    idle = idle_baseline(device, clock=device.clock, sleep=device.sleep)
+    assert idle["watts"] == pytest.approx(60.0) and idle["settled"] is True and idle["waited_s"] >= 1.0
+    assert "NVML averages" in idle["method"] and len(idle["windows_w"]) >= 2
 
 
 @pytest.mark.parametrize("supported", [True, False])
 def test_nvml_energy_counter_and_power_fallback(supported):
-    meter = NvmlEnergy(open_device(0, FakePynvml(energy_supported=supported)), idle_watts=50.0)
+    meter = NvmlEnergy(open_device(IDENTITY, FakePynvml(energy_supported=supported)), 50.0)
     meter.start()
     time.sleep(0.2)
     result = meter.stop()
@@ -164,7 +324,7 @@ class FakeCudaBackend(Backend):
         return FakeTrainer(image_size * image_size * 3, num_classes)
 
     def build(self, model, state_dict, *, num_classes, image_size):
-        self.seen = set()
+        self.seen, self.calls = set(), []
         self.weight = np.random.default_rng(0).standard_normal((image_size * image_size * 3, num_classes))
 
     def to_device(self, batch_nhwc):
@@ -175,6 +335,7 @@ class FakeCudaBackend(Backend):
 
     def forward(self, inputs):
         self.seen.add(id(inputs))
+        self.calls.append("forward")
         time.sleep(0.002)
         return inputs @ self.weight
 
@@ -187,11 +348,30 @@ class FakeCudaBackend(Backend):
     def gpu_index(self):
         return 0
 
+    def device_identity(self):
+        return dict(IDENTITY)
+
+    l2_bytes = 64 * 1024
+
+    def device_cache_bytes(self):
+        return self.l2_bytes, "fake L2"
+
+    forwards_at_reset = None
+
+    def reset_device_memory_peak(self):
+        self.forwards_at_reset = len(self.calls)
+
     def device_timer(self):
         return FakeEventTimer()
 
     def device_memory(self):
-        return {"peak_allocated_bytes": 123, "peak_reserved_bytes": 456, "source": "fake allocator"}
+        # Like torch.cuda's allocator: the peak over the process includes loading; after the reset, the steady one.
+        out = {"peak_allocated_bytes": 456, "source": "fake allocator"}
+        if self.forwards_at_reset is not None:
+            out.update(
+                steady_state_peak_bytes=123, steady_state_source="fake, since reset", in_use_after_warmup_bytes=100
+            )
+        return out
 
 
 class FakeTrainer(Trainer):
@@ -254,12 +434,14 @@ def test_training_scenario_records_gpu_energy_and_memory(tmp_path, monkeypatch):
     config = validate_config({**TINY_CONFIG, "training": {"batch_sizes": [8], "epochs": 2, "lr": 0.01}})
     prepare(config["dataset"], tmp_path / "data")
     init_weights("small_cnn", num_classes=4, image_size=16, seed=0, out=tmp_path / "w.npz")
-    monkeypatch.setattr(training, "open_device", lambda index: open_device(index, FakePynvml()))
-    monkeypatch.setattr(training, "idle_watts", lambda device: 40.0)
+    monkeypatch.setattr(training, "open_device", lambda identity: open_device(identity, FakePynvml()))
+    backend = FakeCudaBackend(threads=1, precision="fp32")
+    idle_taken = []
+    monkeypatch.setattr(training, "idle_baseline", lambda device: idle_taken.append(device) or {"watts": 40.0})
     settings = {k: v for k, v in config["training"].items() if k != "batch_sizes"}
     settings.update(loader=config["loader"], seed=config["seed"])
     part = training.run(
-        FakeCudaBackend(threads=1, precision="fp32"),
+        backend,
         Cell("training", "fakecuda", "small_cnn", "fp32", 8, 16),
         settings,
         data_dir=tmp_path / "data",
@@ -270,7 +452,9 @@ def test_training_scenario_records_gpu_energy_and_memory(tmp_path, monkeypatch):
     metrics = part["metrics"]
     for epoch in metrics["epochs"]:
         assert epoch["energy"]["source"] == "nvml total energy counter" and epoch["energy"]["joules"] > 0
-    assert metrics["device_memory"]["max"]["peak_allocated_bytes"] == 123
+        assert epoch["energy"]["idle_watts"] == 40.0 and epoch["energy"]["idle_baseline"] == {"watts": 40.0}
+    assert len(idle_taken) == 1 and idle_taken[0].lookup["key"] == "uuid"
+    assert metrics["device_memory"]["max"]["peak_allocated_bytes"] == 456
     assert metrics["device_memory"]["initial"]["source"] == "fake allocator"
     assert "energy" not in metrics["missing"] and "device_memory" not in metrics["missing"]
     assert metrics["epochs"][0]["compile_s"] == pytest.approx(0.01)
@@ -280,11 +464,18 @@ def test_scenario_records_gpu_energy_memory_and_isolation(tmp_path, monkeypatch)
     config = validate_config(TINY_CONFIG)
     prepare(config["dataset"], tmp_path / "data")
     init_weights("small_cnn", num_classes=4, image_size=16, seed=0, out=tmp_path / "w.npz")
-    monkeypatch.setattr(inference, "open_device", lambda index: open_device(index, FakePynvml(others=(99,))))
-    monkeypatch.setattr(inference, "idle_watts", lambda device: 40.0)
+    monkeypatch.setattr(inference, "open_device", lambda identity: open_device(identity, FakePynvml(others=(99,))))
+    backend = FakeCudaBackend(threads=1, precision="fp32")
+    idle_taken = []
+
+    def idle(device):  # when: the model is built (every framework holds its context) and nothing has run yet
+        idle_taken.append((hasattr(backend, "weight"), len(backend.calls)))
+        return {"watts": 40.0, "method": "fake"}
+
+    monkeypatch.setattr(inference, "idle_baseline", idle)
     settings = {k: v for k, v in config["inference"].items() if k != "batch_sizes"}
     part = inference.run(
-        FakeCudaBackend(threads=1, precision="fp32"),
+        backend,
         Cell("inference", "fakecuda", "small_cnn", "fp32", 2, 16),
         settings,
         data_dir=tmp_path / "data",
@@ -297,20 +488,113 @@ def test_scenario_records_gpu_energy_memory_and_isolation(tmp_path, monkeypatch)
         metrics["energy"]["joules"] / (metrics["n_iters"] * 2)
     )
     assert metrics["isolation"]["other_processes"] == [{"pid": 99, "used_memory_bytes": 512 * 2**20}]
+    assert (
+        metrics["isolation"]["when"].startswith("after the model build")
+        and metrics["isolation"]["device"]["key"] == "uuid"
+    )
     assert metrics["flags"]["other_gpu_processes"] is True
-    assert metrics["device_memory"]["peak_allocated_bytes"] == 123
+    assert idle_taken == [(True, 0)] and metrics["energy"]["idle_baseline"]["method"] == "fake"
+    # Steady-state peak: reset after warm-up (warmup_iters forward calls), before any timed step.
+    assert backend.forwards_at_reset == settings["warmup_iters"]
+    assert metrics["device_memory"]["peak_allocated_bytes"] == 456
+    assert metrics["device_memory"]["steady_state_peak_bytes"] == 123
     assert metrics["device_memory"]["nvml_process_used_bytes"] == 2**30
     assert "energy" not in metrics["missing"] and "device_memory" not in metrics["missing"]
     assert metrics["device_latency_ms"]["p50"] == 1.5 and "CUDA events" in metrics["device_latency_ms"]["source"]
-    assert len(metrics["device_samples_ms"]) == metrics["n_iters"]
+    assert len(metrics["device_samples_ms"]) == min(metrics["n_iters"], 100)
     assert metrics["cold_inputs"] is None
+
+
+class TracedEventTimer(FakeEventTimer):
+    def __init__(self, trace):
+        super().__init__()
+        self.trace = trace
+
+    def start(self):
+        self.trace.append("event.start")
+        super().start()
+
+    def stop(self):
+        self.trace.append("event.stop")
+        super().stop()
+
+    def elapsed_ms(self):
+        self.trace.append("event.elapsed")
+        return super().elapsed_ms()
+
+
+class TracedCudaBackend(FakeCudaBackend):
+    """Records every framework call in `trace`; `events=False` is a JAX-like backend: no device event timer."""
+
+    def __init__(self, trace, *, events, **kwargs):
+        super().__init__(**kwargs)
+        self.trace, self.events = trace, events
+
+    def forward(self, inputs):
+        self.trace.append("step")
+        return super().forward(inputs)
+
+    def synchronize(self, outputs):
+        self.trace.append("sync")
+
+    def device_timer(self):
+        return TracedEventTimer(self.trace) if self.events else None
+
+
+@pytest.mark.parametrize("events", [True, False], ids=["torch-like CUDA events", "jax-like no event API"])
+def test_host_timed_steps_contain_only_the_step_and_the_synchronise(tmp_path, monkeypatch, events):
+    from fwbench.trackers import latency
+
+    config = validate_config(TINY_CONFIG)
+    prepare(config["dataset"], tmp_path / "data")
+    init_weights("small_cnn", num_classes=4, image_size=16, seed=0, out=tmp_path / "w.npz")
+    monkeypatch.setattr(inference, "open_device", lambda *a, **k: Unavailable("no NVML in this test"))
+    trace: list[str] = []
+
+    def clock():  # only the timed loop's clock reads are traced: they bracket each host-timed step
+        trace.append("clock")
+        return time.perf_counter()
+
+    monkeypatch.setattr(latency, "time", SimpleNamespace(perf_counter=clock))
+    settings = {k: v for k, v in config["inference"].items() if k != "batch_sizes"}
+    backend = TracedCudaBackend(trace, events=events, threads=1, precision="fp32")
+    metrics = inference.run(
+        backend,
+        Cell("inference", "fakecuda", "small_cnn", "fp32", 2, 16),
+        settings,
+        data_dir=tmp_path / "data",
+        weights_path=tmp_path / "w.npz",
+        num_classes=4,
+    )["metrics"]
+    first, last = trace.index("clock"), len(trace) - 1 - trace[::-1].index("clock")
+    brackets, segment = [], []
+    for event in trace[first + 1 : last + 1]:
+        if event == "clock":
+            brackets.append(tuple(segment))
+            segment = []
+        else:
+            segment.append(event)
+    timed = [b for b in brackets if b]
+    assert set(timed) == {("step", "sync")}, "between the clock reads: the step and its synchronise, nothing else"
+    assert len(timed) == metrics["n_iters"]
+    after = trace[last + 1 :]
+    if events:  # device time in its own pass after the host-timed loop
+        passes = min(metrics["n_iters"], 100)
+        assert after == ["event.start", "step", "event.stop", "sync", "event.elapsed"] * passes
+        assert metrics["device_latency_ms"]["p50"] == 1.5 and len(metrics["device_samples_ms"]) == passes
+        assert "separate pass" in metrics["device_latency_ms"]["source"]
+    else:
+        assert after == [] and metrics["device_latency_ms"] is None and metrics["device_samples_ms"] is None
+        assert "no per-step device event timer" in metrics["missing"]["device_latency_ms"]
+    assert metrics["stop_check_s"] >= 0 and metrics["stop_check_s"] < metrics["timed_s"]
 
 
 def test_cold_inputs_rotate_through_distinct_buffers(tmp_path, monkeypatch):
     config = validate_config({**TINY_CONFIG, "inference": {**TINY_CONFIG["inference"], "cold_inputs": True}})
     prepare(config["dataset"], tmp_path / "data")
     init_weights("small_cnn", num_classes=4, image_size=16, seed=0, out=tmp_path / "w.npz")
-    monkeypatch.setattr(inference, "last_level_cache_bytes", lambda: (64 * 1024, "test cache"))
+    # A GPU cell sizes its buffers from the device's L2 (the fake's 64 KiB), never from the host's cache.
+    monkeypatch.setattr(inference, "last_level_cache_bytes", lambda: (32 * 2**20, "host LLC"))
     settings = {k: v for k, v in config["inference"].items() if k != "batch_sizes"}
     backend = FakeCudaBackend(threads=1, precision="fp32")
     monkeypatch.setattr(inference, "open_device", lambda index: Unavailable("no NVML in this test"))
@@ -324,5 +608,40 @@ def test_cold_inputs_rotate_through_distinct_buffers(tmp_path, monkeypatch):
     )
     cold = part["metrics"]["cold_inputs"]
     # 2 x 64 KiB of cache / (2 images x 16 x 16 x 3 x 4 bytes) = 22 buffers, each touched in warm-up and timing
-    assert cold == {"buffers": 22, "bytes_each": 6144, "cache_bytes": 65536, "cache_source": "test cache"}
+    assert cold == {"buffers": 22, "bytes_each": 6144, "cache_bytes": 65536, "cache_source": "fake L2"}
     assert len(backend.seen) == 22
+
+
+def test_cpu_cells_size_cold_inputs_from_the_host_cache(monkeypatch):
+    monkeypatch.setattr(inference, "last_level_cache_bytes", lambda: (12 * 1024, "host LLC"))
+    cpu = SimpleNamespace(device_cache_bytes=lambda: None, to_device=lambda batch: batch)
+    images = np.zeros((8, 16, 16, 3), np.uint8)
+    buffers, cold = inference.input_buffers(cpu, images, 2, cold=True)
+    assert cold["cache_source"] == "host LLC" and cold["buffers"] == len(buffers) == 4  # 2 x 12 KiB / 6 KiB
+
+
+def test_refused_nvml_queries_leave_the_cell_measured(tmp_path, monkeypatch):
+    # MIG instance / container: no power, no energy, no process list, no memory info. The cell still completes and
+    # every refused figure is missing with its reason.
+    config = validate_config(TINY_CONFIG)
+    prepare(config["dataset"], tmp_path / "data")
+    init_weights("small_cnn", num_classes=4, image_size=16, seed=0, out=tmp_path / "w.npz")
+    refusing = FakePynvml(
+        energy_supported=False, power_supported=False, processes_supported=False, memory_supported=False
+    )
+    monkeypatch.setattr(inference, "open_device", lambda identity: open_device(identity, refusing))
+    settings = {k: v for k, v in config["inference"].items() if k != "batch_sizes"}
+    part = inference.run(
+        FakeCudaBackend(threads=1, precision="fp32"),
+        Cell("inference", "fakecuda", "small_cnn", "fp32", 2, 16),
+        settings,
+        data_dir=tmp_path / "data",
+        weights_path=tmp_path / "w.npz",
+        num_classes=4,
+    )
+    metrics = part["metrics"]
+    assert metrics["energy"] is None and "neither energy nor power" in metrics["missing"]["energy"]
+    assert "Not Supported" in metrics["missing"]["idle_power"]
+    assert metrics["flags"]["other_gpu_processes"] is None and "Not Supported" in metrics["isolation"]["reason"]
+    assert metrics["device_memory"]["nvml_device_used_bytes"] is None
+    assert "No Permission" in metrics["missing"]["nvml"]

@@ -4,8 +4,14 @@ import numpy as np
 import pytest
 
 from fwbench.trackers import latency
-from fwbench.trackers.latency import StopRule, throughput, throughput_interval, timed_loop
-from fwbench.trackers.stats import bootstrap_median, bootstrap_ratio_of_medians, summary
+from fwbench.trackers.latency import StopRule, device_pass, throughput, throughput_interval, timed_loop
+from fwbench.trackers.stats import (
+    bootstrap_median,
+    bootstrap_ratio_of_medians,
+    median_ranks,
+    order_statistic_median,
+    summary,
+)
 
 
 class FakeClock:
@@ -53,6 +59,65 @@ def test_maximums_stop_and_flag_the_loop(monkeypatch):
     monkeypatch.setattr(latency.time, "perf_counter", FakeClock(*steps))
     run = timed_loop(lambda i: None, lambda _: None, _rule(min_iters=10, max_iters=30, ci_target=1e-6))
     assert run.stop_reason == "max_iters" and len(run.samples_s) == 30 and not run.ci_reached
+
+
+def test_the_stopping_rule_never_bootstraps_inside_the_measured_window(monkeypatch):
+    def no_bootstrap(*args, **kwargs):
+        raise AssertionError("bootstrap inside the timed loop")
+
+    monkeypatch.setattr(latency, "bootstrap_median", no_bootstrap)
+    monkeypatch.setattr(latency.time, "perf_counter", FakeClock(0.001, 0.01, 0.001, 0.03))
+    run = timed_loop(lambda i: None, lambda _: None, _rule(min_iters=5, ci_target=0.02))
+    assert run.stop_reason == "ci_reached" and run.checks >= 1
+    values = np.sort(run.samples_s)
+    j, k = median_ranks(len(values))
+    assert (values[k] - values[j]) / 2 / np.median(values) <= 0.02, "stopped on the order-statistic interval"
+    assert 0 < run.check_s < run.wall_s, "the checks' total time is reported"
+
+
+def test_checks_cost_little_with_many_samples():
+    # the stopping check on 100,000 samples: a partial sort, not 500 resamples of 100,000
+    samples = np.random.default_rng(3).lognormal(0, 0.3, 100_000)
+    order_statistic_median(samples)  # rank table cached per n, as the loop's checks reuse few n
+    import time
+
+    t0 = time.perf_counter()
+    interval = order_statistic_median(samples)
+    assert time.perf_counter() - t0 < 0.05
+    assert interval.low < np.median(samples) < interval.high
+
+
+def test_order_statistic_interval_of_the_median():
+    assert median_ranks(100) == (39, 60)  # the textbook 95% ranks 40 and 61 (1-based) for n = 100
+    assert median_ranks(5) is None and median_ranks(6) == (0, 5)  # 2 x 1/64 < 5% but 2 x 1/32 > 5%
+    ci = order_statistic_median([5.0, 1.0, 4.0, 2.0, 3.0])
+    assert ci.estimate == 3.0 and ci.relative_half_width() == float("inf"), "too few samples: no claim"
+    values = np.random.default_rng(4).permutation(np.arange(100.0))
+    ci = order_statistic_median(values)
+    assert (ci.estimate, ci.low, ci.high) == (49.5, 39.0, 60.0)
+    # distribution-free: covers the true median of a skewed distribution at least 95% of the time
+    rng = np.random.default_rng(5)
+    intervals = [order_statistic_median(rng.lognormal(0, 1, 50)) for _ in range(2000)]
+    assert np.mean([ci.low <= 1.0 <= ci.high for ci in intervals]) >= 0.94
+
+
+def test_device_time_comes_from_a_pass_of_its_own():
+    events = []
+
+    class Timer:
+        def start(self):
+            events.append("start")
+
+        def stop(self):
+            events.append("stop")
+
+        def elapsed_ms(self):
+            events.append("elapsed")
+            return 1.5
+
+    ms = device_pass(lambda i: events.append(f"step{i}"), lambda _: events.append("sync"), Timer(), 2)
+    assert ms == [1.5, 1.5]
+    assert events == ["start", "step0", "stop", "sync", "elapsed", "start", "step1", "stop", "sync", "elapsed"]
 
 
 def test_summary_statistics():

@@ -102,3 +102,26 @@ def test_loader_throughput_measures_every_batch_size(tmp_path, tiny_config):
 def test_sharded_images_need_a_shard():
     with pytest.raises(ValueError):
         ShardedImages([])
+
+
+def test_nchw_layout_is_made_in_the_loader_threads(sharded):
+    """PyTorch's NHWC->NCHW copy happens where the batch is prepared (off the timed step), identical bytes."""
+    images, labels = sharded
+    nhwc = list(Loader(images, labels, 8, seed=3, prefetch=2).epoch(0))
+    nchw = list(Loader(images, labels, 8, seed=3, prefetch=2, layout="NCHW").epoch(0))
+    for a, b in zip(nhwc, nchw, strict=True):
+        assert b.images.shape == (8, 3, 16, 16) and b.images.flags["C_CONTIGUOUS"]
+        assert np.array_equal(b.images, a.images.transpose(0, 3, 1, 2))
+    with pytest.raises(ValueError, match="layout 'CHWN'"):
+        Loader(images, labels, 8, seed=0, layout="CHWN")
+
+
+def test_partial_last_batch_is_padded_with_its_own_rows(sharded):
+    """drop_last false + pad_last: every batch has the compiled shape; `valid` says how many rows are real."""
+    images, labels = sharded
+    loader = Loader(images, labels, 8, seed=2, drop_last=False, pad_last=True, prefetch=1)
+    batches = list(loader.epoch(0))
+    assert [b.valid for b in batches] == [8, 8, 8, 8, 5] and all(len(b.labels) == 8 for b in batches)
+    last_rows = loader.batch_indices(0)[-1]
+    assert len(last_rows) == 5 and np.array_equal(loader.batch_indices(0, padded=True)[-1], np.resize(last_rows, 8))
+    assert np.array_equal(batches[-1].labels, labels[np.resize(last_rows, 8)])

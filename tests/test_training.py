@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from fwbench.config import validate_config
+from fwbench.data.loader import to_layout
 from fwbench.training.recipe import Recipe, learning_rates
 
 
@@ -14,8 +15,9 @@ def _recipe(**overrides) -> Recipe:
     return Recipe(**{**base, "seed": 0, **overrides})
 
 
+@pytest.mark.parametrize("implementation", ["fused", "foreach", "single-tensor"])
 @pytest.mark.parametrize("weight_decay", [0.0, 0.05])
-def test_adam_steps_agree_between_optax_and_torch(weight_decay):
+def test_adam_steps_agree_between_optax_and_torch(weight_decay, implementation):
     import jax.numpy as jnp
     import torch
 
@@ -29,7 +31,7 @@ def test_adam_steps_agree_between_optax_and_torch(weight_decay):
     lrs = learning_rates(recipe, len(grads))
 
     param = torch.nn.Parameter(torch.from_numpy(start.copy()))
-    optimizer = torch_adam([param], recipe)
+    optimizer = torch_adam([param], recipe, implementation)
     for lr, grad in zip(lrs, grads, strict=True):
         optimizer.param_groups[0]["lr"] = float(lr)
         param.grad = torch.from_numpy(grad.copy())
@@ -57,7 +59,7 @@ def test_schedule_equals_optax_cosine_decay():
     np.testing.assert_array_equal(learning_rates(_recipe(schedule="constant"), 4), np.full(4, 1e-3))
 
 
-def _trainers(model: str, image_size: int, num_classes: int = 10, recipe: Recipe | None = None):
+def _trainers(model: str, image_size: int, num_classes: int = 10, recipe: Recipe | None = None, precision="fp32"):
     import torch
 
     from fwbench.backends.jax import JaxBackend
@@ -69,8 +71,13 @@ def _trainers(model: str, image_size: int, num_classes: int = 10, recipe: Recipe
     recipe = recipe or _recipe(lr=1e-4)
     return [
         backend.trainer(model, weights, num_classes=num_classes, image_size=image_size, recipe=recipe)
-        for backend in (TorchBackend(threads=2, precision="fp32"), JaxBackend(threads=2, precision="fp32"))
+        for backend in (TorchBackend(threads=2, precision=precision), JaxBackend(threads=2, precision=precision))
     ]
+
+
+def _on_device(trainer, images_nhwc, labels):
+    """A normalised NHWC host batch in the trainer's input layout (as the loader prepares it), on its device."""
+    return trainer.to_device(to_layout(images_nhwc, trainer.input_layout), labels)
 
 
 @pytest.mark.parametrize(("model", "image_size"), [("small_cnn", 16), ("mobilenet_v3_small", 32)])
@@ -82,7 +89,8 @@ def test_step0_agrees_between_frameworks(model, image_size):
     labels = rng.integers(0, 10, 8)
     probes = []
     for trainer in _trainers(model, image_size):
-        x, y = trainer.to_device(images, labels)
+        x, y = _on_device(trainer, images, labels)
+        trainer.compile(x, y)
         probes.append(trainer.probe(x, y, 1e-4))
     torch_probe, jax_probe = probes
     assert abs(jax_probe["loss"] - torch_probe["loss"]) / torch_probe["loss"] < 1e-5
@@ -105,7 +113,7 @@ def test_trainers_evaluate_identically():
     images = normalize(rng.integers(0, 256, (8, 32, 32, 3), dtype=np.uint8))
     before = {k: v.clone() for k, v in torch_trainer.model.state_dict().items()}
     for trainer in (torch_trainer, jax_trainer):
-        x, y = trainer.to_device(images, labels)
+        x, y = _on_device(trainer, images, labels)
         trainer.compile(x, y)
         results.append(trainer.evaluate(x, y, valid=6))
         batch_stats.append(trainer.evaluate(x, y, valid=6, statistics="batch"))
@@ -135,7 +143,7 @@ def test_bn_recalibration_averages_batch_statistics_identically():
     running_before = {k: v.clone() for k, v in torch_trainer.model.state_dict().items() if "running" in k}
     evaluations = []
     for trainer in (torch_trainer, jax_trainer):
-        devices = [trainer.to_device(images, labels) for images in batches]
+        devices = [_on_device(trainer, images, labels) for images in batches]
         trainer.compile(*devices[0])
         with pytest.raises(RuntimeError, match="before recalibrate"):
             trainer.evaluate(*devices[0], 8, statistics="recalibrated")
@@ -176,7 +184,7 @@ def test_bn_recalibration_is_skipped_without_batch_norm():
 
     images = normalize(np.random.default_rng(4).integers(0, 256, (2, 16, 16, 3), dtype=np.uint8))
     for trainer in _trainers("vit_b_16", 16):
-        x, y = trainer.to_device(images, np.array([1, 2]))
+        x, y = _on_device(trainer, images, np.array([1, 2]))
         trainer.compile(x, y)
         assert trainer.recalibrate([x]) is False
 
@@ -273,3 +281,161 @@ def test_training_cell_end_to_end(training_setup):
         elapsed = np.cumsum([e["time_s"] + e["bn_recalibration_s"] for e in metrics["epochs"]])
         reached = [t for t, e in zip(elapsed, metrics["epochs"], strict=True) if e["top1"] >= 0.3]
         assert metrics["time_to_target_s"] == pytest.approx(reached[0] if reached else None)
+
+
+def test_trainers_take_their_layout_and_torch_does_no_transpose_in_its_step():
+    """The layout change is the loader's: the torch trainer's to_device takes NCHW as is (no host copy in the
+    timed step), JAX takes NHWC; both then compute the same loss on the same batch."""
+    from fwbench.data.inputs import normalize
+
+    rng = np.random.default_rng(7)
+    images = normalize(rng.integers(0, 256, (4, 16, 16, 3), dtype=np.uint8))
+    labels = rng.integers(0, 10, 4)
+    torch_trainer, jax_trainer = _trainers("small_cnn", 16)
+    assert (torch_trainer.input_layout, jax_trainer.input_layout) == ("NCHW", "NHWC")
+    nchw = to_layout(images, "NCHW")
+    x, _ = torch_trainer.to_device(nchw, labels)
+    np.testing.assert_array_equal(x.numpy(), nchw)  # moved as it is
+    losses = []
+    for trainer in (torch_trainer, jax_trainer):
+        xd, yd = _on_device(trainer, images, labels)
+        trainer.compile(xd, yd)
+        losses.append(trainer.probe(xd, yd, 1e-4)["loss"])
+    assert losses[0] == pytest.approx(losses[1], rel=1e-5)
+
+
+@pytest.mark.parametrize("framework", ["torch", "jax"])
+def test_masked_step_equals_the_step_on_the_real_rows(framework):
+    """A padded last batch (drop_last: false) trains on its real rows' mean loss, in every framework."""
+    from fwbench.data.inputs import normalize
+
+    rng = np.random.default_rng(8)
+    images = normalize(rng.integers(0, 256, (8, 16, 16, 3), dtype=np.uint8))
+    labels = rng.integers(0, 10, 8)
+    trainer = dict(zip(("torch", "jax"), _trainers("small_cnn", 16), strict=True))[framework]
+    x, y = _on_device(trainer, images, labels)
+    trainer.compile(x, y, partial_batches=True)
+    padded = np.resize(np.arange(5), 8)  # 5 real rows, then repeats of them
+    xp, yp = _on_device(trainer, images[padded], labels[padded])
+    probe = trainer.probe(xp, yp, 1e-4, valid=5)  # the probe leaves the state as it is
+    full = trainer.probe(xp, yp, 1e-4)
+    masked = trainer.value(trainer.step(xp, yp, 1e-4, 0, valid=5))
+    assert masked == pytest.approx(probe["loss"], rel=1e-5)
+    assert probe["loss"] != pytest.approx(full["loss"], rel=1e-6), "the padding rows must not count"
+
+
+def test_partial_last_batch_trains_in_both_frameworks_alike(training_setup):
+    """loader.drop_last: false used to break only JAX cells (one compiled batch shape)."""
+    from fwbench.backends import get_backend
+    from fwbench.grid import Cell
+    from fwbench.scenarios import training
+
+    work, settings = training_setup
+    settings = {**settings, "epochs": 1, "loader": {**settings["loader"], "drop_last": False}}
+    curves = {}
+    for framework in ("torch", "jax"):
+        backend = get_backend(framework, threads=2, precision="fp32")
+        cell = Cell("training", framework, "small_cnn", "fp32", 6, 16)
+        metrics = training.run(
+            backend,
+            cell,
+            settings,
+            data_dir=work / "data",
+            weights_path=work / "w.npz",
+            num_classes=4,
+            state_dir=work / f"state-{framework}",
+        )["metrics"]
+        assert metrics["partial_last_batch"]["padded_to"] == 6 and metrics["partial_last_batch"]["valid"] > 0
+        assert "train_masked_first_call_extra_s" in metrics["compile_breakdown_s"]
+        curves[framework] = metrics["epochs"][0]["loss_curve"]
+    assert len(curves["torch"]) == len(curves["jax"])
+    np.testing.assert_allclose(curves["jax"], curves["torch"], rtol=2e-3)
+
+
+@pytest.mark.parametrize("framework", ["torch", "jax"])
+def test_training_rss_policy_and_checkpoints_outside_the_peak(training_setup, framework, monkeypatch):
+    """The RSS sampler runs at the timed interval inside the step loop (as inference's timed loop), and a
+    checkpoint's serialisation transient is kept out of the training peak (reported apart)."""
+    from fwbench.backends import get_backend
+    from fwbench.grid import Cell
+    from fwbench.scenarios import training
+    from fwbench.trackers.memory import LOAD_INTERVAL_S, TIMED_INTERVAL_S
+
+    work, settings = training_setup
+    samplers = []
+    real_sampler = training.RssSampler
+
+    class Recording(real_sampler):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            samplers.append(self)
+
+    monkeypatch.setattr(training, "RssSampler", Recording)
+    intervals_in_steps = []
+    backend = get_backend(framework, threads=2, precision="fp32")
+    real_trainer = backend.trainer
+
+    def trainer(*args, **kwargs):
+        made = real_trainer(*args, **kwargs)
+        real_step, real_save = made.step, made.save
+
+        def step(*a, **k):
+            intervals_in_steps.append(samplers[-1].interval_s)
+            return real_step(*a, **k)
+
+        def save(path):
+            transient = np.ones(300 * 2**20 // 8)  # 300 MB the serialiser "needs", held for a while
+            import time
+
+            time.sleep(0.3)
+            del transient
+            return real_save(path)
+
+        made.step, made.save = step, save
+        return made
+
+    monkeypatch.setattr(backend, "trainer", trainer)
+    cell = Cell("training", framework, "small_cnn", "fp32", 8, 16)
+    metrics = training.run(
+        backend,
+        cell,
+        settings,
+        data_dir=work / "data",
+        weights_path=work / "w.npz",
+        num_classes=4,
+        state_dir=work / "state",
+    )["metrics"]
+    assert intervals_in_steps and set(intervals_in_steps) == {TIMED_INTERVAL_S} and TIMED_INTERVAL_S > LOAD_INTERVAL_S
+    rss = metrics["rss_mb"]
+    assert rss["checkpoint_max"] - rss["initial"] > 250, "the checkpoint transient is measured, apart"
+    assert rss["max"] < rss["checkpoint_max"] - 200, "and is not in the training peak"
+    assert rss["increase"] == pytest.approx(rss["max"] - rss["initial"])
+
+
+@pytest.mark.parametrize("framework", ["torch", "jax"])
+def test_one_compile_time_measure_for_both_frameworks(training_setup, framework):
+    """compile_s is defined once: every function's preparation + first call beyond a steady call, before the first
+    timed step, for both frameworks (PyTorch's used to be an ordinary, already warm step; JAX's probe was left out)."""
+    from fwbench.backends import get_backend
+    from fwbench.grid import Cell
+    from fwbench.scenarios import training
+
+    work, settings = training_setup
+    backend = get_backend(framework, threads=2, precision="fp32")
+    cell = Cell("training", framework, "small_cnn", "fp32", 8, 16)
+    metrics = training.run(
+        backend,
+        cell,
+        {**settings, "epochs": 1},
+        data_dir=work / "data",
+        weights_path=work / "w.npz",
+        num_classes=4,
+        state_dir=work / "state",
+    )["metrics"]
+    breakdown = metrics["compile_breakdown_s"]
+    for function in ("train", "eval", "eval_batch_statistics", "recalibration", "probe"):
+        assert f"{function}_first_call_extra_s" in breakdown, function
+    if framework == "jax":
+        assert {"train_compile_s", "probe_compile_s"} <= set(breakdown)
+    assert metrics["epochs"][0]["compile_s"] == pytest.approx(sum(breakdown.values()))
+    assert "compile_s" not in metrics["missing"] and "first call" in metrics["compile_definition"]

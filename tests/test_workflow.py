@@ -37,7 +37,9 @@ def workdir(tmp_path_factory, venv_bin):
     root = tmp_path_factory.mktemp("clone")
     for part in ("workflow", "report", "profiles", "config", "envs"):
         shutil.copytree(REPO / part, root / part)
-    (root / "config" / "config.yaml").write_text(yaml.safe_dump(TINY_CONFIG))
+    # Two trials: every comparison group runs interleaved rounds, as the default study's do.
+    config = {**TINY_CONFIG, "inference": {**TINY_CONFIG["inference"], "trials": 2}}
+    (root / "config" / "config.yaml").write_text(yaml.safe_dump(config))
     _snakemake(root, venv_bin)
     return root
 
@@ -57,6 +59,18 @@ def test_full_run_produces_the_paper(workdir):
     cells = sorted((workdir / "results" / "cells" / "inference").rglob("*.json"))
     assert len(cells) == 4
     assert all(load_result(p)["status"] == "ok" for p in cells)
+    # One job per comparison: both frameworks' cells at a batch size share a group and alternate round by round.
+    for batch in (1, 2):
+        torch_cell, jax_cell = (
+            load_result(workdir / "results" / "cells" / "inference" / fw / "small_cnn" / "fp32" / f"bs{batch}.json")
+            for fw in ("torch", "jax")
+        )
+        assert torch_cell["provenance"]["group"]["id"] == jax_cell["provenance"]["group"]["id"]
+        assert [t["order"] for t in torch_cell["metrics"]["trials"]] == [1, 2]
+        assert [t["order"] for t in jax_cell["metrics"]["trials"]] == [2, 1]
+        assert torch_cell["metrics"]["ci95"]["scope"] == "between_processes"
+    speedups = (workdir / "results" / "tables" / "speedups.csv").read_text()
+    assert speedups.count("paired_rounds") == 2
     csv = (workdir / "results" / "tables" / "inference.csv").read_text().splitlines()
     assert len(csv) == 5
     for name in ("inference_throughput.pdf", "inference_throughput.png", "loader_throughput.pdf"):
@@ -73,7 +87,7 @@ def test_reruns_are_minimal(workdir, venv_bin):
     _set_config(workdir, batch_sizes=[1, 2, 4])
     planned = _planned_jobs(_snakemake(workdir, venv_bin, "-n"))
     assert planned == {
-        "inference_cell": 2,
+        "inference_group": 1,  # the new batch size's comparison group (both frameworks)
         "aggregate_inference": 1,
         "inference_figure": 1,
         "loader_figure": 1,
@@ -87,7 +101,7 @@ def test_reruns_are_minimal(workdir, venv_bin):
     assert _planned_jobs(_snakemake(workdir, venv_bin, "-n")) == {}
 
     _set_config(workdir, min_iters=4)  # changes what every cell measures
-    assert _planned_jobs(_snakemake(workdir, venv_bin, "-n"))["inference_cell"] == 6
+    assert _planned_jobs(_snakemake(workdir, venv_bin, "-n"))["inference_group"] == 3
     _set_config(workdir, min_iters=3)
     assert _planned_jobs(_snakemake(workdir, venv_bin, "-n")) == {}
 
@@ -95,7 +109,7 @@ def test_reruns_are_minimal(workdir, venv_bin):
     original = rule.read_text()
     rule.write_text(original.replace("harness_version=HARNESS_VERSION", 'harness_version="bumped"'))
     try:
-        assert _planned_jobs(_snakemake(workdir, venv_bin, "-n"))["inference_cell"] == 6
+        assert _planned_jobs(_snakemake(workdir, venv_bin, "-n"))["inference_group"] == 3
     finally:
         rule.write_text(original)
 
@@ -110,7 +124,7 @@ def test_lint_is_clean(venv_bin):
 def test_paper_config_dry_run_lists_the_full_study(workdir, venv_bin):
     planned = _planned_jobs(_snakemake(workdir, venv_bin, "-n", "--configfile", "config/paper-h100.yaml"))
     expected = {"download_dataset": 1, "prepare_dataset": 1, "init_weights": 4, "model_facts": 4}
-    expected |= {"inference_cell": 2 * 4 * 4, "loader_throughput": 1, "loader_figure": 1, "paper": 1}
+    expected |= {"inference_group": 4 * 4, "loader_throughput": 1, "loader_figure": 1, "paper": 1}
     expected |= {"training_cell": 2 * 4 * 3, "aggregate_training": 1, "training_figure": 1}
     assert {job: planned.get(job) for job in expected} == expected
 
@@ -136,7 +150,7 @@ def test_training_suite_adds_cells_and_the_paper_section(workdir, venv_bin):
     try:
         planned = _planned_jobs(_snakemake(workdir, venv_bin, "-n"))
         assert planned["training_cell"] == 2 and planned["aggregate_training"] == 1
-        assert "inference_cell" not in planned, "adding the training suite must not rerun inference cells"
+        assert "inference_group" not in planned, "adding the training suite must not rerun inference cells"
         _snakemake(workdir, venv_bin)
         cells = sorted((workdir / "results" / "cells" / "training").rglob("*.json"))
         assert [load_result(p)["status"] for p in cells] == ["ok", "ok"]
@@ -146,3 +160,31 @@ def test_training_suite_adds_cells_and_the_paper_section(workdir, venv_bin):
         assert _planned_jobs(_snakemake(workdir, venv_bin, "-n")) == {}
     finally:
         path.write_text(original)
+
+
+@pytest.mark.slow
+def test_gpu_smoke_dry_run_lists_its_jobs(workdir, venv_bin):
+    planned = _planned_jobs(_snakemake(workdir, venv_bin, "-n", "--configfile", "config/gpu-smoke.yaml"))
+    expected = {"device_check": 1, "prepare_dataset": 1, "init_weights": 2, "model_facts": 2, "device_peak": 1}
+    expected |= {"inference_group": 2 * 2 * 2, "training_cell": 2 * 2 * 2, "paper": 1}
+    assert {job: planned.get(job) for job in expected} == expected
+    assert "download_dataset" not in planned, "the smoke study is offline"
+
+
+@pytest.mark.slow
+def test_device_cuda_without_a_gpu_stops_before_any_cell(tmp_path, venv_bin):
+    """On this CPU machine a study that must run on a GPU stops at the device check with one line; no cell runs."""
+    from tests.conftest import TINY_CONFIG
+
+    for part in ("workflow", "report", "profiles", "config", "envs"):
+        shutil.copytree(REPO / part, tmp_path / part)
+    (tmp_path / "config" / "config.yaml").write_text(yaml.safe_dump({**TINY_CONFIG, "device": "cuda"}))
+    env = {**os.environ, "PATH": f"{venv_bin}{os.pathsep}{os.environ['PATH']}"}
+    proc = subprocess.run(
+        [str(venv_bin / "snakemake")], cwd=tmp_path, capture_output=True, text=True, timeout=600, env=env
+    )
+    output = proc.stdout + proc.stderr
+    assert proc.returncode != 0
+    assert "fwbench: device: cuda, but torch sees only cpu" in output or "fwbench: device: cuda, but jax" in output
+    assert not (tmp_path / "results" / "cells").exists() and not (tmp_path / "results" / "device.json").exists()
+    assert not (tmp_path / "results" / "probe").exists()

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from fwbench.config import ConfigError, load_config, validate_config
+from fwbench.devices import DeviceCheckError
 
 
 def _cell_config(config: dict, args: argparse.Namespace) -> dict:
@@ -19,6 +20,28 @@ def _cell_config(config: dict, args: argparse.Namespace) -> dict:
     return validate_config(narrowed)
 
 
+def _device_record(config: dict, results: Path) -> dict:
+    """The study's device record (RESULTS/device.json), checked now as the workflow's device_check rule does if
+    there is none yet, so a cell run by hand is held to the same device as the workflow's cells."""
+    from fwbench.devices import check, read_record
+
+    path = results / "device.json"
+    if path.exists():
+        return read_record(path)
+    print(f"fwbench: no device record at {path}; checking what the frameworks see", file=sys.stderr)
+    return check(config["frameworks"], config["device"], 1, path)
+
+
+def cmd_check_device(args: argparse.Namespace) -> int:
+    from fwbench.devices import check
+
+    config = load_config(args.config)
+    record = check(config["frameworks"], config["device"], args.gpus, Path(args.results, "device.json"))
+    gpus = ", ".join(f"{g['index']}: {g['name']} ({g['uuid'] or 'no UUID'})" for g in record["gpus"]) or "none"
+    print(f"device {record['platform']} for {', '.join(config['frameworks'])} (GPUs: {gpus})")
+    return 0
+
+
 def cmd_run_cell(args: argparse.Namespace) -> int:
     from fwbench.data.prepare import check_matches, prepare
     from fwbench.data.store import MANIFEST, read_manifest
@@ -26,8 +49,10 @@ def cmd_run_cell(args: argparse.Namespace) -> int:
     from fwbench.models.weights import init_weights
     from fwbench.runner import run_cell
 
-    config = _cell_config(load_config(args.config), args)
+    study = load_config(args.config)
+    config = _cell_config(study, args)
     (cell,) = [c for c in cells(config) if c.suite == args.suite]
+    record = _device_record(study, Path(args.results))
     data_dir, weights = Path(args.data_dir), Path(args.weights or Path(args.results, "weights", f"{cell.model}.npz"))
     if not (data_dir / MANIFEST).exists():
         print(f"fwbench: no dataset at {data_dir}; preparing it from {args.config}", file=sys.stderr)
@@ -57,6 +82,8 @@ def cmd_run_cell(args: argparse.Namespace) -> int:
         out_path=args.out,
         log_path=args.log,
         state_dir=Path(args.results, "state", cell.relpath()).with_suffix("") if cell.suite == "training" else None,
+        device_record=record,
+        slot_dir=Path(args.results, "slots"),
     )
     if result["status"] == "ok" and cell.suite == "training":
         m, last = result["metrics"], result["metrics"]["epochs"][-1]
@@ -148,6 +175,14 @@ def build_parser() -> argparse.ArgumentParser:
     weights.add_argument("--out", required=True)
     weights.set_defaults(func=cmd_init_weights)
 
+    device = sub.add_parser(
+        "check-device", help="ask every framework what it computes on, as the workflow's device_check rule does"
+    )
+    device.add_argument("--config", required=True)
+    device.add_argument("--results", default="results", help="where device.json is written")
+    device.add_argument("--gpus", type=int, default=1, help="cells to run at once (the --resources gpu=N to check)")
+    device.set_defaults(func=cmd_check_device)
+
     check = sub.add_parser("check-config", help="validate a config and list its cells")
     check.add_argument("--config", required=True)
     check.add_argument("--results", default="results")
@@ -161,7 +196,7 @@ def main(argv: list[str] | None = None) -> int:
         args.data_dir = str(Path(args.results, "data"))
     try:
         return args.func(args)
-    except (ConfigError, ValueError, KeyError) as exc:
+    except (ConfigError, DeviceCheckError, ValueError, KeyError) as exc:
         print(f"fwbench: {exc}", file=sys.stderr)
         return 2
 

@@ -3,6 +3,10 @@
 A benchmark that crashes (an exception, a segfault in native code, a hang) is itself a finding, so it becomes a
 result with status "failed", the reason and the tail of the child's output; the Snakemake job succeeds and the paper
 shows the failure instead of the study stopping.
+
+The cells of one comparison (every framework at one model, precision and batch size) run as one group: trial
+rounds, one fresh child per cell per round, in alternating order, so that drift of the machine over time affects
+the frameworks alike and their ratio can be taken round by round (see `run_group`).
 """
 
 from __future__ import annotations
@@ -15,20 +19,25 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 import fwbench
+from fwbench import slots
 from fwbench.data.store import MANIFEST, sha256_file
 from fwbench.grid import Cell
 from fwbench.io import atomic_write_json, read_json
 from fwbench.models.weights import read_provenance
 from fwbench.results import validate_result
+from fwbench.slots import Slot
 from fwbench.trackers.environment import host_provenance
 from fwbench.trackers.latency import timing_metrics
+from fwbench.trackers.stats import WITHIN_PROCESS_ONLY, geometric_mean_interval
 
 STDERR_TAIL_CHARS = 4000
 WORKER_CMD = (sys.executable, "-m", "fwbench.worker")
@@ -61,9 +70,16 @@ def _failure_reason(returncode: int, stderr: str) -> str:
 
 
 def _run_child(
-    worker_cmd: Sequence[str], spec_path: Path, part_path: Path, log_path: Path, timeout_s: float, suite: str
+    worker_cmd: Sequence[str],
+    spec_path: Path,
+    part_path: Path,
+    log_path: Path,
+    timeout_s: float,
+    suite: str,
+    slot: Slot | None = None,
 ):
-    """One measuring child; returns (part or None, failure reason or None, its output)."""
+    """One measuring child; returns (part or None, failure reason or None, its output). The child inherits the
+    slot's lock (so the slot stays taken while it lives) and gets the slot's environment (its GPU)."""
     with open(log_path, "w+", encoding="utf-8", errors="replace") as log:
         child = subprocess.Popen(
             [*worker_cmd, str(spec_path), str(part_path)],
@@ -71,7 +87,8 @@ def _run_child(
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
             start_new_session=True,  # its own process group, so a timeout kills everything it started
-            env=os.environ.copy(),
+            env={**os.environ, **(slot.env if slot is not None else {})},
+            pass_fds=(slot.fd,) if slot is not None else (),
         )
         try:
             returncode = child.wait(timeout=timeout_s)
@@ -91,38 +108,76 @@ def _run_child(
         return None, f"child exited 0 without a readable result: {type(exc).__name__}: {exc}", output
 
 
-def _trial_summary(part: dict[str, Any]) -> dict[str, Any]:
+def _trial_summary(part: dict[str, Any], schedule: Mapping[str, Any] | None = None) -> dict[str, Any]:
     m = part["metrics"]
     return {
+        **(schedule or {}),
         "n_iters": m["n_iters"],
         "throughput_img_s": m["throughput_img_s"],
+        "throughput_ci95_within": (m.get("ci95") or {}).get("throughput_img_s"),
         "latency_p50_ms": m["latency_ms"]["p50"],
         "compile_s": m["compile_s"],
         "first_call_s": m["first_call_s"],
+        "timed_s": m.get("timed_s"),
         "stop_reason": m["stop_reason"],
+        "stop_checks": m.get("stop_checks"),
+        "stop_check_s": m.get("stop_check_s"),
     }
 
 
-def merge_trials(parts: list[dict[str, Any]], batch_size: int) -> dict[str, Any]:
-    """One result from `trials` fresh-process measurements: timing over the pooled samples, every trial's summary,
-    and the across-trial spread of throughput (the variation a single process cannot show)."""
+def merge_trials(
+    parts: list[dict[str, Any]], batch_size: int, schedule: Sequence[Mapping[str, Any]] | None = None
+) -> dict[str, Any]:
+    """One result from `trials` fresh-process measurements of a cell.
+
+    The process is the unit: the headline throughput is the geometric mean of the trials' own (median-step)
+    throughputs, each trial weighted equally whatever its iteration count, and its 95% CI is a Student-t interval
+    on their logs (trials - 1 df), so it includes process-to-process variation. Latency percentiles, n_iters and
+    total-time throughput pool every sample and are descriptive only. With one trial the only interval is the
+    within-process bootstrap, labelled as such. `schedule[i]` (round, order, started_s, ...) goes into trial i."""
     first = parts[0]
+    schedule = list(schedule) if schedule is not None else [{} for _ in parts]
     samples = [s for part in parts for s in part["samples_ms"]]
     metrics = dict(first["metrics"])
-    trials = [_trial_summary(part) for part in parts]
+    trials = [_trial_summary(part, when) for part, when in zip(parts, schedule, strict=True)]
     if len(parts) > 1:
         timing = timing_metrics(samples, batch_size)
         noisy = timing.pop("noisy")
+        timing.pop("ci95")  # a bootstrap of pooled samples treats the trials as one process: not reported
         flags = {k: any(p["metrics"]["flags"][k] for p in parts) for k in first["metrics"]["flags"]}
-        metrics.update(timing, flags={**flags, "noisy": noisy}, timed_s=sum(p["metrics"]["timed_s"] for p in parts))
         rates = np.array([t["throughput_img_s"] for t in trials])
+        interval = geometric_mean_interval(rates)
+        metrics.update(
+            timing,
+            flags={**flags, "noisy": noisy},
+            timed_s=sum(p["metrics"]["timed_s"] for p in parts),
+            stop_checks=sum(p["metrics"].get("stop_checks") or 0 for p in parts),
+            stop_check_s=sum(p["metrics"].get("stop_check_s") or 0.0 for p in parts),
+            throughput_img_s=interval.estimate,
+            throughput_img_s_pooled_median=timing["throughput_img_s"],
+            ci95={
+                "throughput_img_s": [interval.low, interval.high],
+                "relative_half_width": interval.relative_half_width(),
+                "method": f"Student-t 95% CI of the geometric mean of the {len(parts)} trials' throughputs (on their "
+                f"logs, {len(parts) - 1} df): includes process-to-process variation",
+                "scope": "between_processes",
+                "trials": len(parts),
+            },
+            pooled=f"latency_ms, n_iters, throughput_img_s_total and throughput_img_s_pooled_median pool the samples "
+            f"of all {len(parts)} trials (descriptive); throughput_img_s and ci95 are over the trials",
+        )
         metrics["trial_spread"] = {
             "throughput_min": float(rates.min()),
             "throughput_max": float(rates.max()),
             "throughput_median": float(np.median(rates)),
+            "throughput_geometric_mean": interval.estimate,
             "throughput_cv": float(rates.std(ddof=1) / rates.mean()),
         }
     else:
+        ci95 = dict(metrics.get("ci95") or {})
+        if ci95:
+            ci95.update(method=f"{ci95['method']}, {WITHIN_PROCESS_ONLY}", scope="within_process", trials=1)
+            metrics["ci95"] = ci95
         metrics["trial_spread"] = None
     metrics["trials"] = trials
     return {"metrics": metrics, "samples_ms": samples, "framework": first["framework"]}
@@ -140,81 +195,209 @@ def run_cell(
     log_path: str | Path | None = None,
     worker_cmd: Sequence[str] = WORKER_CMD,
     state_dir: str | Path | None = None,
+    device_record: Mapping[str, Any] | None = None,
+    slot_dir: str | Path | None = None,
+    gpu_slots: int = 1,
 ) -> dict[str, Any]:
-    """Measure `cell` in `settings["trials"]` fresh child processes and write its result JSON atomically.
+    """Measure one cell (a group of one, see `run_group`) and write its result JSON atomically.
 
     A training cell runs once and keeps per-epoch checkpoints in `state_dir`, so a rerun after a kill resumes."""
-    timeout_s = float(settings["timeout_s"])
-    trials = int(settings.get("trials", 1)) if cell.suite == "inference" else 1
-    if cell.suite == "training" and state_dir is None:
+    (result,) = run_group(
+        [cell],
+        settings,
+        data_dir=data_dir,
+        weights_path=weights_path,
+        num_classes=num_classes,
+        threads=threads,
+        out_paths=[out_path],
+        log_path=log_path,
+        worker_cmd=worker_cmd,
+        state_dirs=[state_dir],
+        device_record=device_record,
+        slot_dir=slot_dir,
+        gpu_slots=gpu_slots,
+    )
+    return result
+
+
+def run_group(
+    cells: Sequence[Cell],
+    settings: Mapping[str, Any],
+    *,
+    data_dir: str | Path,
+    weights_path: str | Path,
+    num_classes: int,
+    threads: int,
+    out_paths: Sequence[str | Path],
+    log_path: str | Path | None = None,
+    worker_cmd: Sequence[str] = WORKER_CMD,
+    state_dirs: Sequence[str | Path | None] | None = None,
+    device_record: Mapping[str, Any] | None = None,
+    slot_dir: str | Path | None = None,
+    gpu_slots: int = 1,
+) -> list[dict[str, Any]]:
+    """Measure the cells of one comparison (e.g. every framework at one model, precision and batch size) in
+    interleaved rounds and write each cell's result JSON atomically to its `out_paths` entry.
+
+    An inference group runs `settings["trials"]` rounds; a round runs one fresh child per cell, in alternating
+    order (round 1: A, B; round 2: B, A; ...), so that drift of the machine over time hits every cell alike and
+    round k of two cells can be compared as a pair. A cell whose trial fails becomes a failed result (its reason,
+    "trial k of T: ...") and leaves the later rounds; the other cells go on. A training cell runs once. With the
+    study's `device_record` (results/device.json) the group takes one of `gpu_slots` slots in `slot_dir` (its GPU
+    and its share of the cores, see fwbench.slots) for all its children, and a child fails its cell if it computes
+    anywhere else."""
+    cells, out_paths = list(cells), list(out_paths)
+    state_dirs = list(state_dirs) if state_dirs is not None else [None] * len(cells)
+    if not cells or len(out_paths) != len(cells) or len(state_dirs) != len(cells):
+        raise ValueError("a group needs at least one cell, and one output path (and state dir) per cell")
+    if len({cell.suite for cell in cells}) != 1:
+        raise ValueError("a group's cells belong to one suite")
+    if any(cell.suite == "training" and state is None for cell, state in zip(cells, state_dirs, strict=True)):
         raise ValueError("a training cell needs a state_dir for its epoch checkpoints")
-    started_at, t0 = _now(), time.perf_counter()
-    parts, reason, outputs = [], None, []
-    with tempfile.TemporaryDirectory(prefix="fwbench-cell-") as tmp:
-        spec_path = Path(tmp, "spec.json")
-        atomic_write_json(
-            spec_path,
-            {
-                "cell": cell.as_dict(),
-                "settings": dict(settings),
-                "data_dir": str(data_dir),
-                "weights_path": str(weights_path),
-                "num_classes": num_classes,
-                "threads": threads,
-                "state_dir": str(state_dir) if state_dir is not None else None,
-            },
-        )
-        for trial in range(trials):
-            part, failure, output = _run_child(
+    group = {"id": uuid.uuid4().hex, "cells": [cell.label() for cell in cells], "started_at": _now()}
+    t0 = time.perf_counter()
+    slot = None
+    if device_record is not None:
+        if slot_dir is None:
+            raise ValueError("a cell run against a device record needs a slot_dir for its GPU slot")
+        slot = slots.acquire(device_record, gpu_slots, slot_dir)
+    placement = slot.placement() if slot is not None else None
+    try:
+        with tempfile.TemporaryDirectory(prefix="fwbench-group-") as tmp:
+            runs, log = _run_rounds(
+                cells,
+                settings,
+                tmp,
+                data_dir,
+                weights_path,
+                num_classes,
+                threads,
+                state_dirs,
                 worker_cmd,
-                spec_path,
-                Path(tmp, f"part{trial}.json"),
-                Path(tmp, f"trial{trial}.log"),
-                timeout_s,
-                cell.suite,
+                slot,
+                device_record,
+                t0,
             )
-            outputs.append(f"=== trial {trial + 1} of {trials} ===\n{output}" if trials > 1 else output)
-            if part is None:
-                reason = failure if trials == 1 else f"trial {trial + 1} of {trials}: {failure}"
-                break
-            parts.append(part)
-    child_output = "\n".join(outputs)
+    finally:
+        if slot is not None:
+            slot.release()
+    group.update(rounds=max(len(run.schedule) for run in runs), duration_s=time.perf_counter() - t0)
     if log_path is not None:
         Path(log_path).parent.mkdir(parents=True, exist_ok=True)
-        Path(log_path).write_text(child_output, encoding="utf-8")
-    if reason is not None:
-        merged = None
-    elif cell.suite == "training":  # one run: a training cell's repeat is another epoch, not another process
-        merged = parts[0]
-    else:
-        merged = merge_trials(parts, cell.batch_size)
+        Path(log_path).write_text("\n".join(log), encoding="utf-8")
+    host = host_provenance()
+    inputs = _input_digests(data_dir, weights_path)
+    results = []
+    for cell, run, out_path, state_dir in zip(cells, runs, out_paths, state_dirs, strict=True):
+        if run.reason is not None:
+            merged = None
+        elif cell.suite == "training":  # one run: a training cell's repeat is another epoch, not another process
+            merged = run.parts[0]
+        else:
+            merged = merge_trials(run.parts, cell.batch_size, run.schedule)
+        result: dict[str, Any] = {
+            "schema_version": fwbench.RESULT_SCHEMA_VERSION,
+            "status": "ok" if merged is not None else "failed",
+            "reason": run.reason,
+            "cell": cell.as_dict(),
+            "metrics": merged["metrics"] if merged is not None else None,
+            "samples_ms": merged["samples_ms"] if merged is not None else [],
+            "settings": dict(settings),
+            "stderr_tail": None if merged is not None else _tail(run.outputs[-1]),
+            "inputs": inputs,
+            "provenance": {
+                **host,
+                "framework": merged["framework"] if merged is not None else None,
+                "threads_requested": threads,
+                "placement": placement,
+                "started_at": run.started_at,
+                "finished_at": run.finished_at,
+                "duration_s": sum(when["duration_s"] for when in run.schedule),  # its own children's time
+                "group": group,
+            },
+        }
+        validate_result(result)
+        atomic_write_json(out_path, result)
+        if state_dir is not None and result["status"] == "ok":
+            # Checkpoints exist to resume an interrupted cell; once its result is written, a rerun (forced, or after
+            # a settings change) must train from the start rather than "resume" a finished run.
+            shutil.rmtree(state_dir, ignore_errors=True)
+        results.append(result)
+    return results
 
-    result: dict[str, Any] = {
-        "schema_version": fwbench.RESULT_SCHEMA_VERSION,
-        "status": "ok" if merged is not None else "failed",
-        "reason": reason,
-        "cell": cell.as_dict(),
-        "metrics": merged["metrics"] if merged is not None else None,
-        "samples_ms": merged["samples_ms"] if merged is not None else [],
-        "settings": dict(settings),
-        "stderr_tail": None if merged is not None else _tail(outputs[-1]),
-        "inputs": _input_digests(data_dir, weights_path),
-        "provenance": {
-            **host_provenance(),
-            "framework": merged["framework"] if merged is not None else None,
-            "threads_requested": threads,
-            "started_at": started_at,
-            "finished_at": _now(),
-            "duration_s": time.perf_counter() - t0,
-        },
-    }
-    validate_result(result)
-    atomic_write_json(out_path, result)
-    if state_dir is not None and result["status"] == "ok":
-        # Checkpoints exist to resume an interrupted cell; once its result is written, a rerun (forced, or after a
-        # settings change) must train from the start rather than "resume" a finished run.
-        shutil.rmtree(state_dir, ignore_errors=True)
-    return result
+
+@dataclass
+class _CellRun:
+    parts: list[dict[str, Any]] = field(default_factory=list)
+    schedule: list[dict[str, Any]] = field(default_factory=list)  # per trial: round, order, started_s, duration_s
+    outputs: list[str] = field(default_factory=list)
+    reason: str | None = None
+    started_at: str | None = None
+    finished_at: str | None = None
+
+
+def _run_rounds(
+    cells, settings, tmp, data_dir, weights_path, num_classes, threads, state_dirs, worker_cmd, slot, device_record, t0
+) -> tuple[list[_CellRun], list[str]]:
+    """The group's trial rounds in alternating order; a cell leaves at its first failed trial. Returns each cell's
+    run and the group's log (every child's output, in the order they ran)."""
+    timeout_s = float(settings["timeout_s"])
+    trials = int(settings.get("trials", 1)) if cells[0].suite == "inference" else 1
+    runs = [_CellRun() for _ in cells]
+    specs = []
+    for index, (cell, state_dir) in enumerate(zip(cells, state_dirs, strict=True)):
+        spec = {
+            "cell": cell.as_dict(),
+            "settings": dict(settings),
+            "data_dir": str(data_dir),
+            "weights_path": str(weights_path),
+            "num_classes": num_classes,
+            "threads": threads,
+            "state_dir": str(state_dir) if state_dir is not None else None,
+        }
+        if slot is not None:
+            spec["cpus"] = slot.cpus
+            spec["device"] = {
+                "record": device_record,
+                "expected_name": None if slot.gpu is None else slot.gpu.get("name"),
+            }
+        specs.append(Path(tmp, f"spec{index}.json"))
+        atomic_write_json(specs[-1], spec)
+    log: list[str] = []
+    headers = trials > 1 or len(cells) > 1
+    for round_ in range(trials):
+        active = [i for i, run in enumerate(runs) if run.reason is None]
+        order = active if round_ % 2 == 0 else active[::-1]
+        for position, index in enumerate(order):
+            cell, run = cells[index], runs[index]
+            run.started_at = run.started_at or _now()
+            started = time.perf_counter()
+            part, failure, output = _run_child(
+                worker_cmd,
+                specs[index],
+                Path(tmp, f"part{index}-{round_}.json"),
+                Path(tmp, f"trial{index}-{round_}.log"),
+                timeout_s,
+                cell.suite,
+                slot,
+            )
+            run.finished_at = _now()
+            run.schedule.append(
+                {
+                    "round": round_ + 1,
+                    "order": position + 1,
+                    "started_s": started - t0,
+                    "duration_s": time.perf_counter() - started,
+                }
+            )
+            header = f"=== {cell.framework}: trial {round_ + 1} of {trials} (round {round_ + 1}, #{position + 1}) ==="
+            run.outputs.append(output)
+            log.append(f"{header}\n{output}" if headers else output)
+            if part is None:
+                run.reason = failure if trials == 1 else f"trial {round_ + 1} of {trials}: {failure}"
+            else:
+                run.parts.append(part)
+    return runs, log
 
 
 def _input_digests(data_dir: str | Path, weights_path: str | Path) -> dict[str, Any]:

@@ -16,17 +16,20 @@ def available_cpus() -> list[int]:
     return sorted(os.sched_getaffinity(0))
 
 
-def pin_threads(threads: int) -> dict[str, object]:
+def pin_threads(threads: int, cpus: list[int] | None = None) -> dict[str, object]:
     """Restrict this process (and its future children) to `threads` CPUs and set the thread env vars.
 
     A request above the CPUs this process may use is clamped, so that both frameworks get the same count (XLA
-    cannot use more threads than schedulable CPUs); the result records requested and effective counts.
+    cannot use more threads than schedulable CPUs); the result records requested and effective counts. `cpus`
+    narrows the choice to a share of the machine (a GPU slot's cores), so concurrent cells never share a core.
     """
     if threads < 1:
         raise ValueError(f"threads must be >= 1, got {threads}")
-    cpus = available_cpus()
+    cpus = available_cpus() if cpus is None else sorted(set(cpus) & set(available_cpus()))
+    if not cpus:
+        raise ValueError("none of the CPUs given to pin_threads is available to this process")
     effective = min(threads, len(cpus))
-    if effective < len(cpus):
+    if cpus[:effective] != available_cpus():
         os.sched_setaffinity(0, cpus[:effective])
     for var in THREAD_ENV_VARS:
         os.environ[var] = str(effective)

@@ -17,7 +17,7 @@ from fwbench.threads import pin_threads
 
 def main(spec_path: str, out_path: str) -> None:
     spec = read_json(spec_path)
-    threads = pin_threads(int(spec["threads"]))
+    threads = pin_threads(int(spec["threads"]), spec.get("cpus"))
     # JAX would otherwise grab 75% of GPU memory up front, making its memory figures incomparable with PyTorch's.
     os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
     cache = spec["settings"].get("jax_compilation_cache")
@@ -34,6 +34,10 @@ def main(spec_path: str, out_path: str) -> None:
     t0 = time.perf_counter()
     backend = get_backend(cell.framework, threads=threads["effective"], precision=cell.precision)
     import_and_setup_s = time.perf_counter() - t0
+    if spec.get("device"):  # the study's device check said where every cell computes: fail rather than drift
+        from fwbench.devices import verify
+
+        verify(spec["device"]["record"], backend.device_info(), spec["device"]["expected_name"])
     common = {
         "data_dir": spec["data_dir"],
         "weights_path": spec["weights_path"],

@@ -7,6 +7,7 @@ from fwbench import HARNESS_VERSION
 from fwbench.config import ConfigError, load_schema, validate_config
 from fwbench.data import hub
 from fwbench.data.store import dataset_files
+from fwbench.devices import software_fingerprint
 from fwbench.grid import WILDCARD_PATTERNS, cell_paths
 
 try:
@@ -30,8 +31,23 @@ DOWNLOAD_RECORD = (
 # The loader is measured at every batch size a training cell would use it with.
 LOADER_BATCH_SIZES = sorted(set(config["training"]["batch_sizes"]))
 PAPER_PDF = f"{RESULTS}/report/paper.pdf"
+DEVICE_RECORD = f"{RESULTS}/device.json"
+# Snakemake counts the gpu resource but assigns no GPU: with --resources gpu=N each cell takes one of N slots (a GPU
+# and 1/N of the cores) itself. The count reaches the cells as a resource, not a param, so running more or fewer
+# cells at once never makes finished cells stale.
+GPU_SLOTS = max(
+    1, int(getattr(workflow.global_resources.get("gpu"), "value", None) or 1)
+)
+CELL_THREADS = max(1, workflow.cores // GPU_SLOTS)
+SLOT_DIR = f"{RESULTS}/slots"
+SOFTWARE_FINGERPRINT = software_fingerprint()
 REPO_ROOT = Path(workflow.basedir).parent
-ENV = "../../envs/fwbench.yaml"
+# --sdm conda: a study that must run on a GPU gets the environment with JAX's CUDA plugin (same pins otherwise).
+ENV = (
+    "../../envs/fwbench-cuda.yaml"
+    if config["device"] == "cuda"
+    else "../../envs/fwbench.yaml"
+)
 
 
 wildcard_constraints:
@@ -43,6 +59,14 @@ wildcard_constraints:
 
 def inference_cells():
     return cell_paths(config, RESULTS, suite="inference")
+
+
+def inference_group_outputs():
+    """One comparison group's cells: every framework at the rule's {model}/{precision}/bs{batch} (config order)."""
+    return [
+        f"{RESULTS}/cells/inference/{framework}/{{model}}/{{precision}}/bs{{batch}}.json"
+        for framework in config["frameworks"]
+    ]
 
 
 def training_cells():

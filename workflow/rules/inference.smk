@@ -1,24 +1,33 @@
-# Inference cells: one isolated, supervised process per cell. gpu=1 + all cores = nothing runs beside a timed cell.
+# Inference cells, measured by comparison group: one job per model, precision and batch size runs the cells of every
+# framework in interleaved trial rounds (round 1: torch, jax; round 2: jax, torch; ...), each trial a fresh,
+# isolated, supervised process, so drift of the machine over time hits the frameworks alike. Adding a batch size or a
+# model runs only the new groups; adding a framework reruns every group, because a comparison needs its cells measured
+# interleaved. With --resources gpu=N up to N groups run at once, each on its own GPU slot (a GPU and 1/N of the
+# cores, see fwbench.slots); with gpu=1 nothing runs beside a timed cell.
 
 
-rule inference_cell:
+rule inference_group:
     input:
         dataset=DATASET_FILES,
         weights=rules.init_weights.output.weights,
+        device=DEVICE_RECORD,
     output:
-        f"{RESULTS}/cells/inference/{{framework}}/{{model}}/{{precision}}/bs{{batch}}.json",
+        inference_group_outputs(),
     log:
-        f"{RESULTS}/logs/cells/inference/{{framework}}/{{model}}/{{precision}}/bs{{batch}}.log",
+        f"{RESULTS}/logs/cells/inference/{{model}}/{{precision}}/bs{{batch}}.log",
     conda:
         ENV
-    threads: workflow.cores
+    threads: CELL_THREADS
     resources:
         gpu=1,
+        gpu_slots=GPU_SLOTS,
     params:
         suite="inference",
+        frameworks=config["frameworks"],
         harness_version=HARNESS_VERSION,
         settings=measurement_settings("inference"),
         image_size=config["dataset"]["image_size"],
         num_classes=config["dataset"]["num_classes"],
+        slot_dir=SLOT_DIR,
     script:
-        "../scripts/run_cell.py"
+        "../scripts/run_group.py"

@@ -1,7 +1,10 @@
-# Study-level probe of the device's peak FLOP rate (timed, so GPU-locked like a cell).
+# Study-level probe of the device's peak FLOP rate (timed, so GPU-locked like a cell, and with all cores, so nothing
+# runs beside it), on the device the device check recorded.
 
 
 rule device_peak:
+    input:
+        device=DEVICE_RECORD,
     output:
         f"{RESULTS}/probe/peak.json",
     log:

@@ -6,21 +6,24 @@ rule training_cell:
     input:
         dataset=DATASET_FILES,
         weights=rules.init_weights.output.weights,
+        device=DEVICE_RECORD,
     output:
         f"{RESULTS}/cells/training/{{framework}}/{{model}}/{{precision}}/bs{{batch}}.json",
     log:
         f"{RESULTS}/logs/cells/training/{{framework}}/{{model}}/{{precision}}/bs{{batch}}.log",
     conda:
         ENV
-    threads: workflow.cores
+    threads: CELL_THREADS
     resources:
         gpu=1,
+        gpu_slots=GPU_SLOTS,
     params:
         suite="training",
         harness_version=HARNESS_VERSION,
         settings=measurement_settings("training"),
         image_size=config["dataset"]["image_size"],
         num_classes=config["dataset"]["num_classes"],
+        slot_dir=SLOT_DIR,
         state_dir=lambda wildcards: f"{RESULTS}/state/training/{wildcards.framework}/{wildcards.model}/"
         f"{wildcards.precision}/bs{wildcards.batch}",
     script:

@@ -1,10 +1,18 @@
+import os
+
+from fwbench.devices import read_record
 from fwbench.threads import pin_threads
 
 threads = pin_threads(snakemake.threads)  # before torch or jax start their thread pools
+# On the study's device, as every cell: device: cpu hides the GPUs from both frameworks before they start.
+record = read_record(snakemake.input.device)
+os.environ.update(record["environment"])
+# As in every cell: JAX allocates on demand, so the torch probes and the memory bound see the device's free memory.
+os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 
 from fwbench.io import atomic_write_json  # noqa: E402
 from fwbench.logs import redirect_to  # noqa: E402
-from fwbench.trackers.flops import measure_peak  # noqa: E402
+from fwbench.trackers.flops import PRECISIONS, measure_peak  # noqa: E402
 
 with redirect_to(snakemake.log[0]):
     import torch
@@ -12,5 +20,6 @@ with redirect_to(snakemake.log[0]):
     torch.set_num_threads(threads["effective"])
     peak = measure_peak()
     peak["threads"] = threads
+    peak["device_platform"] = record["platform"]
     atomic_write_json(snakemake.output[0], peak)
-    print({p: peak[p]["peak_flops"] / 1e9 for p in ("fp32", "bf16")})
+    print({p: peak[p]["peak_flops"] / 1e9 for p in PRECISIONS}, f"{peak['probe_s']:.1f} s")

@@ -1,5 +1,6 @@
 from pathlib import Path
 
+from fwbench.devices import read_record
 from fwbench.grid import cell_from_wildcards
 from fwbench.runner import run_cell
 
@@ -14,4 +15,7 @@ run_cell(
     out_path=snakemake.output[0],
     log_path=snakemake.log[0],
     state_dir=getattr(snakemake.params, "state_dir", None),
+    device_record=read_record(snakemake.input.device),
+    slot_dir=snakemake.params.slot_dir,
+    gpu_slots=int(snakemake.resources.gpu_slots),
 )

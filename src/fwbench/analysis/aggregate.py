@@ -8,10 +8,17 @@ from typing import Any
 
 import pandas as pd
 
+from fwbench.analysis.partners import flag_partners
 from fwbench.io import atomic_write_text
 from fwbench.results import load_result
 from fwbench.trackers.flops import peak_for
-from fwbench.trackers.stats import bootstrap_ratio_of_medians
+from fwbench.trackers.stats import (
+    WITHIN_PROCESS_ONLY,
+    Interval,
+    bootstrap_ratio_of_medians,
+    paired_ratio_interval,
+    welch_ratio_interval,
+)
 
 KEY_COLUMNS = ["suite", "model", "precision", "batch_size", "framework"]
 
@@ -22,6 +29,7 @@ def _row(result: dict[str, Any], path: str) -> dict[str, Any]:
     latency = metrics.get("latency_ms", {})
     rss = metrics.get("rss_mb", {})
     versions = framework.get("versions", {})
+    memory = metrics.get("device_memory") or {}
     return {
         **{key: cell[key] for key in ("suite", "framework", "model", "precision", "batch_size", "image_size")},
         "status": result["status"],
@@ -36,6 +44,8 @@ def _row(result: dict[str, Any], path: str) -> dict[str, Any]:
         "latency_cv": latency.get("cv"),
         "throughput_ci_low": (metrics.get("ci95") or {}).get("throughput_img_s", [None, None])[0],
         "throughput_ci_high": (metrics.get("ci95") or {}).get("throughput_img_s", [None, None])[1],
+        "trials": len(metrics["trials"]) if metrics.get("trials") else (1 if metrics else None),
+        "ci_scope": (metrics.get("ci95") or {}).get("scope"),
         "noisy": (metrics.get("flags") or {}).get("noisy"),
         "ci_not_reached": (metrics.get("flags") or {}).get("ci_not_reached"),
         "n_iters": metrics.get("n_iters"),
@@ -45,7 +55,9 @@ def _row(result: dict[str, Any], path: str) -> dict[str, Any]:
         "energy_j_per_image": (metrics.get("energy") or {}).get("joules_per_image"),
         "energy_source": (metrics.get("energy") or {}).get("source"),
         "energy_missing": (metrics.get("missing") or {}).get("energy"),
-        "device_peak_bytes": (metrics.get("device_memory") or {}).get("peak_allocated_bytes"),
+        # steady state (after warm-up; load, compilation and autotuning scratch apart) where the framework has it
+        "device_peak_bytes": memory.get("steady_state_peak_bytes", memory.get("peak_allocated_bytes")),
+        "device_peak_with_load_bytes": memory.get("peak_allocated_bytes"),
         "device_memory_missing": (metrics.get("missing") or {}).get("device_memory"),
         "compile_s": metrics.get("compile_s"),
         "first_call_s": metrics.get("first_call_s"),
@@ -53,6 +65,11 @@ def _row(result: dict[str, Any], path: str) -> dict[str, Any]:
         "rss_peak_mb": rss.get("peak"),
         "threads": (framework.get("settings") or {}).get("intra_op_threads"),
         "device": (framework.get("device") or {}).get("name"),
+        "platform": (framework.get("device") or {}).get("platform"),
+        "tf32_in_effect": (framework.get("settings") or {}).get("tf32_in_effect"),
+        "dtype": (framework.get("settings") or {}).get("dtype"),
+        "cuda_major": str(versions.get("cuda")).split(".")[0] if versions.get("cuda") else None,
+        "gpu_index": (result["provenance"].get("placement") or {}).get("gpu_index"),
         "framework_version": versions.get(cell["framework"]),
         "cpu_model": result["provenance"].get("cpu_model"),
         "git_commit": (result["provenance"].get("git") or {}).get("commit"),
@@ -65,13 +82,18 @@ def tidy(paths: Iterable[str | Path]) -> pd.DataFrame:
     frame = pd.DataFrame(rows)
     if frame.empty:
         raise ValueError("no cell results to aggregate")
-    return frame.sort_values(KEY_COLUMNS, kind="stable").reset_index(drop=True)
+    return flag_partners(frame.sort_values(KEY_COLUMNS, kind="stable").reset_index(drop=True))
 
 
 def add_mfu(frame: pd.DataFrame, facts: Iterable[dict[str, Any]], peak: dict[str, Any]) -> pd.DataFrame:
     """Achieved FLOP/s and MFU per cell: model FLOPs per image (FlopCounterMode, identical for both frameworks) x
-    img/s, against the study's measured peak for the cell's precision."""
-    per_image = {(row["model"], row["image_size"]): row["flops_torch"] for row in facts}
+    img/s, against the study's measured peak for the cell's precision.
+
+    Only the facts of the study's configuration count: the reference rows (torchvision's 1000 classes at 224 px)
+    can share a model and resolution with the study's cells but not their head, hence not their FLOPs."""
+    per_image = {
+        (row["model"], row["image_size"]): row["flops_torch"] for row in facts if row.get("configuration") == "study"
+    }
     flops = [per_image.get((m, s)) for m, s in zip(frame["model"], frame["image_size"], strict=True)]
     frame = frame.assign(flops_per_image=pd.array(flops, dtype="Float64").astype(float))
     frame["achieved_flops"] = frame["flops_per_image"] * frame["throughput_img_s"]
@@ -97,21 +119,73 @@ def read_tidy(csv_path: str | Path) -> pd.DataFrame:
     return pd.read_csv(csv_path, keep_default_na=True)
 
 
+SPEEDUP_COLUMNS = [
+    "model",
+    "precision",
+    "batch_size",
+    "ratio",
+    "ci_low",
+    "ci_high",
+    "ci_scope",
+    "pairs",
+    "resolved",
+    "method",
+    "numerator",
+    "denominator",
+]
+PAIRED, UNPAIRED, WITHIN = "paired_rounds", "unpaired_trials", "within_process"
+
+
+def _trial_rates(result: dict[str, Any]) -> dict[int, float]:
+    """Round -> throughput of each of a cell's trials (empty for results without per-trial rounds)."""
+    trials = (result["metrics"] or {}).get("trials") or []
+    if any("round" not in trial for trial in trials):
+        return {}
+    return {int(trial["round"]): float(trial["throughput_img_s"]) for trial in trials}
+
+
+def _group_id(result: dict[str, Any]) -> str | None:
+    return (result["provenance"].get("group") or {}).get("id")
+
+
+def ratio_interval(num: dict[str, Any], den: dict[str, Any]) -> tuple[Interval, str, int, str]:
+    """Throughput ratio num/den of two cell results: (interval, scope, pairs, method).
+
+    Cells measured in one group are compared round by round: ratio = geometric mean of the per-round ratios, t CI on
+    their logs (pairs - 1 df); drift that moves both frameworks alike cancels. Cells with several trials measured
+    apart get a Welch interval on the ratio of their geometric means (drift between their runs not controlled).
+    With a single trial on either side only the within-process bootstrap of the raw samples remains."""
+    rates_num, rates_den = _trial_rates(num), _trial_rates(den)
+    same_group = _group_id(num) is not None and _group_id(num) == _group_id(den)
+    rounds = sorted(set(rates_num) & set(rates_den)) if same_group else []
+    if len(rounds) >= 2:
+        interval = paired_ratio_interval([rates_num[k] for k in rounds], [rates_den[k] for k in rounds])
+        method = f"geometric mean of {len(rounds)} per-round ratios (interleaved trials), Student-t 95% CI on their "
+        return interval, PAIRED, len(rounds), method + f"logs ({len(rounds) - 1} df)"
+    if len(rates_num) >= 2 and len(rates_den) >= 2:
+        interval = welch_ratio_interval(list(rates_num.values()), list(rates_den.values()))
+        method = "ratio of the trials' geometric means, Welch t 95% CI: trials not interleaved, drift not controlled"
+        return interval, UNPAIRED, 0, method
+    # throughput ratio = median latency of the denominator / median latency of the numerator
+    interval = bootstrap_ratio_of_medians(den["samples_ms"], num["samples_ms"])
+    method = f"ratio of median-step throughputs, percentile bootstrap of the raw samples, {WITHIN_PROCESS_ONLY}"
+    return interval, WITHIN, len(rounds), method
+
+
 def speedups(results: Iterable[dict[str, Any]], numerator: str = "jax", denominator: str = "torch") -> pd.DataFrame:
-    """Throughput ratio numerator/denominator with a bootstrap 95% CI from the raw samples, for every (model,
-    precision, batch) where both cells succeeded."""
-    samples: dict[tuple, dict[str, list[float]]] = {}
+    """Throughput ratio numerator/denominator with a 95% CI (see `ratio_interval`), for every (model, precision,
+    batch) where both cells succeeded. `resolved`: the CI excludes 1 and comes from paired, interleaved rounds; a
+    within-process or unpaired interval never resolves a comparison."""
+    cells: dict[tuple, dict[str, dict[str, Any]]] = {}
     for result in results:
         if result["status"] != "ok":
             continue
         cell = result["cell"]
-        key = (cell["model"], cell["precision"], cell["batch_size"])
-        samples.setdefault(key, {})[cell["framework"]] = result["samples_ms"]
+        cells.setdefault((cell["model"], cell["precision"], cell["batch_size"]), {})[cell["framework"]] = result
     rows = []
-    for (model, precision, batch), by_framework in sorted(samples.items()):
+    for (model, precision, batch), by_framework in sorted(cells.items()):
         if numerator in by_framework and denominator in by_framework:
-            # throughput ratio = median latency of the denominator / median latency of the numerator
-            ci = bootstrap_ratio_of_medians(by_framework[denominator], by_framework[numerator])
+            ci, scope, pairs, method = ratio_interval(by_framework[numerator], by_framework[denominator])
             rows.append(
                 {
                     "model": model,
@@ -120,13 +194,15 @@ def speedups(results: Iterable[dict[str, Any]], numerator: str = "jax", denomina
                     "ratio": ci.estimate,
                     "ci_low": ci.low,
                     "ci_high": ci.high,
+                    "ci_scope": scope,
+                    "pairs": pairs,
+                    "resolved": bool(scope == PAIRED and (ci.low > 1 or ci.high < 1)),
+                    "method": method,
                     "numerator": numerator,
                     "denominator": denominator,
                 }
             )
-    return pd.DataFrame(
-        rows, columns=["model", "precision", "batch_size", "ratio", "ci_low", "ci_high", "numerator", "denominator"]
-    )
+    return pd.DataFrame(rows, columns=SPEEDUP_COLUMNS)
 
 
 def write_speedups(paths: Iterable[str | Path], out_csv: str | Path) -> pd.DataFrame:

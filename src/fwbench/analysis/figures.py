@@ -27,8 +27,8 @@ def save_figure(fig: plt.Figure, pdf: str | Path, png: str | Path) -> None:
 
 
 def throughput_figure(frame: pd.DataFrame, pdf: str | Path, png: str | Path) -> None:
-    """Throughput against batch size, one panel per model, one line per framework, bootstrap 95% CIs as vertical
-    bars; failed cells marked ×."""
+    """Throughput against batch size, one panel per model, one line per framework, each cell's 95% CI as a vertical
+    bar (over its trials; the within-process bootstrap for a cell of one trial); failed cells marked ×."""
     sns.set_theme(context="paper", style="whitegrid", font_scale=0.9)
     data = frame.assign(Framework=frame["framework"].map(lambda f: FRAMEWORK_LABELS.get(f, f)))
     models = sorted(data["model"].unique())

@@ -19,16 +19,25 @@ def _cell(frame: pd.DataFrame, framework: str, column: str, digits: int = 3) -> 
         return FAILED
     marks = ""
     if column == "throughput_img_s":
-        marks = (r"$^{n}$" if row.get("noisy") is True else "") + (
-            r"$^{c}$" if row.get("ci_not_reached") is True else ""
+        marks = (
+            (r"$^{n}$" if row.get("noisy") is True else "")
+            + (r"$^{c}$" if row.get("ci_not_reached") is True else "")
+            + (r"$^{s}$" if str(row.get("settings_differ")) == "True" else "")
         )
     return number(row[column], digits) + marks
 
 
+# How a ratio's CI was obtained, when it cannot resolve a comparison (see fwbench.analysis.aggregate.ratio_interval).
+SCOPE_MARKS = {"within_process": r"$^{w}$", "unpaired_trials": r"$^{u}$"}
+
+
 def _ratio(row) -> str:
-    """Ratio with its bootstrap 95% CI; bold where the CI excludes 1 (a resolved difference)."""
+    """Ratio with its 95% CI; bold where it is resolved (a paired CI over interleaved rounds that excludes 1).
+    A CI from within one process (one trial) or from trials not interleaved is marked and never bold."""
     text = rf"{number(row['ratio'])}$\times$ {{\scriptsize[{number(row['ci_low'])}, {number(row['ci_high'])}]}}"
-    return rf"\textbf{{{text}}}" if row["ci_low"] > 1 or row["ci_high"] < 1 else text
+    if str(row.get("resolved")) == "True":
+        return rf"\textbf{{{text}}}"
+    return text + SCOPE_MARKS.get(str(row.get("ci_scope")), "")
 
 
 def inference_table(frame: pd.DataFrame, frameworks: list[str], ratios: pd.DataFrame) -> str:

@@ -48,7 +48,9 @@ def epoch_rows(paths: Iterable[str | Path]) -> pd.DataFrame:
                     "energy_j": energy.get("joules"),
                     "energy_missing": (metrics.get("missing") or {}).get("energy"),
                     "rss_max_mb": rss,
-                    "device_max_bytes": memory.get("peak_allocated_bytes"),
+                    # the epochs' own peak where the framework reports one (load and compilation apart)
+                    "device_max_bytes": memory.get("steady_state_peak_bytes", memory.get("peak_allocated_bytes")),
+                    "device_max_with_load_bytes": memory.get("peak_allocated_bytes"),
                     "step0_loss": metrics["step0"]["loss"],
                     "step0_loss_after_step": metrics["step0"]["loss_after_step"],
                     "step0_grad_norm": metrics["step0"]["grad_norm"],
@@ -284,7 +286,12 @@ def training_section(frame: pd.DataFrame | None, agreement: pd.DataFrame | None)
         "within one framework when only the rounding changes (another thread count, or starting weights moved by "
         "one ulp); \\texttt{benchmarks/rounding\\_control.py} measures that spread, the yardstick for this gap. "
         "Throughput excludes the first "
-        "steps of each epoch; compilation (JAX ahead of time, PyTorch's first eager step) is reported apart; "
+        "steps of each epoch. Compile time is one measure for both frameworks: for every function a cell runs "
+        "(train step, evaluation, recalibration, step-0 probe), its ahead-of-time compilation (JAX; none in eager "
+        "PyTorch) plus its first call's time beyond a steady-state call, taken before the first timed step. Each "
+        "framework receives batches in its own layout (NCHW for PyTorch, NHWC for JAX), transposed by the shared "
+        "loader's threads, so no layout change falls inside a timed step. RSS max is the peak over the training "
+        "window without the checkpoint writes (sampled every 250~ms inside the step loops); "
         "$^w$ marks cells that spent more than 5\\% of their step time waiting for data. "
         + _recalibration_text(defs["fwbBnRecalBatches"]),
         "",

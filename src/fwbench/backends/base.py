@@ -34,6 +34,14 @@ class Backend(ABC):
     def _apply_settings(self) -> dict[str, Any]:
         """Pin thread counts and precision; return the settings as the framework now reports them."""
 
+    @classmethod
+    def describe_devices(cls) -> dict[str, Any]:
+        """What this framework can compute on, as seen from a fresh process: {"platform": "cuda"|"cpu"|..., "count",
+        "devices": [{"index", "name", "compute_capability", "uuid", "memory_bytes"}], versions of the CUDA stack it
+        uses}. The study's device check compares these across frameworks before any cell runs, so a framework that
+        silently fell back to the CPU is caught; it needs no instance (no precision, no threads)."""
+        raise NotImplementedError(f"{cls.__name__} does not describe its devices")
+
     @abstractmethod
     def versions(self) -> dict[str, str | None]: ...
 
@@ -72,8 +80,27 @@ class Backend(ABC):
         """The CUDA device index the backend computes on, or None when it runs on the CPU."""
 
     @abstractmethod
+    def device_identity(self) -> dict[str, Any] | None:
+        """Which physical device the backend computes on, for NVML to find it without trusting ordinals:
+        {"ordinal", "uuid", "pci_bus_id", "source"} (uuid/pci_bus_id None where unknown, then "reason"), or None when
+        it runs on the CPU. See fwbench.trackers.nvml.open_device."""
+
+    @abstractmethod
+    def device_cache_bytes(self) -> tuple[int, str] | None:
+        """(bytes, source) of the device's last-level cache (a GPU's L2), which cold inputs must overflow; None on
+        the CPU, where the scenario reads the host's last-level cache."""
+
+    @abstractmethod
     def device_memory(self) -> dict[str, Any]:
-        """Peak device memory as the framework reports it, each figure with its source; or {"missing": reason}."""
+        """Peak device memory as the framework reports it, each figure with its source; or {"missing": reason}.
+        `peak_allocated_bytes` is the peak including load and compilation; after `reset_device_memory_peak` the
+        result also holds `steady_state_peak_bytes` (with `steady_state_source`) and `in_use_after_warmup_bytes`."""
+
+    @abstractmethod
+    def reset_device_memory_peak(self) -> None:
+        """Start the steady-state peak window (called after warm-up, device idle): from here on device_memory()
+        reports the peak since this call apart from the peak including load/compile, or, for a framework with no
+        reset (JAX), how it bounds or estimates the steady-state peak instead. A no-op on the CPU."""
 
     @abstractmethod
     def trainer(
@@ -97,20 +124,26 @@ class Trainer(ABC):
     """
 
     compilations: int = 0
+    # The layout (NHWC or NCHW) of the float32 host batches `to_device` takes. The shared loader's threads produce
+    # batches in it, so the host-side transpose never falls inside a timed step, for every framework alike.
+    input_layout: str = "NHWC"
 
     @abstractmethod
-    def to_device(self, images_nhwc: np.ndarray, labels: np.ndarray) -> tuple[Any, Any]: ...
+    def to_device(self, images: np.ndarray, labels: np.ndarray) -> tuple[Any, Any]: ...
 
     @abstractmethod
     def synchronize(self, handle: Any) -> None: ...
 
     @abstractmethod
     def compile(self, images: Any, labels: Any) -> dict[str, float] | None:
-        """Ahead-of-time compilation of the train and eval steps for these shapes; seconds, or None when eager."""
+        """Prepare every function the cell runs for these shapes; the compile/first-call time's breakdown in seconds
+        (fwbench.training.firstcall), or None. Trainers that support `loader.drop_last: false` take
+        `partial_batches=True` to prepare the masked step too."""
 
     @abstractmethod
     def step(self, images: Any, labels: Any, lr: float, step_index: int) -> Any:
-        """One optimiser step at learning rate `lr`; returns the batch loss (a device value)."""
+        """One optimiser step at learning rate `lr`; returns the batch loss (a device value). A padded partial batch
+        comes with `valid=` its real rows, and the loss is their mean."""
 
     @abstractmethod
     def value(self, loss: Any) -> float: ...

@@ -3,6 +3,7 @@ measured once and never fall inside the timed loop."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from collections.abc import Mapping
@@ -14,6 +15,9 @@ import numpy as np
 
 from fwbench.backends.base import Backend
 from fwbench.models import flax_variables
+from fwbench.trackers.nvml import cuda_driver_identity
+
+ASSUMED_L2_BYTES = 128 * 1024**2  # where the device's L2 size is unknown (H100: 50 MiB)
 
 
 def _cache_state() -> dict[str, Any]:
@@ -24,6 +28,35 @@ def _cache_state() -> dict[str, Any]:
         return {"state": "disabled"}
     warm = os.path.isdir(directory) and any(os.scandir(directory))
     return {"state": "warm" if warm else "cold", "dir": directory}
+
+
+def _cuda_stack() -> dict[str, Any]:
+    """The installed JAX CUDA plugin (distribution name and version) and the CUDA runtime/cuDNN/driver versions it
+    reports (as torch reports them: "13.0", cuDNN's integer such as 91002; None where there is no plugin or no GPU)."""
+    from importlib import metadata
+
+    plugins = sorted(
+        f"{dist.metadata['Name']}=={dist.version}"
+        for dist in metadata.distributions()
+        if (dist.metadata["Name"] or "").lower().replace("_", "-").startswith("jax-cuda")
+    )
+    stack: dict[str, Any] = {"jax_plugins": plugins, "cuda_runtime": None, "cudnn": None, "cuda_driver": None}
+    try:
+        from jax._src.lib import cuda_versions
+    except ImportError:
+        cuda_versions = None
+    for key, function in (
+        ("cuda_runtime", "cuda_runtime_get_version"),
+        ("cudnn", "cudnn_get_version"),
+        ("cuda_driver", "cuda_driver_get_version"),
+    ):
+        try:
+            value = int(getattr(cuda_versions, function)())
+        except Exception:  # no plugin, or a plugin without a driver to ask: the version stays unknown
+            continue
+        # CUDA encodes 13.0 as 13000 (torch.version.cuda says "13.0"); cuDNN's integer is what torch reports too.
+        stack[key] = str(value) if key == "cudnn" else f"{value // 1000}.{value % 1000 // 10}"
+    return stack
 
 
 class JaxBackend(Backend):
@@ -44,6 +77,8 @@ class JaxBackend(Backend):
             "default_matmul_precision": str(jax.config.jax_default_matmul_precision),
             "tf32_in_effect": self.precision == "tf32" and self.device.platform == "gpu",
             "xla_flags": os.environ.get("XLA_FLAGS", ""),
+            # Set by the worker for every framework's process; only JAX reads it (false: allocate on demand).
+            "preallocate": os.environ.get("XLA_PYTHON_CLIENT_PREALLOCATE", "true (JAX's default)"),
             "mode": "jit (AOT lower+compile)",
             "compilation_cache": _cache_state(),
             "dtype": jnp.dtype(self.dtype).name,
@@ -54,26 +89,70 @@ class JaxBackend(Backend):
         if name.endswith("backend_compile_duration"):
             self.compilations += 1
 
+    @classmethod
+    def describe_devices(cls, lib: Any = jax) -> dict[str, Any]:
+        """`lib` is the jax module; tests pass a fake. JAX calls a CUDA device's platform "gpu": reported as "cuda"
+        (or "rocm"), the name every framework's report uses. The CUDA stack is the plugin's, when one is installed."""
+        devices = lib.devices()
+        platform = devices[0].platform if devices else "none"
+        if platform in ("gpu", "cuda"):
+            version = str(getattr(getattr(devices[0], "client", None), "platform_version", "")).lower()
+            platform = "rocm" if "rocm" in version else "cuda"
+        report: dict[str, Any] = {"platform": platform, "count": 0, "devices": [], **_cuda_stack()}
+        if platform == "cpu":
+            return report
+        for device in devices:
+            report["devices"].append(
+                {
+                    "index": int(device.id),
+                    "name": getattr(device, "device_kind", platform),
+                    "compute_capability": getattr(device, "compute_capability", None),
+                    "uuid": None,  # JAX exposes no UUID; the runner binds a cell to a GPU through CUDA_VISIBLE_DEVICES
+                    "memory_bytes": ((device.memory_stats() or {}).get("bytes_limit")),
+                }
+            )
+        report["count"] = len(report["devices"])
+        return report
+
     def versions(self) -> dict[str, str | None]:
         import flax
         import jaxlib
 
-        return {"jax": jax.__version__, "jaxlib": jaxlib.__version__, "flax": flax.__version__}
+        stack = _cuda_stack() if self.device.platform != "cpu" else {}
+        return {
+            "jax": jax.__version__,
+            "jaxlib": jaxlib.__version__,
+            "flax": flax.__version__,
+            "cuda": stack.get("cuda_runtime"),
+            "cudnn": stack.get("cudnn"),
+            "cuda_driver": stack.get("cuda_driver"),
+            "plugins": ", ".join(stack.get("jax_plugins", [])) or None,
+        }
 
     def device_info(self) -> dict[str, Any]:
         kind = getattr(self.device, "device_kind", self.device.platform)
-        return {"platform": self.device.platform, "name": kind}
+        info = {"platform": "cuda" if self.device.platform == "gpu" else self.device.platform, "name": kind}
+        if self.device.platform == "gpu":
+            info["compute_capability"] = getattr(self.device, "compute_capability", None)
+        return info
 
     def build(self, model: str, state_dict: Mapping[str, np.ndarray], *, num_classes: int, image_size: int) -> None:
-        module, variables = flax_variables(model, state_dict, num_classes=num_classes, image_size=image_size)
+        # Convert and cast on the host, then move: no float32 copy of the weights is ever alive on the device (bf16).
+        try:
+            host = jax.default_device(jax.devices("cpu")[0])
+        except RuntimeError:  # JAX_PLATFORMS without cpu
+            host = contextlib.nullcontext()
+        with host:
+            module, variables = flax_variables(model, state_dict, num_classes=num_classes, image_size=image_size)
         self.module = module
-        variables = jax.tree_util.tree_map(lambda a: a.astype(self.dtype), variables)
+        variables = jax.tree_util.tree_map(lambda a: np.asarray(a).astype(np.dtype(self.dtype)), variables)
         self.variables = jax.device_put(variables, self.device)
         self._jitted = jax.jit(lambda v, x: module.apply(v, x, train=False))
         self.executable = None
 
     def to_device(self, batch_nhwc: np.ndarray) -> jax.Array:
-        return jax.device_put(jnp.asarray(np.asarray(batch_nhwc, dtype=np.float32), dtype=self.dtype), self.device)
+        host = np.asarray(batch_nhwc, dtype=np.float32).astype(np.dtype(self.dtype), copy=False)  # cast on the host
+        return jax.device_put(host, self.device)
 
     def compile(self, inputs: jax.Array) -> dict[str, float]:
         t0 = time.perf_counter()
@@ -96,15 +175,89 @@ class JaxBackend(Backend):
     def gpu_index(self) -> int | None:
         return int(self.device.id) if self.device.platform == "gpu" else None
 
+    _identity: dict[str, Any] | None = None
+
+    def _on_gpu(self) -> bool:
+        return self.device.platform in ("gpu", "cuda")
+
+    def _driver_identity(self) -> dict[str, Any]:
+        """JAX exposes neither UUID, PCI bus id nor L2 size: asked of the CUDA driver for the device's CUDA ordinal
+        (local_hardware_id, as this process numbers its visible devices)."""
+        if self._identity is None:
+            ordinal = getattr(self.device, "local_hardware_id", None)
+            self._identity = cuda_driver_identity(int(self.device.id if ordinal is None else ordinal))
+        return self._identity
+
+    def device_identity(self) -> dict[str, Any] | None:
+        if not self._on_gpu():
+            return None
+        return {k: v for k, v in self._driver_identity().items() if k != "l2_cache_bytes"}
+
+    def device_cache_bytes(self) -> tuple[int, str] | None:
+        if not self._on_gpu():
+            return None
+        identity = self._driver_identity()
+        if identity.get("l2_cache_bytes"):
+            return int(identity["l2_cache_bytes"]), "CUDA driver cuDeviceGetAttribute(L2_CACHE_SIZE) (device L2)"
+        return ASSUMED_L2_BYTES, f"assumed 128 MiB, above any current GPU's L2 ({identity.get('reason')})"
+
+    _load_peak: dict[str, int] | None = None  # memory_stats at the end of warm-up
+
+    def reset_device_memory_peak(self) -> None:
+        # XLA's allocator has no peak reset: remember the peak and what is in use now, and tell them apart later.
+        stats = self.device.memory_stats()
+        if stats:
+            self._load_peak = {"peak": int(stats["peak_bytes_in_use"]), "in_use": int(stats["bytes_in_use"])}
+
+    def _executable_bytes(self) -> dict[str, int] | None:
+        """The compiled step's own buffers from XLA's memory_analysis (argument, output, temp, ...), or None."""
+        try:
+            analysis = self.executable.memory_analysis()
+        except Exception:
+            return None
+        names = ("argument", "output", "alias", "temp", "generated_code")
+        sizes = {name: getattr(analysis, f"{name}_size_in_bytes", None) for name in names}
+        return {k: int(v) for k, v in sizes.items() if v is not None} or None
+
     def device_memory(self) -> dict[str, Any]:
         stats = self.device.memory_stats()
         if not stats:
             return {"missing": f"JAX on {self.device.platform} has no memory_stats() (host RSS covers it)"}
-        return {
+        out: dict[str, Any] = {
             "peak_allocated_bytes": int(stats["peak_bytes_in_use"]),
-            "source": "jax Device.memory_stats()['peak_bytes_in_use']",
+            "source": "jax Device.memory_stats()['peak_bytes_in_use'] over the process (load, compilation and "
+            "autotuning scratch included)",
             "preallocate": os.environ.get("XLA_PYTHON_CLIENT_PREALLOCATE", "true (default)"),
         }
+        if self._load_peak is None:
+            return out
+        in_use = self._load_peak["in_use"]
+        out["in_use_after_warmup_bytes"] = in_use
+        executable = self._executable_bytes() if getattr(self, "executable", None) is not None else None
+        if executable:
+            out["executable_bytes"] = executable
+        if int(stats["peak_bytes_in_use"]) > self._load_peak["peak"]:
+            out.update(
+                steady_state_peak_bytes=int(stats["peak_bytes_in_use"]),
+                steady_state_measured=True,
+                steady_state_source="measured: peak_bytes_in_use rose after warm-up, so it was reached in the timed "
+                "loop",
+            )
+        elif executable:
+            out.update(
+                steady_state_peak_bytes=in_use + executable.get("temp", 0) + executable.get("output", 0),
+                steady_state_measured=False,
+                steady_state_source="estimate: bytes_in_use after warm-up + the compiled step's temp and output "
+                "sizes (memory_analysis); XLA has no peak reset and its peak was reached before the timed loop",
+            )
+        else:
+            out.update(
+                steady_state_peak_bytes=None,
+                steady_state_measured=False,
+                steady_state_source="unknown: XLA has no peak reset, the peak was reached before the timed loop "
+                "and the step's memory_analysis is unavailable",
+            )
+        return out
 
     def to_numpy(self, outputs: jax.Array) -> np.ndarray:
         return np.asarray(outputs, dtype=np.float32)

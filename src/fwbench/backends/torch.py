@@ -59,6 +59,29 @@ class TorchBackend(Backend):
             "bf16_policy": "parameters and activations" if self.precision == "bf16" else None,
         }
 
+    @classmethod
+    def describe_devices(cls, lib: Any = torch) -> dict[str, Any]:
+        """`lib` is the torch module; tests pass a fake with the same attributes."""
+        cudnn = lib.backends.cudnn.version() if lib.backends.cudnn.is_available() else None
+        stack = {"cuda_runtime": lib.version.cuda, "cudnn": str(cudnn) if cudnn else None}
+        if not lib.cuda.is_available():
+            build = f"a CUDA {lib.version.cuda} build" if lib.version.cuda else "a CPU-only build"
+            return {"platform": "cpu", "count": 0, "devices": [], **stack, "note": f"torch is {build}; no GPU"}
+        devices = []
+        for index in range(lib.cuda.device_count()):
+            props = lib.cuda.get_device_properties(index)
+            uuid = str(getattr(props, "uuid", "") or "")
+            devices.append(
+                {
+                    "index": index,
+                    "name": props.name,
+                    "compute_capability": f"{props.major}.{props.minor}",
+                    "uuid": uuid if not uuid or uuid.startswith(("GPU-", "MIG-")) else f"GPU-{uuid}",
+                    "memory_bytes": int(props.total_memory),
+                }
+            )
+        return {"platform": "cuda", "count": len(devices), "devices": devices, **stack}
+
     def versions(self) -> dict[str, str | None]:
         import torchvision
 
@@ -72,17 +95,23 @@ class TorchBackend(Backend):
     def device_info(self) -> dict[str, Any]:
         if self.device.type == "cuda":
             props = torch.cuda.get_device_properties(self.device)
-            return {"platform": "cuda", "name": props.name, "memory_bytes": int(props.total_memory)}
+            return {
+                "platform": "cuda",
+                "name": props.name,
+                "memory_bytes": int(props.total_memory),
+                "compute_capability": f"{props.major}.{props.minor}",
+            }
         return {"platform": "cpu", "name": "cpu"}
 
     def build(self, model: str, state_dict: Mapping[str, np.ndarray], *, num_classes: int, image_size: int) -> None:
         module = torch_model(model, num_classes=num_classes, image_size=image_size)
         module.load_state_dict({k: torch.from_numpy(np.asarray(v)) for k, v in state_dict.items()}, strict=True)
-        self.module = module.to(device=self.device, dtype=self.dtype).eval()
+        # Cast on the host, then move: no float32 copy of the weights is ever alive on the device (bf16).
+        self.module = module.to(dtype=self.dtype).to(self.device).eval()
 
     def to_device(self, batch_nhwc: np.ndarray) -> torch.Tensor:
         nchw = np.ascontiguousarray(np.asarray(batch_nhwc, dtype=np.float32).transpose(0, 3, 1, 2))
-        return torch.from_numpy(nchw).to(device=self.device, dtype=self.dtype)
+        return torch.from_numpy(nchw).to(dtype=self.dtype).to(self.device)  # cast on the host, as build does
 
     def compile(self, inputs: torch.Tensor) -> None:
         return None
@@ -101,13 +130,60 @@ class TorchBackend(Backend):
     def gpu_index(self) -> int | None:
         return (self.device.index or 0) if self.device.type == "cuda" else None
 
+    def _ordinal(self) -> int:
+        return self.device.index if self.device.index is not None else torch.cuda.current_device()
+
+    def device_identity(self) -> dict[str, Any] | None:
+        if self.device.type != "cuda":
+            return None
+        props = torch.cuda.get_device_properties(self._ordinal())
+        uuid = str(getattr(props, "uuid", "") or "") or None
+        pci = [getattr(props, f"pci_{part}_id", None) for part in ("domain", "bus", "device")]
+        return {
+            "ordinal": self._ordinal(),
+            "uuid": uuid,
+            "pci_bus_id": None if None in pci else f"{pci[0]:04x}:{pci[1]:02x}:{pci[2]:02x}.0",
+            "source": "torch.cuda.get_device_properties (uuid, pci_domain_id/pci_bus_id/pci_device_id)",
+        }
+
+    def device_cache_bytes(self) -> tuple[int, str] | None:
+        if self.device.type != "cuda":
+            return None
+        size = int(torch.cuda.get_device_properties(self._ordinal()).L2_cache_size)
+        return size, "torch.cuda.get_device_properties().L2_cache_size (device L2)"
+
+    _load_peak: dict[str, int] | None = None  # allocator figures at the reset after warm-up
+
+    def reset_device_memory_peak(self) -> None:
+        if self.device.type != "cuda":
+            return
+        torch.cuda.synchronize(self.device)
+        self._load_peak = {
+            "allocated": int(torch.cuda.max_memory_allocated(self.device)),
+            "reserved": int(torch.cuda.max_memory_reserved(self.device)),
+            "in_use": int(torch.cuda.memory_allocated(self.device)),
+        }
+        torch.cuda.reset_peak_memory_stats(self.device)
+
     def device_memory(self) -> dict[str, Any]:
         if self.device.type != "cuda":
             return {"missing": "PyTorch on the CPU has no device allocator statistics (host RSS covers it)"}
+        allocated = int(torch.cuda.max_memory_allocated(self.device))
+        reserved = int(torch.cuda.max_memory_reserved(self.device))
+        if self._load_peak is None:
+            return {
+                "peak_allocated_bytes": allocated,
+                "peak_reserved_bytes": reserved,
+                "source": "torch.cuda.max_memory_allocated / max_memory_reserved",
+            }
         return {
-            "peak_allocated_bytes": int(torch.cuda.max_memory_allocated(self.device)),
-            "peak_reserved_bytes": int(torch.cuda.max_memory_reserved(self.device)),
-            "source": "torch.cuda.max_memory_allocated / max_memory_reserved",
+            "peak_allocated_bytes": max(allocated, self._load_peak["allocated"]),
+            "peak_reserved_bytes": max(reserved, self._load_peak["reserved"]),
+            "source": "torch.cuda.max_memory_allocated / max_memory_reserved over the process (load included)",
+            "steady_state_peak_bytes": allocated,
+            "steady_state_peak_reserved_bytes": reserved,
+            "steady_state_source": "torch.cuda.max_memory_allocated since reset_peak_memory_stats after warm-up",
+            "in_use_after_warmup_bytes": self._load_peak["in_use"],
         }
 
     def to_numpy(self, outputs: torch.Tensor) -> np.ndarray:

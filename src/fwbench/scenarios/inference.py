@@ -13,10 +13,17 @@ from fwbench.backends.base import Backend
 from fwbench.data.inputs import batch_of, normalize
 from fwbench.data.store import load_split
 from fwbench.grid import Cell
-from fwbench.trackers.energy import energy_meter, idle_watts
-from fwbench.trackers.latency import StopRule, timed_loop, timing_metrics
+from fwbench.trackers.energy import energy_meter, idle_baseline
+from fwbench.trackers.latency import (
+    DEVICE_PASS_ITERS,
+    STOP_CI_METHOD,
+    StopRule,
+    device_pass,
+    timed_loop,
+    timing_metrics,
+)
 from fwbench.trackers.memory import LOAD_INTERVAL_S, TIMED_INTERVAL_S, RssSampler, peak_rss_mb, rss_mb
-from fwbench.trackers.nvml import NvmlDevice, Unavailable, open_device
+from fwbench.trackers.nvml import NvmlDevice, open_device
 from fwbench.trackers.stats import summary
 
 
@@ -44,11 +51,12 @@ def last_level_cache_bytes(root: Path = Path("/sys/devices/system/cpu/cpu0/cache
 
 def input_buffers(backend: Backend, images, batch_size: int, cold: bool):
     """One input batch (warm: it stays in cache), or enough distinct batches of the same shape to span twice the
-    last-level cache, rotated through so that no timed step finds its inputs cached."""
+    last-level cache of the device that computes (a GPU's L2, the host's LLC on the CPU), rotated through so that no
+    timed step finds its inputs cached."""
     first = normalize(batch_of(images, batch_size))
     if not cold:
         return [backend.to_device(first)], None
-    cache, source = last_level_cache_bytes()
+    cache, source = backend.device_cache_bytes() or last_level_cache_bytes()
     count = int(min(MAX_COLD_BUFFERS, max(2, -(-2 * cache // first.nbytes))))
     buffers = [backend.to_device(first)]
     buffers += [
@@ -69,14 +77,9 @@ def run(
     """Measure one inference cell; returns the `metrics` and `samples_ms` parts of a cell result."""
     missing: dict[str, str] = {}
     rss_before = rss_mb()
-    index = backend.gpu_index()
-    gpu = open_device(index) if index is not None else Unavailable("the cell runs on the CPU")
-    if isinstance(gpu, NvmlDevice):
-        # Before anything of ours runs on the device: who else is there, and what does it draw at idle.
-        isolation = {"other_processes": gpu.other_processes(), "source": "nvmlDeviceGetComputeRunningProcesses"}
-        idle = idle_watts(gpu)
-    else:
-        isolation, idle = None, None
+    gpu = open_device(backend.device_identity())  # by UUID or PCI bus id, never by CUDA ordinal
+    isolation, idle = None, None
+    if not isinstance(gpu, NvmlDevice):
         missing["isolation"] = f"no NVML device: {gpu.reason}"
 
     with RssSampler() as sampler:
@@ -87,6 +90,14 @@ def run(
         buffers, cold = input_buffers(backend, images, cell.batch_size, bool(settings.get("cold_inputs", False)))
         inputs = buffers[0]
         rss_loaded = rss_mb()
+        if isinstance(gpu, NvmlDevice):
+            # The same point for every framework: weights and inputs on the device (each holds its CUDA context),
+            # nothing running. Who else computes here, and the board's idle power once NVML's average has settled.
+            backend.synchronize(inputs)
+            isolation = gpu.isolation("after the model build and input transfer, before compilation")
+            idle = idle_baseline(gpu)
+            if idle.get("missing"):
+                missing["idle_power"] = idle["missing"]
 
         compile_times = backend.compile(inputs)  # same inputs (shape, dtype, device) as every timed call
 
@@ -100,6 +111,7 @@ def run(
         warmup = int(settings["warmup_iters"]) - 1
         for i in range(max(warmup, len(buffers)) if len(buffers) > 1 else warmup):
             backend.synchronize(backend.forward(buffers[i % len(buffers)]))
+        backend.reset_device_memory_peak()  # steady-state device memory from here (peaks of load/compile apart)
 
         rule = StopRule(
             min_iters=int(settings["min_iters"]),
@@ -112,12 +124,20 @@ def run(
         compilations_before = backend.compilations
         if not isinstance(meter, str):
             meter.start()  # the device is idle here: the warm-up ended with a synchronise
-        timer = backend.device_timer()
         sampler.set_interval(TIMED_INTERVAL_S)
-        run_ = timed_loop(lambda i: backend.forward(buffers[i % len(buffers)]), backend.synchronize, rule, timer)
+        run_ = timed_loop(lambda i: backend.forward(buffers[i % len(buffers)]), backend.synchronize, rule)
         sampler.set_interval(LOAD_INTERVAL_S)
         energy = meter.stop() if not isinstance(meter, str) else None
         recompilations = backend.compilations - compilations_before
+        # Device time in a pass of its own, after the host-timed loop and outside the energy window: the event
+        # records never enter the host-timed samples, which hold the same work (step + synchronise) everywhere.
+        timer = backend.device_timer()
+        device_iters = min(len(run_.samples_s), DEVICE_PASS_ITERS)
+        device_ms = (
+            device_pass(lambda i: backend.forward(buffers[i % len(buffers)]), backend.synchronize, timer, device_iters)
+            if timer is not None
+            else []
+        )
     samples_ms = [s * 1000.0 for s in run_.samples_s]
 
     if compile_times is None:
@@ -127,11 +147,22 @@ def run(
     images_timed = len(samples_ms) * cell.batch_size
     if energy is None:
         missing["energy"] = meter
+    elif energy.get("joules") is None:  # NVML refused a reading the window needed
+        missing["energy"], energy = energy["missing"], None
     else:
         energy["joules_per_image"] = energy["joules"] / images_timed
-    if run_.device_ms:
-        device_latency = {k: v for k, v in summary(run_.device_ms).items() if k != "noisy"}
-        device_latency["source"] = "CUDA events around each step (device time; latency_ms is host wall clock)"
+    if device_ms:
+        device_latency = {k: v for k, v in summary(device_ms).items() if k != "noisy"}
+        device_latency["source"] = (
+            f"CUDA events around each step, in a separate pass of {len(device_ms)} steps after the host-timed loop "
+            "(device time; latency_ms is host wall clock)"
+        )
+    elif backend.gpu_index() is not None:
+        device_latency = None
+        missing["device_latency_ms"] = (
+            f"{backend.name} has no per-step device event timer (no CUDA-event equivalent in its API): "
+            "only host wall-clock latency (latency_ms) is measured"
+        )
     else:
         device_latency = None
         missing["device_latency_ms"] = f"{backend.name} on {backend.device_info()['platform']} has no device timer"
@@ -142,6 +173,8 @@ def run(
         device_memory.update(
             nvml_device_used_bytes=gpu.memory_used_bytes(), nvml_process_used_bytes=gpu.own_memory_bytes()
         )
+        if gpu.missing:  # NVML queries the driver refused (MIG, containers, boards without the counter)
+            missing["nvml"] = "; ".join(f"{query}: {why}" for query, why in gpu.missing.items())
     timing = timing_metrics(samples_ms, cell.batch_size)
     noisy = timing.pop("noisy")
     metrics = {
@@ -150,17 +183,20 @@ def run(
             "noisy": noisy,
             "ci_not_reached": not run_.ci_reached,
             "recompiled": recompilations > 0,
-            "other_gpu_processes": bool(isolation and isolation["other_processes"]),
+            "other_gpu_processes": isolation["others_present"] if isolation else False,  # None: undetermined
         },
         "timed_s": run_.wall_s,
         "stop_reason": run_.stop_reason,
+        "stop_checks": run_.checks,
+        "stop_check_s": run_.check_s,
+        "stop_ci_method": STOP_CI_METHOD,
         "warmup_iters": int(settings["warmup_iters"]),
         "compile_s": None if compile_times is None else sum(compile_times.values()),
         "compile_breakdown_s": compile_times,
         "recompilations_in_timed_loop": recompilations,
         "cold_inputs": cold,
         "device_latency_ms": device_latency,
-        "device_samples_ms": run_.device_ms or None,
+        "device_samples_ms": device_ms or None,
         "first_call_s": first_call_s,
         "rss_mb": {
             "before": rss_before,

@@ -1,15 +1,20 @@
 """The training scenario: the recipe run for its epochs on the shared loader, identically for every framework.
 
 Per step the loop times three things apart: waiting for the loader's batch, the host-to-device transfer, and the
-step itself up to a synchronised loss. Compilation happens before the first epoch (JAX ahead of time; PyTorch's
-first eager step is its cost) and is reported apart. Each completed epoch leaves a checkpoint, so a killed cell
-resumes from its last completed epoch.
+step itself up to a synchronised loss. The loader's background threads hand each framework its batch in the layout
+it asks for (`Trainer.input_layout`: NCHW for PyTorch, NHWC for JAX), so no layout change falls inside a timed step.
+Before the first epoch every framework prepares every function the cell runs, and that compile/first-call time is
+reported apart, defined once for both (fwbench.training.firstcall). With `loader.drop_last: false` an epoch's last,
+partial batch is padded to the full batch and its loss is the mean over its real rows, identically in every
+framework. Each completed epoch leaves a checkpoint, so a killed cell resumes from its last completed epoch; host RSS
+is measured with the checkpoint writes left out (TrainingRss).
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -17,19 +22,70 @@ import numpy as np
 
 from fwbench.backends.base import Backend, Trainer
 from fwbench.data.inputs import normalize
-from fwbench.data.loader import Loader
+from fwbench.data.loader import Loader, pad_rows, to_layout
 from fwbench.data.store import load_split
 from fwbench.grid import Cell
 from fwbench.io import atomic_write_json, read_json
 from fwbench.scenarios.inference import load_weights
-from fwbench.trackers.energy import energy_meter, idle_watts
-from fwbench.trackers.memory import RssSampler, rss_mb
-from fwbench.trackers.nvml import NvmlDevice, Unavailable, open_device
+from fwbench.trackers.energy import energy_meter, idle_baseline
+from fwbench.trackers.memory import LOAD_INTERVAL_S, TIMED_INTERVAL_S, RssSampler, peak_rss_mb, rss_mb
+from fwbench.trackers.nvml import NvmlDevice, open_device
+from fwbench.training import checkpoint
 from fwbench.training.recipe import Recipe, learning_rates
 
 WAIT_FLAG = 0.05  # a cell that spends more than this fraction of its step time waiting for data is flagged
 SKIP_STEPS = 2  # steps at the start of each epoch left out of the steady-state rate (pipeline fill, first call)
 CHECKPOINT, PROGRESS = "checkpoint.bin", "progress.json"
+
+
+class TrainingRss:
+    """Peak host RSS of a training cell's window, from before the data and model load to the last evaluation, with
+    the checkpoint writes left out: their transient depends on each framework's serialiser, not on training. One
+    RssSampler per stretch between checkpoints, each stopped before a write starts, so no sample taken during a
+    write reaches the training peak; the writes' own peak is kept apart. Sampling is every LOAD_INTERVAL_S, and every
+    TIMED_INTERVAL_S inside the epochs' step loops, as in inference's timed loop (a 10 ms sampler measurably slows
+    JAX steps on a 2-core machine)."""
+
+    def __init__(self) -> None:
+        self.peak_mb, self.samples = 0.0, 0
+        self.checkpoint_peak_mb: float | None = None
+        self._sampler: RssSampler | None = None
+
+    def __enter__(self) -> TrainingRss:
+        self._sampler = RssSampler(LOAD_INTERVAL_S).__enter__()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop()
+
+    def _stop(self) -> None:
+        sampler, self._sampler = self._sampler, None
+        if sampler is not None:
+            sampler.__exit__(None, None, None)
+            self.peak_mb, self.samples = max(self.peak_mb, sampler.peak_mb), self.samples + sampler.samples
+
+    @property
+    def current_peak_mb(self) -> float:
+        return max(self.peak_mb, self._sampler.peak_mb if self._sampler is not None else 0.0)
+
+    @property
+    def interval_s(self) -> float | None:
+        return self._sampler.interval_s if self._sampler is not None else None
+
+    def set_interval(self, interval_s: float) -> None:
+        """TIMED_INTERVAL_S for the step loop, LOAD_INTERVAL_S around it (as RssSampler.set_interval)."""
+        self._sampler.set_interval(interval_s)
+
+    @contextmanager
+    def outside(self) -> Iterator[None]:
+        """A stretch (a checkpoint write) left out of the training peak; its own peak is kept apart."""
+        self._stop()
+        try:
+            with RssSampler(LOAD_INTERVAL_S) as sampler:
+                yield
+            self.checkpoint_peak_mb = max(self.checkpoint_peak_mb or 0.0, sampler.peak_mb)
+        finally:
+            self._sampler = RssSampler(LOAD_INTERVAL_S).__enter__()
 
 
 def evaluate(trainer: Trainer, images, labels, batch_size: int, *, recalibrated: bool) -> dict[str, float]:
@@ -44,7 +100,7 @@ def evaluate(trainer: Trainer, images, labels, batch_size: int, *, recalibrated:
         index = np.arange(start, min(start + batch_size, len(labels)))
         valid = len(index)
         padded = np.concatenate([index, np.full(batch_size - valid, index[-1])]) if valid < batch_size else index
-        x, y = trainer.to_device(normalize(images[padded]), labels[padded])
+        x, y = trainer.to_device(to_layout(normalize(images[padded]), trainer.input_layout), labels[padded])
         batch_loss, hit1, hit5 = trainer.evaluate(x, y, valid, statistics=primary)
         loss_sum, top1, top5 = loss_sum + batch_loss, top1 + hit1, top5 + hit5
         top1_running += trainer.evaluate(x, y, valid)[1] if recalibrated else hit1
@@ -59,14 +115,15 @@ def evaluate(trainer: Trainer, images, labels, batch_size: int, *, recalibrated:
     }
 
 
-def recalibrate(trainer: Trainer, loader: Loader, images, labels, epoch: int, batches: int) -> float | None:
-    """The recipe's BatchNorm recalibration on the first `batches` batches of `epoch`'s order (the same batches in
-    every framework); its seconds, or None when the recipe has none or the model has no BatchNorm."""
+def recalibrate(trainer: Trainer, loader: Loader, epoch: int, batches: int) -> float | None:
+    """The recipe's BatchNorm recalibration on the first `batches` batches of `epoch`'s order as training saw them
+    (a partial last batch padded; the same batches in every framework); its seconds, or None when the recipe has
+    none or the model has no BatchNorm."""
     if batches == 0:
         return None
-    chosen = loader.batch_indices(epoch)[:batches]
+    chosen = loader.batch_indices(epoch, padded=True)[:batches]
     start = time.perf_counter()
-    applied = trainer.recalibrate(trainer.to_device(normalize(images[i]), labels[i])[0] for i in chosen)
+    applied = trainer.recalibrate(trainer.to_device(*loader.make(i))[0] for i in chosen)
     return time.perf_counter() - start if applied else None
 
 
@@ -76,7 +133,13 @@ def _steady_rate(images_per_step: list[int], seconds_per_step: list[float]) -> f
 
 
 def _fingerprint(cell: Cell, recipe: Recipe, settings: Mapping[str, Any], steps_per_epoch: int) -> dict[str, Any]:
-    return {"cell": cell.label(), "recipe": recipe.describe(), "settings": dict(settings), "steps": steps_per_epoch}
+    return {
+        "cell": cell.label(),
+        "recipe": recipe.describe(),
+        "settings": dict(settings),
+        "steps": steps_per_epoch,
+        "checkpoint_format": checkpoint.FORMAT,
+    }
 
 
 def run(
@@ -96,12 +159,14 @@ def run(
     state_dir.mkdir(parents=True, exist_ok=True)
     missing: dict[str, str] = {}
     rss_initial = rss_mb()
-    index = backend.gpu_index()
-    gpu = open_device(index) if index is not None else Unavailable("the cell runs on the CPU")
-    idle = idle_watts(gpu) if isinstance(gpu, NvmlDevice) else None
-    with RssSampler() as sampler:
+    gpu = open_device(backend.device_identity())  # by UUID or PCI bus id, never by CUDA ordinal
+    idle = None
+    with TrainingRss() as rss:
         train_images, train_labels = load_split(data_dir, "train")
         val_images, val_labels = load_split(data_dir, "val")
+        trainer = backend.trainer(
+            cell.model, load_weights(weights_path), num_classes=num_classes, image_size=cell.image_size, recipe=recipe
+        )
         loader_cfg = settings["loader"]
         loader = Loader(
             train_images,
@@ -111,12 +176,12 @@ def run(
             drop_last=loader_cfg["drop_last"],
             prefetch=loader_cfg["prefetch"],
             workers=loader_cfg["workers"],
+            layout=trainer.input_layout,  # the transpose PyTorch needs happens in the loader's threads
+            pad_last=True,  # a partial last batch (drop_last: false) keeps the compiled shape; steps mask it
         )
         steps_per_epoch = len(loader)
+        partial_batches = len(train_labels) % cell.batch_size != 0 and not loader.drop_last
         lrs = learning_rates(recipe, recipe.epochs * steps_per_epoch)
-        trainer = backend.trainer(
-            cell.model, load_weights(weights_path), num_classes=num_classes, image_size=cell.image_size, recipe=recipe
-        )
         device_memory_initial = backend.device_memory()
         fingerprint = _fingerprint(cell, recipe, settings, steps_per_epoch)
         epochs: list[dict[str, Any]] = []
@@ -129,21 +194,31 @@ def run(
                 trainer.load(state_dir / CHECKPOINT)
                 epochs, step0, resumed_from = progress["epochs"], progress["step0"], len(progress["epochs"])
 
-        first = next(iter(loader.batch_indices(0)))
-        x0, y0 = trainer.to_device(normalize(train_images[first]), train_labels[first])
-        compile_breakdown = trainer.compile(x0, y0)
+        first = loader.batch_indices(0)[0]
+        x0, y0 = trainer.to_device(*loader.make(pad_rows(first, cell.batch_size)))
+        valid0 = {"valid": len(first)} if len(first) < cell.batch_size else {}  # a split smaller than one batch
+        if isinstance(gpu, NvmlDevice):  # as in inference: weights and a batch on the device, nothing running
+            trainer.synchronize(x0)
+            idle = idle_baseline(gpu)
+        compile_start = time.perf_counter()
+        compile_breakdown = trainer.compile(x0, y0, **({"partial_batches": True} if partial_batches else {}))
+        compile_wall_s = time.perf_counter() - compile_start
         compile_s = sum(compile_breakdown.values()) if compile_breakdown else None
         recalibration_batches = min(recipe.bn_recalibration_batches, steps_per_epoch)
         if step0 is None:
-            step0 = trainer.probe(x0, y0, float(lrs[0]))
+            step0 = trainer.probe(x0, y0, float(lrs[0]), **valid0)
             step0["batch_size"] = cell.batch_size
             # The starting point of the time-to-accuracy line, measured rather than assumed to be chance, and
             # evaluated as every epoch end is.
-            recalibrated = recalibrate(trainer, loader, train_images, train_labels, 0, recalibration_batches)
+            recalibrated = recalibrate(trainer, loader, 0, recalibration_batches)
             step0["initial_eval"] = evaluate(
                 trainer, val_images, val_labels, cell.batch_size, recalibrated=recalibrated is not None
             )
         compilations_before = backend.compilations
+        trainer.synchronize(x0)
+        # Device memory of the epochs apart from load, compilation and autotuning scratch, as inference does after
+        # its warm-up (a no-op on the CPU).
+        backend.reset_device_memory_peak()
 
         for epoch in range(len(epochs), recipe.epochs):
             meter = energy_meter(gpu, idle)
@@ -151,6 +226,7 @@ def run(
                 meter.start()
             waits, transfers, computes, sizes, losses = [], [], [], [], []
             first_step = epoch * steps_per_epoch
+            rss.set_interval(TIMED_INTERVAL_S)
             epoch_start = time.perf_counter()
             for batch in loader.epoch(epoch):
                 t0 = time.perf_counter()
@@ -158,18 +234,22 @@ def run(
                 trainer.synchronize(x)
                 t1 = time.perf_counter()
                 step = first_step + batch.number
-                loss = trainer.value(trainer.step(x, y, float(lrs[step]), step))
+                masked = {"valid": batch.valid} if batch.valid < cell.batch_size else {}  # the padded last batch
+                loss = trainer.value(trainer.step(x, y, float(lrs[step]), step, **masked))
                 t2 = time.perf_counter()
                 waits.append(batch.wait_s)
                 transfers.append(t1 - t0)
                 computes.append(t2 - t1)
-                sizes.append(len(batch.labels))
+                sizes.append(batch.valid)
                 losses.append(loss)
             time_s = time.perf_counter() - epoch_start
+            rss.set_interval(LOAD_INTERVAL_S)
             energy = meter.stop() if not isinstance(meter, str) else None
             if energy is None:
                 missing["energy"] = meter
-            recalibration_s = recalibrate(trainer, loader, train_images, train_labels, epoch, recalibration_batches)
+            elif energy.get("joules") is None:  # NVML refused a reading the window needed
+                missing["energy"], energy = energy["missing"], None
+            recalibration_s = recalibrate(trainer, loader, epoch, recalibration_batches)
             eval_start = time.perf_counter()
             val = evaluate(trainer, val_images, val_labels, cell.batch_size, recalibrated=recalibration_s is not None)
             totals = [w + t + c for w, t, c in zip(waits, transfers, computes, strict=True)]
@@ -193,19 +273,27 @@ def run(
                     "step_ms": {"p50": float(np.median(computes) * 1000), "mean": float(np.mean(computes) * 1000)},
                     "step_samples_ms": [t * 1000.0 for t in totals],
                     "energy": energy,
-                    "rss_peak_mb": sampler.peak_mb,
+                    "rss_peak_mb": rss.current_peak_mb,
                     "resumed": resumed_from is not None and epoch == resumed_from,
                 }
             )
-            trainer.save(state_dir / CHECKPOINT)
-            atomic_write_json(progress_path, {"fingerprint": fingerprint, "epochs": epochs, "step0": step0})
+            with rss.outside():  # the serialiser's transient is not training's memory
+                checkpoint_start = time.perf_counter()
+                trainer.save(state_dir / CHECKPOINT)
+                epochs[-1]["checkpoint_s"] = time.perf_counter() - checkpoint_start
+                atomic_write_json(progress_path, {"fingerprint": fingerprint, "epochs": epochs, "step0": step0})
         recompilations = backend.compilations - compilations_before
     device_memory = backend.device_memory()
     if "missing" in device_memory:
         missing["device_memory"] = device_memory.pop("missing")
         device_memory_initial = None
     if compile_breakdown is None:
-        missing["compile_s"] = f"{backend.name} runs eagerly: epoch 0's compile_s is its first step's time"
+        missing["compile_s"] = (
+            f"{backend.name}'s trainer measures no first calls: epoch 0's compile_s is its first step"
+        )
+    optimizer = getattr(trainer, "optimizer_implementation", None)
+    if optimizer is not None:  # recorded with the framework's settings in the cell's provenance too
+        backend.effective_settings["optimizer_implementation"] = optimizer
     if not all(np.isfinite(e["train_loss"]) for e in epochs):
         raise FloatingPointError(f"non-finite training loss in {cell.label()}")
     target = settings.get("target_top1")
@@ -223,6 +311,16 @@ def run(
         "steps_per_epoch": steps_per_epoch,
         "num_classes": num_classes,
         "compile_breakdown_s": compile_breakdown,
+        "compile_wall_s": compile_wall_s,
+        "compile_definition": "compile/first-call time: for every function the cell runs (train step, evaluation, "
+        "BatchNorm recalibration, step-0 probe), its ahead-of-time trace/lower/compile (JAX; none in eager PyTorch) "
+        "plus its first call's time beyond a steady-state call, on throwaway state before the first timed step; "
+        "compile_wall_s also counts the steady-state reference calls",
+        "optimizer_implementation": optimizer,
+        "input_layout": trainer.input_layout,
+        "partial_last_batch": (
+            {"valid": len(train_labels) % cell.batch_size, "padded_to": cell.batch_size} if partial_batches else None
+        ),
         "bn_recalibration": {
             "batches_requested": recipe.bn_recalibration_batches,
             "batches": recalibration_batches,
@@ -246,8 +344,16 @@ def run(
         },
         "rss_mb": {
             "initial": rss_initial,
-            "max": sampler.peak_mb,
-            "source": "psutil rss, sampled every 10 ms from before the model load",
+            "max": rss.peak_mb,
+            "increase": rss.peak_mb - rss_initial,
+            "checkpoint_max": rss.checkpoint_peak_mb,
+            "peak_process_lifetime": peak_rss_mb(),
+            "samples": rss.samples,
+            "source": (
+                f"psutil rss from before the data and model load to the last evaluation, sampled every "
+                f"{LOAD_INTERVAL_S * 1000:g} ms and every {TIMED_INTERVAL_S * 1000:g} ms inside the epochs' step "
+                "loops; checkpoint writes left out (their peak is checkpoint_max); lifetime peak = ru_maxrss"
+            ),
         },
         "device_memory": {"initial": device_memory_initial, "max": device_memory} if device_memory else None,
         "missing": missing,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -16,13 +17,17 @@ from fwbench.trackers.nvml import NvmlDevice
 
 POWERCAP = Path("/sys/class/powercap")
 POWER_SAMPLE_S = 0.02
+# Idle baseline: wait out NVML's ~1 s power averaging, then 0.5 s windows until two agree within 5% (at most 6 s).
+IDLE_WAIT_S, IDLE_WINDOW_S, IDLE_TOLERANCE, IDLE_MAX_S = 1.2, 0.5, 0.05, 6.0
 
 
 class NvmlEnergy:
-    """Delta of nvmlDeviceGetTotalEnergyConsumption; falls back to integrating sampled power where unsupported."""
+    """Delta of nvmlDeviceGetTotalEnergyConsumption; falls back to integrating sampled power where unsupported.
+    `idle` is the idle baseline (`idle_baseline`'s record, or plain watts)."""
 
-    def __init__(self, device: NvmlDevice, idle_watts: float | None = None):
-        self.device, self.idle_watts = device, idle_watts
+    def __init__(self, device: NvmlDevice, idle: float | dict[str, Any] | None = None):
+        self.idle_baseline = idle if isinstance(idle, dict) else None
+        self.device, self.idle_watts = device, idle.get("watts") if isinstance(idle, dict) else idle
         self._start_mj = None
         self._samples: list[tuple[float, float]] = []
         self._stop = threading.Event()
@@ -30,8 +35,13 @@ class NvmlEnergy:
 
     def _sample(self) -> None:
         while not self._stop.is_set():
-            self._samples.append((time.perf_counter(), self.device.power_mw() / 1000.0))
+            self._append()
             self._stop.wait(POWER_SAMPLE_S)
+
+    def _append(self) -> None:
+        milliwatts = self.device.power_mw()
+        if milliwatts is not None:  # a refused reading is skipped (the trapezoid spans the gap)
+            self._samples.append((time.perf_counter(), milliwatts / 1000.0))
 
     def start(self) -> None:
         self._t0 = time.perf_counter()
@@ -41,16 +51,24 @@ class NvmlEnergy:
             self._thread.start()
 
     def stop(self) -> dict[str, Any]:
+        """The window's energy; {"joules": None, "missing": reason, ...} if NVML refused the readings it needs."""
         elapsed = time.perf_counter() - self._t0
         result: dict[str, Any] = {"window_s": elapsed, "idle_watts": self.idle_watts}
+        if self.idle_baseline is not None:
+            result["idle_baseline"] = self.idle_baseline
         if self._start_mj is not None:
             end = self.device.total_energy_mj()
+            if end is None:
+                return {**result, "joules": None, "missing": self.device.missing.get("energy", "no end reading")}
             joules = (end - self._start_mj) / 1000.0
             result.update(joules=joules, source="nvml total energy counter", samples=None)
         else:
             self._stop.set()
             self._thread.join()
-            samples = self._samples + [(time.perf_counter(), self.device.power_mw() / 1000.0)]
+            self._append()
+            samples = self._samples
+            if len(samples) < 2:
+                return {**result, "joules": None, "missing": self.device.missing.get("power", "< 2 power readings")}
             joules = sum((t1 - t0) * (p0 + p1) / 2 for (t0, p0), (t1, p1) in zip(samples, samples[1:], strict=False))
             result.update(joules=joules, source="nvml power sampling (trapezoid)", samples=len(samples))
         if self.idle_watts is not None:
@@ -114,17 +132,63 @@ def cpu_meter(root: Path = POWERCAP) -> RaplEnergy | str:
     return RaplEnergy(domains)
 
 
-def idle_watts(device: NvmlDevice, seconds: float = 0.5) -> float:
-    """Mean sampled board power while nothing of ours runs on the device (the idle baseline)."""
-    readings, end = [], time.perf_counter() + seconds
-    while time.perf_counter() < end:
-        readings.append(device.power_mw() / 1000.0)
-        time.sleep(POWER_SAMPLE_S)
-    return sum(readings) / len(readings)
+def idle_baseline(
+    device: NvmlDevice,
+    *,
+    wait_s: float = IDLE_WAIT_S,
+    window_s: float = IDLE_WINDOW_S,
+    tolerance: float = IDLE_TOLERANCE,
+    max_s: float = IDLE_MAX_S,
+    clock: Callable[[], float] = time.perf_counter,
+    sleep: Callable[[float], None] = time.sleep,
+) -> dict[str, Any]:
+    """Board power at idle, taken the same way at the same point for every framework: the caller has built the model
+    and synchronised (every framework holds its CUDA context, nothing runs). NVML's power reading is a moving average
+    over about a second on recent GPUs, so the tail of earlier work (the weight transfer, a previous cell) would
+    leak into it: wait `wait_s` first, then average `window_s` windows of readings until two consecutive means agree
+    within `tolerance` (settled) or `max_s` has passed (recorded as not settled). Returns the record with how it was
+    taken; {"watts": None, "missing": reason} where NVML reports no power."""
+    start = clock()
+    if device.power_mw() is None:
+        return {"watts": None, "missing": device.missing.get("power", "no power reading")}
+    sleep(wait_s)
+    means: list[float] = []
+    samples = 0
+    while True:
+        readings, end = [], clock() + window_s
+        while clock() < end:
+            milliwatts = device.power_mw()
+            if milliwatts is not None:
+                readings.append(milliwatts / 1000.0)
+            sleep(POWER_SAMPLE_S)
+        samples += len(readings)
+        if readings:
+            means.append(sum(readings) / len(readings))
+        settled = len(means) >= 2 and abs(means[-1] - means[-2]) <= tolerance * max(means[-2], 1e-9)
+        if settled or clock() - start >= max_s:
+            break
+    if not means:
+        return {"watts": None, "missing": device.missing.get("power", "no power reading while idle")}
+    return {
+        "watts": means[-1],
+        "settled": settled,
+        "waited_s": wait_s,
+        "took_s": clock() - start,
+        "window_s": window_s,
+        "windows_w": means,
+        "samples": samples,
+        "method": (
+            f"nvmlDeviceGetPowerUsage after {wait_s:g} s idle (NVML averages power over ~1 s), then the mean of "
+            f"{window_s:g} s windows until two agree within {tolerance:.0%}"
+        ),
+    }
 
 
-def energy_meter(gpu, idle: float | None):
-    """The meter of a timed window: NVML's energy counter on a GPU, else RAPL, else the reason there is none."""
+def energy_meter(gpu, idle: float | dict[str, Any] | None):
+    """The meter of a timed window: NVML's energy counter on a GPU (or sampled power), else RAPL, else the reason
+    there is none."""
     if isinstance(gpu, NvmlDevice):
+        if gpu.total_energy_mj() is None and gpu.power_mw() is None:
+            return f"NVML reports neither energy nor power: {gpu.missing.get('energy')}; {gpu.missing.get('power')}"
         return NvmlEnergy(gpu, idle)
     return cpu_meter()

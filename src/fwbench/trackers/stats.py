@@ -2,16 +2,27 @@
 
 Bootstrap intervals use a fixed seed so that re-aggregating the same samples gives the same interval; the
 percentile method is used because the median's sampling distribution is not symmetric for skewed latencies.
+The timed loop's stopping rule uses the distribution-free order-statistic interval of the median instead (binomial
+ranks, O(n) with a partial sort), so deciding whether to stop costs almost nothing inside the measured window.
+
+Across fresh processes (trials) the unit is the process, not the sample: a process's median carries the
+process-to-process variation that no amount of samples inside it can show. Trial throughputs are summarised by their
+geometric mean with a Student-t interval on their logs (n - 1 degrees of freedom); a framework ratio from
+interleaved rounds is the geometric mean of the per-round ratios, with the same interval on their logs (paired).
 """
 
 from __future__ import annotations
 
+import functools
+import math
 from dataclasses import dataclass
 
 import numpy as np
+from scipy import special
 
 BOOTSTRAP_RESAMPLES = 2000
 BOOTSTRAP_SEED = 0
+WITHIN_PROCESS_ONLY = "within one process only (trials=1): does not include process-to-process variation"
 NOISE_IQR_FRACTION = 0.10  # a cell whose IQR exceeds 10% of its median is flagged noisy (torch.utils.benchmark)
 
 
@@ -44,6 +55,37 @@ def bootstrap_median(
     alpha = (1.0 - confidence) / 2.0
     low, high = np.quantile(medians, [alpha, 1.0 - alpha])
     return Interval(float(np.median(values)), float(low), float(high))
+
+
+@functools.lru_cache(maxsize=512)
+def median_ranks(n: int, confidence: float = 0.95) -> tuple[int, int] | None:
+    """0-based ranks (j, k) of n sorted samples such that [x_(j), x_(k)] covers the population median with
+    probability >= `confidence` whatever the distribution (the count below the median is Binomial(n, 1/2)); None
+    when n is too small for any such interval."""
+    alpha = (1.0 - confidence) / 2.0
+    # P(B <= n/2 - 6 sqrt(n)) is ~1e-9 (normal tail at 12 sigma): the search window never misses the rank
+    ks = np.arange(max(0, int(n / 2 - 6 * math.sqrt(n)) - 2), n // 2 + 1)
+    below = int(np.searchsorted(special.bdtr(ks, n, 0.5), alpha, side="right"))  # ranks with P(B <= k) <= alpha
+    if below == 0:
+        return None
+    j = int(ks[below - 1])  # coverage of [x_(j), x_(n-1-j)] (0-based) is 1 - 2 P(B <= j) >= confidence
+    return j, n - 1 - j
+
+
+def order_statistic_median(samples, *, confidence: float = 0.95) -> Interval:
+    """Distribution-free CI of the median from binomial ranks: no resampling, one partial sort (np.partition).
+    Infinite bounds when there are too few samples for the confidence asked."""
+    values = np.asarray(samples, dtype=np.float64)
+    n = values.size
+    if n == 0:
+        raise ValueError("no samples")
+    ranks = median_ranks(n, confidence)
+    middle = [(n - 1) // 2, n // 2]
+    part = np.partition(values, sorted({*middle, *(ranks or ())}))
+    median = float((part[middle[0]] + part[middle[1]]) / 2.0)
+    if ranks is None:
+        return Interval(median, -math.inf, math.inf)
+    return Interval(median, float(part[ranks[0]]), float(part[ranks[1]]))
 
 
 def bootstrap_ratio_of_medians(
@@ -86,3 +128,45 @@ def summary(samples_ms) -> dict[str, float | int | bool]:
         "cv": std / mean if mean else 0.0,
         "noisy": bool(iqr / p50 > NOISE_IQR_FRACTION) if p50 else False,
     }
+
+
+def _t_quantile(df: float, confidence: float) -> float:
+    return float(special.stdtrit(df, 0.5 + confidence / 2.0))
+
+
+def geometric_mean_interval(values, *, confidence: float = 0.95) -> Interval:
+    """Geometric mean of positive values with a Student-t CI on their logs (n - 1 df), exponentiated: for per-trial
+    throughputs (one value per process) or per-round ratios. Needs at least two values."""
+    logs = np.log(np.asarray(values, dtype=np.float64))
+    if logs.size < 2:
+        raise ValueError("a t interval needs at least two values")
+    if not np.isfinite(logs).all():
+        raise ValueError("values must be positive and finite")
+    mean = float(logs.mean())
+    half = _t_quantile(logs.size - 1, confidence) * float(logs.std(ddof=1)) / math.sqrt(logs.size)
+    return Interval(math.exp(mean), math.exp(mean - half), math.exp(mean + half))
+
+
+def paired_ratio_interval(numerator, denominator, *, confidence: float = 0.95) -> Interval:
+    """Ratio numerator/denominator from paired values (element k of both measured at the same moment, e.g. one
+    round of interleaved trials): geometric mean of the per-pair ratios with a t CI on their logs (pairs - 1 df).
+    Drift that moves both members of a pair alike cancels in their ratio."""
+    a, b = np.asarray(numerator, np.float64), np.asarray(denominator, np.float64)
+    if a.shape != b.shape:
+        raise ValueError("paired values need equal lengths")
+    return geometric_mean_interval(a / b, confidence=confidence)
+
+
+def welch_ratio_interval(numerator, denominator, *, confidence: float = 0.95) -> Interval:
+    """Ratio of the geometric means of two unpaired sets of values (e.g. trials of two cells not measured
+    interleaved), with a Welch t CI on the difference of their mean logs (Welch-Satterthwaite df)."""
+    a, b = np.log(np.asarray(numerator, np.float64)), np.log(np.asarray(denominator, np.float64))
+    if a.size < 2 or b.size < 2:
+        raise ValueError("a Welch interval needs at least two values on each side")
+    va, vb = float(a.var(ddof=1)) / a.size, float(b.var(ddof=1)) / b.size
+    diff, se = float(a.mean() - b.mean()), math.sqrt(va + vb)
+    if se == 0.0:
+        return Interval(math.exp(diff), math.exp(diff), math.exp(diff))
+    df = (va + vb) ** 2 / (va**2 / (a.size - 1) + vb**2 / (b.size - 1))
+    half = _t_quantile(df, confidence) * se
+    return Interval(math.exp(diff), math.exp(diff - half), math.exp(diff + half))

@@ -1,5 +1,7 @@
 """JAX/Flax trainer: a pure train step (value_and_grad, optax Adam, BatchNorm statistics as mutable state), compiled
-ahead of time for the exact batch shape, so compilation is measured once and never falls inside an epoch."""
+ahead of time for the exact batch shape, so compilation is measured once and never falls inside an epoch. Every
+executable the cell runs (train step, evaluation, recalibration, step-0 probe) is compiled in `compile`. Batches
+arrive in NHWC (`input_layout`), the Flax twins' layout, exactly as the shared loader prepares them."""
 
 from __future__ import annotations
 
@@ -11,12 +13,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
-from flax import serialization
 
 from fwbench.backends.base import STATISTICS, Trainer
-from fwbench.io import atomic_write_bytes
 from fwbench.models import flax_variables
 from fwbench.models.layers import MOMENTS
+from fwbench.training.checkpoint import atomic_stream, read_arrays, write_arrays
+from fwbench.training.firstcall import first_call_extra
 from fwbench.training.recipe import Recipe
 
 
@@ -28,11 +30,18 @@ def adam(recipe: Recipe) -> optax.GradientTransformation:
     return optax.chain(*parts, optax.scale_by_adam(b1=b1, b2=b2, eps=recipe.eps, eps_root=0.0))
 
 
-def _loss(logits, labels):
-    return optax.softmax_cross_entropy_with_integer_labels(logits.astype(jnp.float32), labels).mean()
+def _loss(logits, labels, valid=None):
+    """Cross-entropy, the mean over the batch, or over its first `valid` rows when the rest pads a partial batch."""
+    losses = optax.softmax_cross_entropy_with_integer_labels(logits.astype(jnp.float32), labels)
+    if valid is None:
+        return losses.mean()
+    return jnp.where(jnp.arange(labels.shape[0]) < valid, losses, 0.0).sum() / valid
 
 
 class JaxTrainer(Trainer):
+    input_layout = "NHWC"
+    optimizer_implementation = "optax add_decayed_weights + scale_by_adam, inside the compiled train step"
+
     def __init__(self, backend, model: str, state_dict: Mapping[str, np.ndarray], *, num_classes, image_size, recipe):
         self.backend, self.recipe = backend, recipe
         module, variables = flax_variables(model, state_dict, num_classes=num_classes, image_size=image_size)
@@ -48,6 +57,7 @@ class JaxTrainer(Trainer):
         self._probe = jax.jit(self._probe_step)
         self._moments = jax.jit(self._moments_step)
         self.train_executable, self.eval_executables, self.moments_executable = None, {}, None
+        self.masked_train_executable, self.probe_executable = None, None
         self.recalibrated = None
 
     # Pure functions (jitted above) -------------------------------------------------------------------------------
@@ -61,10 +71,10 @@ class JaxTrainer(Trainer):
         )
         return logits, updates.get("batch_stats", batch_stats)
 
-    def _train_step(self, params, batch_stats, opt_state, images, labels, lr, key):
+    def _train_step(self, params, batch_stats, opt_state, images, labels, lr, key, valid=None):
         def loss_fn(p):
             logits, stats = self._forward(p, batch_stats, images, True, key)
-            return _loss(logits, labels), stats
+            return _loss(logits, labels, valid), stats
 
         (loss, stats), grads = jax.value_and_grad(loss_fn, has_aux=True)(params)
         updates, opt_state = self.tx.update(grads, opt_state, params)
@@ -93,10 +103,10 @@ class JaxTrainer(Trainer):
         )
         return state[MOMENTS]
 
-    def _probe_step(self, params, batch_stats, opt_state, images, labels, lr):
+    def _probe_step(self, params, batch_stats, opt_state, images, labels, lr, valid):
         def loss_fn(p):
             logits, stats = self._forward(p, batch_stats, images, True)  # randomness off
-            return _loss(logits, labels), stats
+            return _loss(logits, labels, valid), stats
 
         (loss, stats), grads = jax.value_and_grad(loss_fn, has_aux=True)(params)
         norm = optax.tree.norm(grads)
@@ -106,9 +116,12 @@ class JaxTrainer(Trainer):
         return loss, norm, after
 
     # Trainer interface ----------------------------------------------------------------------------------------------
-    def to_device(self, images_nhwc, labels):
-        images = jnp.asarray(np.asarray(images_nhwc, np.float32), dtype=self.backend.dtype)
-        return jax.device_put(images, self.backend.device), jax.device_put(np.asarray(labels, np.int32))
+    def to_device(self, images, labels):
+        """`images`: a normalised float32 NHWC batch (input_layout), as the shared loader prepares it."""
+        host = np.asarray(images, np.float32).astype(np.dtype(self.backend.dtype), copy=False)  # cast on the host
+        return jax.device_put(host, self.backend.device), jax.device_put(
+            np.asarray(labels, np.int32), self.backend.device
+        )
 
     def synchronize(self, handle) -> None:
         jax.block_until_ready(handle)
@@ -116,40 +129,83 @@ class JaxTrainer(Trainer):
     def _lr(self, lr: float):
         return jnp.asarray(lr, jnp.float32)
 
-    def compile(self, images, labels) -> dict[str, float]:
-        key = jax.random.fold_in(self.key, 0)
-        t0 = time.perf_counter()
-        lowered = self._train.lower(
-            self.params, self.batch_stats, self.opt_state, images, labels, self._lr(self.recipe.lr), key
-        )
-        t1 = time.perf_counter()
-        self.train_executable = lowered.compile()
-        t2 = time.perf_counter()
-        for batch_statistics in (False, True):
-            self.eval_executables[batch_statistics] = self._eval.lower(
+    def compile(self, images, labels, *, partial_batches: bool = False) -> dict[str, float]:
+        """Every executable the cell runs, ahead of time for these shapes, each followed by its first call and
+        steady-state calls on throwaway copies of the state (fwbench.training.firstcall): the train step (and, with
+        `partial_batches`, its masked variant for a padded last batch), evaluation with running and with batch
+        statistics, BatchNorm recalibration's moments (models with BatchNorm) and the step-0 probe."""
+        rows = int(labels.shape[0])
+        lr, key, valid = self._lr(self.recipe.lr), jax.random.fold_in(self.key, 0), jnp.asarray(rows, jnp.int32)
+        timings: dict[str, float] = {}
+
+        def ahead_of_time(name, jitted, *args, **static):
+            t0 = time.perf_counter()
+            lowered = jitted.lower(*args, **static)
+            t1 = time.perf_counter()
+            executable = lowered.compile()
+            timings[f"{name}_trace_lower_s"], timings[f"{name}_compile_s"] = t1 - t0, time.perf_counter() - t1
+            return executable
+
+        def first_calls(name, call, finish=jax.block_until_ready):
+            timings[f"{name}_first_call_extra_s"] = first_call_extra(call, finish)
+
+        state = (self.params, self.batch_stats, self.opt_state)
+        self.train_executable = ahead_of_time("train", self._train, *state, images, labels, lr, key)
+        timings["train_first_call_extra_s"] = self._train_first_calls(self.train_executable, images, labels, lr, key)
+        if partial_batches:
+            masked = jnp.asarray(max(1, rows - 1), jnp.int32)
+            self.masked_train_executable = ahead_of_time(
+                "train_masked", self._train, *state, images, labels, lr, key, masked
+            )
+            timings["train_masked_first_call_extra_s"] = self._train_first_calls(
+                self.masked_train_executable, images, labels, lr, key, masked
+            )
+        for name, batch_statistics in (("eval", False), ("eval_batch_statistics", True)):
+            executable = ahead_of_time(
+                name,
+                self._eval,
                 self.params,
                 self.batch_stats,
                 images,
                 labels,
-                jnp.asarray(labels.shape[0], jnp.int32),
+                valid,
                 batch_statistics=batch_statistics,
-            ).compile()
-        t3 = time.perf_counter()
-        timings = {"train_trace_lower_s": t1 - t0, "train_compile_s": t2 - t1, "eval_compile_s": t3 - t2}
+            )
+            self.eval_executables[batch_statistics] = executable
+            first_calls(name, lambda e=executable: e(self.params, self.batch_stats, images, labels, valid))
         if self._has_batch_norm():
-            self.moments_executable = self._moments.lower(self.params, self.batch_stats, images).compile()
-            timings["recalibration_compile_s"] = time.perf_counter() - t3
+            self.moments_executable = ahead_of_time(
+                "recalibration", self._moments, self.params, self.batch_stats, images
+            )
+            first_calls("recalibration", lambda: self.moments_executable(self.params, self.batch_stats, images))
+        self.probe_executable = ahead_of_time("probe", self._probe, *state, images, labels, lr, valid)
+        first_calls("probe", lambda: self.probe_executable(*state, images, labels, lr, valid))
         return timings
+
+    def _train_first_calls(self, executable, images, labels, lr, key, *extra) -> float:
+        """The train step's first-call extra, on copies of the state (the step donates it), each call on the state
+        the previous one returned."""
+        state = jax.tree_util.tree_map(jnp.copy, (self.params, self.batch_stats, self.opt_state))
+
+        def call():
+            nonlocal state
+            *state, loss = executable(*state, images, labels, lr, key, *extra)
+            return loss
+
+        return first_call_extra(call, self.value)
 
     def _has_batch_norm(self) -> bool:
         return bool(jax.tree_util.tree_leaves(self.batch_stats))
 
-    def step(self, images, labels, lr: float, step_index: int):
-        if self.train_executable is None:
-            raise RuntimeError("JaxTrainer.step before compile()")
+    def step(self, images, labels, lr: float, step_index: int, valid: int | None = None):
+        masked = valid is not None and valid < labels.shape[0]
+        executable = self.masked_train_executable if masked else self.train_executable
+        if executable is None:
+            raise RuntimeError(f"JaxTrainer.step before compile({'partial_batches=True' if masked else ''})")
         key = jax.random.fold_in(self.key, step_index)
-        self.params, self.batch_stats, self.opt_state, loss = self.train_executable(
-            self.params, self.batch_stats, self.opt_state, images, labels, self._lr(lr), key
+        extra = (jnp.asarray(valid, jnp.int32),) if masked else ()
+        self.params, self.batch_stats, self.opt_state, loss = executable(
+            self.params, self.batch_stats, self.opt_state, images, labels, self._lr(lr), key, *extra
         )
         return loss
 
@@ -188,18 +244,28 @@ class JaxTrainer(Trainer):
         self.recalibrated = jax.block_until_ready(average)
         return True
 
-    def probe(self, images, labels, lr: float) -> dict[str, float]:
-        loss, norm, after = self._probe(self.params, self.batch_stats, self.opt_state, images, labels, self._lr(lr))
+    def probe(self, images, labels, lr: float, valid: int | None = None) -> dict[str, float]:
+        if self.probe_executable is None:
+            raise RuntimeError("JaxTrainer.probe before compile()")
+        rows = jnp.asarray(labels.shape[0] if valid is None else valid, jnp.int32)
+        loss, norm, after = self.probe_executable(
+            self.params, self.batch_stats, self.opt_state, images, labels, self._lr(lr), rows
+        )
         return {"loss": float(loss), "grad_norm": float(norm), "loss_after_step": float(after)}
 
     def _state(self) -> dict[str, Any]:
         return {"params": self.params, "batch_stats": self.batch_stats, "opt_state": self.opt_state}
 
+    def _leaves(self) -> tuple[list[str], list[Any], Any]:
+        flat, treedef = jax.tree_util.tree_flatten_with_path(self._state())
+        return [jax.tree_util.keystr(path) for path, _ in flat], [leaf for _, leaf in flat], treedef
+
     def save(self, path) -> None:
-        atomic_write_bytes(path, serialization.to_bytes(jax.device_get(self._state())))
+        names, leaves, _ = self._leaves()  # one leaf at a time to the host and into the file
+        atomic_stream(path, lambda handle: write_arrays(handle, zip(names, leaves, strict=True), jax.device_get))
 
     def load(self, path) -> None:
-        with open(path, "rb") as handle:
-            state = serialization.from_bytes(jax.device_get(self._state()), handle.read())
-        state = jax.device_put(state, self.backend.device)
+        names, leaves, treedef = self._leaves()
+        arrays = read_arrays(path, names, leaves)
+        state = jax.device_put(jax.tree_util.tree_unflatten(treedef, arrays), self.backend.device)
         self.params, self.batch_stats, self.opt_state = state["params"], state["batch_stats"], state["opt_state"]

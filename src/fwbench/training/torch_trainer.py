@@ -1,9 +1,12 @@
-"""PyTorch trainer: eager train mode, torch.optim.Adam with the step's learning rate set from the shared schedule."""
+"""PyTorch trainer: eager train mode, torch.optim.Adam with the step's learning rate set from the shared schedule.
+
+Batches arrive in NCHW (`input_layout`): the shared loader's threads transpose them, so the timed step only moves
+them to the device, as the JAX step does with its NHWC batches.
+"""
 
 from __future__ import annotations
 
 import copy
-import io
 from collections.abc import Mapping
 
 import numpy as np
@@ -11,16 +14,41 @@ import torch
 import torch.nn.functional as F
 
 from fwbench.backends.base import STATISTICS, Trainer
-from fwbench.io import atomic_write_bytes
 from fwbench.models import torch_model
+from fwbench.training.checkpoint import atomic_stream
+from fwbench.training.firstcall import first_call_extra
 from fwbench.training.recipe import Recipe
 
+ADAM_IMPLEMENTATIONS = ("fused", "foreach", "single-tensor")
 
-def adam(parameters, recipe: Recipe) -> torch.optim.Adam:
-    # foreach=False: the reference single-tensor implementation, whose arithmetic order optax's matches.
+
+def adam_implementation(device_type: str) -> str:
+    """torch's fused Adam (one kernel over all parameters) where it has one for the device, else the foreach
+    (multi-tensor) one; never the per-tensor loop, which launches ~10 kernels per parameter tensor on a GPU."""
+    return "fused" if device_type in ("cuda", "cpu") else "foreach"
+
+
+def adam(parameters, recipe: Recipe, implementation: str = "fused") -> torch.optim.Adam:
+    """All of torch's Adam implementations compute the same update; the test suite checks each against optax's
+    step for step."""
+    if implementation not in ADAM_IMPLEMENTATIONS:
+        raise ValueError(f"Adam implementation {implementation!r}: not one of {ADAM_IMPLEMENTATIONS}")
+    choice = {"fused": {"fused": True}, "foreach": {"foreach": True}, "single-tensor": {"foreach": False}}
     return torch.optim.Adam(
-        parameters, lr=recipe.lr, betas=recipe.betas, eps=recipe.eps, weight_decay=recipe.weight_decay, foreach=False
+        parameters,
+        lr=recipe.lr,
+        betas=recipe.betas,
+        eps=recipe.eps,
+        weight_decay=recipe.weight_decay,
+        **choice[implementation],
     )
+
+
+def _loss(logits: torch.Tensor, labels: torch.Tensor, valid: int | None = None) -> torch.Tensor:
+    """Cross-entropy, the mean over the batch, or over its first `valid` rows when the rest pads a partial batch."""
+    if valid is None or valid >= len(labels):
+        return F.cross_entropy(logits, labels)
+    return F.cross_entropy(logits[:valid], labels[:valid])
 
 
 def _is_statistic(key: str) -> bool:
@@ -36,39 +64,78 @@ def _randomness_off(model: torch.nn.Module) -> None:
 
 
 class TorchTrainer(Trainer):
+    input_layout = "NCHW"
+
     def __init__(self, backend, model: str, state_dict: Mapping[str, np.ndarray], *, num_classes, image_size, recipe):
         self.backend, self.recipe = backend, recipe
         module = torch_model(model, num_classes=num_classes, image_size=image_size)
         module.load_state_dict({k: torch.from_numpy(np.asarray(v)) for k, v in state_dict.items()}, strict=True)
         self.model = module.to(device=backend.device, dtype=backend.dtype).train()
-        self.optimizer = adam(self.model.parameters(), recipe)
+        self.adam = adam_implementation(backend.device.type)
+        self.optimizer = adam(self.model.parameters(), recipe, self.adam)
+        self.optimizer_implementation = f"torch.optim.Adam, {self.adam}"
         self.recalibrated: dict[str, torch.Tensor] | None = None
 
-    def to_device(self, images_nhwc, labels):
-        nchw = np.ascontiguousarray(np.asarray(images_nhwc, np.float32).transpose(0, 3, 1, 2))
-        images = torch.from_numpy(nchw).to(device=self.backend.device, dtype=self.backend.dtype)
+    def to_device(self, images, labels):
+        """`images`: a normalised float32 NCHW batch (input_layout), as the shared loader prepares it."""
+        # cast on the host, then move, as the JAX trainer does
+        images = torch.from_numpy(np.asarray(images, np.float32)).to(dtype=self.backend.dtype).to(self.backend.device)
         return images, torch.from_numpy(np.asarray(labels, np.int64)).to(self.backend.device)
 
     def synchronize(self, handle) -> None:
         if self.backend.device.type == "cuda":
             torch.cuda.synchronize(self.backend.device)
 
-    def compile(self, images, labels) -> None:
-        return None
+    def compile(self, images, labels, *, partial_batches: bool = False) -> dict[str, float]:
+        """Eager PyTorch prepares nothing ahead: its compile/first-call time (fwbench.training.firstcall) is each
+        function's first call beyond a steady-state one, the train step's on a copy of the model and optimizer
+        before anything else ran. Afterwards Adam's state exists (zeros, step 0, exactly what its first step would
+        create), as optax's does from the start, so no timed step allocates it."""
+        lr, rows = self.recipe.lr, int(labels.shape[0])
+        variants = {"train": None, **({"train_masked": max(1, rows - 1)} if partial_batches else {})}
+        timings = self._train_first_calls(images, labels, lr, variants)
+        for name, statistics in (("eval", "running"), ("eval_batch_statistics", "batch")):
+            timings[f"{name}_first_call_extra_s"] = first_call_extra(
+                lambda statistics=statistics: self.evaluate(images, labels, rows, statistics=statistics), _done
+            )
+        if self._batch_norms():
+            timings["recalibration_first_call_extra_s"] = first_call_extra(lambda: self.recalibrate([images]), _done)
+            self.recalibrated = None
+        timings["probe_first_call_extra_s"] = first_call_extra(
+            lambda: self._probe(images, labels, lr, self.backend.dtype), _done
+        )
+        return timings
+
+    def _train_first_calls(self, images, labels, lr: float, variants: Mapping[str, int | None]) -> dict[str, float]:
+        model = copy.deepcopy(self.model)
+        optimizer = adam(model.parameters(), self.recipe, self.adam)
+        timings = {
+            f"{name}_first_call_extra_s": first_call_extra(
+                lambda valid=valid: self._train_step(model, optimizer, images, labels, lr, 0, valid), self.value
+            )
+            for name, valid in variants.items()
+        }
+        if not self.optimizer.state:  # fresh (not resumed): Adam's state as its first step would create it
+            for mine, theirs in zip(self.model.parameters(), model.parameters(), strict=True):
+                self.optimizer.state[mine] = {k: torch.zeros_like(v) for k, v in optimizer.state[theirs].items()}
+        return timings
 
     def _seed(self, step_index: int) -> None:
         # Dropout masks depend only on (seed, step), so a run resumed at an epoch boundary draws what it would have.
         torch.manual_seed(self.recipe.seed * 1_000_003 + step_index)
 
-    def step(self, images, labels, lr: float, step_index: int):
+    def _train_step(self, model, optimizer, images, labels, lr: float, step_index: int, valid: int | None):
         self._seed(step_index)
-        for group in self.optimizer.param_groups:
+        for group in optimizer.param_groups:
             group["lr"] = float(lr)
-        self.optimizer.zero_grad(set_to_none=True)
-        loss = F.cross_entropy(self.model(images).float(), labels)
+        optimizer.zero_grad(set_to_none=True)
+        loss = _loss(model(images).float(), labels, valid)
         loss.backward()
-        self.optimizer.step()
+        optimizer.step()
         return loss.detach()
+
+    def step(self, images, labels, lr: float, step_index: int, valid: int | None = None):
+        return self._train_step(self.model, self.optimizer, images, labels, lr, step_index, valid)
 
     def value(self, loss) -> float:
         return float(loss.item())
@@ -102,8 +169,11 @@ class TorchTrainer(Trainer):
             if saved is not None:
                 self.model.load_state_dict(saved, strict=False)
 
+    def _batch_norms(self) -> list[torch.nn.Module]:
+        return [m for m in self.model.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)]
+
     def recalibrate(self, batches) -> bool:
-        norms = [m for m in self.model.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)]
+        norms = self._batch_norms()
         if not norms:
             return False
         saved, momenta = self._statistics(), [m.momentum for m in norms]
@@ -126,39 +196,43 @@ class TorchTrainer(Trainer):
             self.model.train()
         return True
 
-    def _probe(self, images, labels, lr: float, dtype) -> dict[str, float]:
+    def _probe(self, images, labels, lr: float, dtype, valid: int | None = None) -> dict[str, float]:
         model = copy.deepcopy(self.model).to(dtype)
         _randomness_off(model)
         optimizer = adam(model.parameters(), self.recipe)
         for group in optimizer.param_groups:
             group["lr"] = float(lr)
         images = images.to(dtype)
-        loss = F.cross_entropy(model(images).to(torch.promote_types(dtype, torch.float32)), labels)
+        loss = _loss(model(images).to(torch.promote_types(dtype, torch.float32)), labels, valid)
         loss.backward()
         grads = [p.grad.double().flatten() for p in model.parameters() if p.grad is not None]
         norm = float(torch.linalg.vector_norm(torch.cat(grads)).item())
         optimizer.step()
         with torch.no_grad():
-            after = F.cross_entropy(model(images).to(torch.promote_types(dtype, torch.float32)), labels)
+            after = _loss(model(images).to(torch.promote_types(dtype, torch.float32)), labels, valid)
         return {"loss": float(loss.item()), "grad_norm": norm, "loss_after_step": float(after.item())}
 
-    def probe(self, images, labels, lr: float) -> dict[str, float]:
+    def probe(self, images, labels, lr: float, valid: int | None = None) -> dict[str, float]:
         """Also, in fp32 cells, the same probe in float64: how far PyTorch's own fp32 result is from the exact one
         (Adam's first step is sign-like, so ill-conditioned gradients can make this large), the yardstick for
         judging the frameworks' step-0 difference."""
-        result = self._probe(images, labels, lr, self.backend.dtype)
+        result = self._probe(images, labels, lr, self.backend.dtype, valid)
         if self.backend.dtype == torch.float32:
-            exact = self._probe(images, labels, lr, torch.float64)
+            exact = self._probe(images, labels, lr, torch.float64, valid)
             result["fp64_loss_after_step"] = exact["loss_after_step"]
             result["fp64_grad_norm"] = exact["grad_norm"]
         return result
 
     def save(self, path) -> None:
-        buffer = io.BytesIO()
-        torch.save({"model": self.model.state_dict(), "optimizer": self.optimizer.state_dict()}, buffer)
-        atomic_write_bytes(path, buffer.getvalue())
+        state = {"model": self.model.state_dict(), "optimizer": self.optimizer.state_dict()}
+        atomic_stream(path, lambda handle: torch.save(state, handle))  # storage by storage, no in-memory copy
 
     def load(self, path) -> None:
         state = torch.load(path, map_location=self.backend.device, weights_only=True)
         self.model.load_state_dict(state["model"])
         self.optimizer.load_state_dict(state["optimizer"])
+
+
+def _done(result):
+    """`first_call_extra`'s finish for calls that already return host values (they synchronised)."""
+    return result
