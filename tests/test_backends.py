@@ -232,3 +232,33 @@ def test_bf16_weights_and_inputs_are_cast_on_the_host(weights, monkeypatch):
     get_backend("torch", threads=1, precision="bf16").build("small_cnn", weights, num_classes=6, image_size=16)
     assert moves[0] == ((), {"dtype": torch.bfloat16}), "cast while the module is still on the host"
     assert all("dtype" not in kwargs for _, kwargs in moves[1:])
+
+
+@pytest.mark.parametrize(("framework", "other"), [("jax", "torch"), ("torch", "jax")])
+def test_a_measuring_process_loads_only_its_own_framework(tmp_path, framework, other):
+    """A cell's process imports the framework it measures and not the other one (whose import time and memory
+    would count against it): build and run every model's twin, then look at sys.modules."""
+    import subprocess
+    import sys
+
+    from fwbench.models.registry import MODELS
+
+    script = f"""
+import sys
+import numpy as np
+from fwbench.backends import get_backend
+backend = get_backend({framework!r}, threads=1, precision="fp32")
+for name in {sorted(MODELS)!r}:
+    weights = dict(np.load({str(tmp_path)!r} + "/" + name + ".npz"))
+    backend.build(name, weights, num_classes=4, image_size=32)
+    backend.to_device(np.zeros((1, 32, 32, 3), np.float32))
+backend.versions()
+loaded = sorted(m for m in sys.modules if m == {other!r} or m.startswith({other!r} + "."))
+assert not loaded, f"{framework} process loaded {{loaded[:5]}}"
+"""
+    from fwbench.models.weights import init_weights
+
+    for name in MODELS:
+        init_weights(name, num_classes=4, image_size=32, seed=0, out=tmp_path / f"{name}.npz")
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]

@@ -359,7 +359,7 @@ class FakeCudaBackend(Backend):
     forwards_at_reset = None
 
     def reset_device_memory_peak(self):
-        self.forwards_at_reset = len(self.calls)
+        self.forwards_at_reset = len(getattr(self, "calls", []))  # a training cell builds no inference model
 
     def device_timer(self):
         return FakeEventTimer()
@@ -455,6 +455,8 @@ def test_training_scenario_records_gpu_energy_and_memory(tmp_path, monkeypatch):
         assert epoch["energy"]["idle_watts"] == 40.0 and epoch["energy"]["idle_baseline"] == {"watts": 40.0}
     assert len(idle_taken) == 1 and idle_taken[0].lookup["key"] == "uuid"
     assert metrics["device_memory"]["max"]["peak_allocated_bytes"] == 456
+    # the epochs' own peak: the scenario reset it after compilation and before the first epoch
+    assert backend.forwards_at_reset is not None and metrics["device_memory"]["max"]["steady_state_peak_bytes"] == 123
     assert metrics["device_memory"]["initial"]["source"] == "fake allocator"
     assert "energy" not in metrics["missing"] and "device_memory" not in metrics["missing"]
     assert metrics["epochs"][0]["compile_s"] == pytest.approx(0.01)

@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 
 def _umask() -> int:
@@ -15,20 +16,26 @@ def _umask() -> int:
     return mask
 
 
-def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
+def atomic_stream(path: str | os.PathLike, write: Callable[[BinaryIO], None]) -> None:
+    """Call `write` with a binary file that becomes `path` once `write` returned and the data is on disk (for
+    output too large to build in memory first, e.g. a checkpoint written tensor by tensor)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         os.fchmod(fd, 0o666 & ~_umask())  # mkstemp creates 0600; results are ordinary files
         with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
+            write(handle)
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
+    atomic_stream(path, lambda handle: handle.write(data))
 
 
 def atomic_write_text(path: str | os.PathLike, text: str) -> None:

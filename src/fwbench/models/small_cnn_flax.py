@@ -8,7 +8,7 @@ import flax.linen as nn
 import jax.numpy as jnp
 
 from fwbench.models.layers import ConvNormActivation
-from fwbench.models.small_cnn_torch import STRIDES, WIDTHS
+from fwbench.models.small_cnn_shape import STRIDES, WIDTHS
 
 
 class Features(nn.Module):

@@ -6,8 +6,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-WIDTHS = (32, 64, 128)
-STRIDES = (1, 2, 2)
+from fwbench.models.small_cnn_shape import STRIDES, WIDTHS
 
 
 def _conv_bn_relu(cin: int, cout: int, stride: int) -> nn.Sequential:

@@ -10,31 +10,13 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 import zipfile
 from collections.abc import Callable, Iterable
-from pathlib import Path
 from typing import Any, BinaryIO
 
 import numpy as np
 
 FORMAT = 2  # 1: in-memory torch.save / flax msgpack; 2: streamed (torch.save to the file, JAX leaves in an .npz)
-
-
-def atomic_stream(path: str | os.PathLike, write: Callable[[BinaryIO], None]) -> None:
-    """Call `write` with a binary file that becomes `path` once `write` returned and the data is on disk."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            write(handle)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def write_arrays(handle: BinaryIO, named: Iterable[tuple[str, Any]], to_host: Callable[[Any], np.ndarray]) -> None:

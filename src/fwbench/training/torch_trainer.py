@@ -14,8 +14,8 @@ import torch
 import torch.nn.functional as F
 
 from fwbench.backends.base import STATISTICS, Trainer
+from fwbench.io import atomic_stream
 from fwbench.models import torch_model
-from fwbench.training.checkpoint import atomic_stream
 from fwbench.training.firstcall import first_call_extra
 from fwbench.training.recipe import Recipe
 
