@@ -75,7 +75,7 @@ class JaxBackend(Backend):
             # to the cell's thread count before JAX starts, so this is the pool size.
             "intra_op_threads": len(os.sched_getaffinity(0)),
             "default_matmul_precision": str(jax.config.jax_default_matmul_precision),
-            "tf32_in_effect": self.precision == "tf32" and self.device.platform == "gpu",
+            "tf32_in_effect": self.precision == "tf32" and self._on_gpu(),
             "xla_flags": os.environ.get("XLA_FLAGS", ""),
             # Set by the worker for every framework's process; only JAX reads it (false: allocate on demand).
             "preallocate": os.environ.get("XLA_PYTHON_CLIENT_PREALLOCATE", "true (JAX's default)"),
@@ -131,8 +131,8 @@ class JaxBackend(Backend):
 
     def device_info(self) -> dict[str, Any]:
         kind = getattr(self.device, "device_kind", self.device.platform)
-        info = {"platform": "cuda" if self.device.platform == "gpu" else self.device.platform, "name": kind}
-        if self.device.platform == "gpu":
+        info = {"platform": "cuda" if self._on_gpu() else self.device.platform, "name": kind}
+        if self._on_gpu():
             info["compute_capability"] = getattr(self.device, "compute_capability", None)
         return info
 
@@ -173,11 +173,12 @@ class JaxBackend(Backend):
         outputs.block_until_ready()
 
     def gpu_index(self) -> int | None:
-        return int(self.device.id) if self.device.platform == "gpu" else None
+        return int(self.device.id) if self._on_gpu() else None
 
     _identity: dict[str, Any] | None = None
 
     def _on_gpu(self) -> bool:
+        """JAX names a CUDA device's platform "gpu" (and "cuda" in some versions); every record says "cuda"."""
         return self.device.platform in ("gpu", "cuda")
 
     def _driver_identity(self) -> dict[str, Any]:
