@@ -19,7 +19,9 @@ from fwbench.io import atomic_write_json
 from fwbench.results import load_result
 
 BASE = {
-    "schema_version": 1,
+    "schema_version": 2,
+    "failure": None,
+    "deviations": [],
     "settings": {},
     "stderr_tail": None,
     "inputs": {},
@@ -34,7 +36,7 @@ BASE = {
 }
 
 
-def _result(framework, batch, throughput=None, reason=None):
+def _result(framework, batch, throughput=None, reason=None, kind="crash"):
     result = copy.deepcopy(BASE)
     result["cell"] = {
         "suite": "inference",
@@ -46,6 +48,15 @@ def _result(framework, batch, throughput=None, reason=None):
     }
     if reason:
         result.update(status="failed", reason=reason, metrics=None, samples_ms=[], stderr_tail="Traceback ...")
+        signal = "SIGSEGV" if kind == "crash" else None
+        result["failure"] = {
+            "kind": kind,
+            "reason": reason,
+            "exit_code": None if signal else 1,
+            "signal": signal,
+            "trial": 1,
+            "workarounds_tried": [],
+        }
         result["provenance"]["framework"] = None
         return result
     p50 = batch * 1000.0 / throughput
@@ -114,8 +125,9 @@ def test_inference_and_failure_tables(cell_files, tmp_path):
     # One trial per cell: the ratio's CI is within-process only, so it is marked and never bold (never "resolved").
     assert r"1.50$\times$ {\scriptsize[1.50, 1.50]}$^{w}$" in table and r"\textbf{1.50" not in table
     failures = failures_table(frame)
-    assert r"SIGSEGV \& more\_stuff\_50\%" in failures
-    assert failures_table(frame[frame["status"] == "ok"]) == "No benchmark cell failed.\n"
+    assert r"SIGSEGV \& more\_stuff\_50\%" in failures and r"\texttt{crash}" in failures
+    assert "1 cell failed (1 crash)" in failures
+    assert failures_table(frame[frame["status"] == "ok"]).startswith("No cell failed and none needed a workaround.\n")
 
 
 def test_macros_and_environment(cell_files, tmp_path, tiny_config):

@@ -24,9 +24,11 @@ def _result(framework, *, platform="cuda", name=H100, tf32=False, cuda="13.0", p
         settings = {"tf32_in_effect": tf32, "dtype": "float32", "xla_flags": "", "preallocate": "false"}
     device = {"platform": platform, "name": name if platform == "cuda" else "cpu", "compute_capability": "9.0"}
     return {
-        "schema_version": 1,
+        "schema_version": 2,
         "status": "ok",
         "reason": None,
+        "failure": None,
+        "deviations": [],
         "cell": {
             "suite": "inference",
             "framework": framework,

@@ -86,11 +86,13 @@ def test_a_single_trial_is_labelled_within_process():
 
 
 BASE = {
-    "schema_version": 1,
+    "schema_version": 2,
     "settings": {},
     "stderr_tail": None,
     "inputs": {},
     "reason": None,
+    "failure": None,
+    "deviations": [],
     "status": "ok",
 }
 

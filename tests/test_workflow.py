@@ -188,3 +188,58 @@ def test_device_cuda_without_a_gpu_stops_before_any_cell(tmp_path, venv_bin):
     assert "fwbench: device: cuda, but torch sees only cpu" in output or "fwbench: device: cuda, but jax" in output
     assert not (tmp_path / "results" / "cells").exists() and not (tmp_path / "results" / "device.json").exists()
     assert not (tmp_path / "results" / "probe").exists()
+
+
+def _reordered(value):
+    """The same mapping with every level's keys in reverse order."""
+    if isinstance(value, dict):
+        return {key: _reordered(value[key]) for key in reversed(list(value))}
+    return value
+
+
+def _params_changes(workdir, venv_bin) -> set[str]:
+    output = _snakemake(workdir, venv_bin, "--list-changes", "params")
+    return {line for line in output.splitlines() if line.startswith("results/")}
+
+
+@pytest.mark.slow
+def test_params_do_not_depend_on_key_order_or_number_spelling(workdir, venv_bin):
+    """Snakemake compares params by repr: the rules pass canonical values, so rewriting the config in another key
+    order plans only what a real change needs, and an equal value written differently plans nothing."""
+    path = workdir / "config" / "config.yaml"
+    original = path.read_text()
+    config = yaml.safe_load(original)
+    # What an earlier test may have left to do (e.g. the loader after the training-suite test restored the config).
+    baseline, baseline_changes = _planned_jobs(_snakemake(workdir, venv_bin, "-n")), _params_changes(workdir, venv_bin)
+    assert "inference_group" not in baseline and not any("/cells/" in f for f in baseline_changes)
+    try:
+        inference = config["inference"]
+        added = {**inference, "batch_sizes": [*inference["batch_sizes"], 2 * max(inference["batch_sizes"])]}
+        for text in (
+            yaml.safe_dump(_reordered({**config, "inference": added}), sort_keys=False),
+            yaml.safe_dump({**config, "inference": added}, sort_keys=True),
+        ):
+            path.write_text(text)
+            assert _planned_jobs(_snakemake(workdir, venv_bin, "-n")) == {
+                **baseline,
+                "inference_group": 1,  # the new batch size's comparison group, nothing else measured again
+                "aggregate_inference": 1,
+                "inference_figure": 1,
+                "loader_figure": 1,
+                "paper_tables": 1,
+                "paper": 1,
+                "all": 1,
+            }
+            # Snakemake 9.27 alone would list the last output of every job here (fwbench.workflow_state).
+            assert _params_changes(workdir, venv_bin) == baseline_changes, "only a cell was added"
+
+        spelled = {
+            **inference,
+            "min_seconds": int(inference["min_seconds"]),
+            "timeout_s": float(inference["timeout_s"]),
+        }
+        path.write_text(yaml.safe_dump(_reordered({**config, "inference": spelled}), sort_keys=False))
+        assert "min_seconds: 0\n" in path.read_text() and "timeout_s: 120.0\n" in path.read_text()
+        assert _planned_jobs(_snakemake(workdir, venv_bin, "-n")) == baseline, "0 and 0.0 are the same setting"
+    finally:
+        path.write_text(original)

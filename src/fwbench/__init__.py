@@ -9,6 +9,7 @@ __version__ = "0.1.0"
 # 2: CI stopping rule; 3: windowed RSS peak, energy window, cold-input warm-up; 4: 250 ms RSS sampling when timed;
 # 5 (measurement review): interleaved trial rounds with CIs over trials, order-statistic stopping rule, CUDA events
 # in a pass of their own, TF32 peak and time-sized peak probe, idle baseline at one point, host casts, steady-state
-# device memory, training RSS policy without checkpoints, loader-side layout, one training compile-time measure.
-HARNESS_VERSION = "5"
-RESULT_SCHEMA_VERSION = 1
+# device memory, training RSS policy without checkpoints, loader-side layout, one training compile-time measure;
+# 6: classified failures (failure.kind), the fallback ladder (deviations), host memory limit, result schema 2.
+HARNESS_VERSION = "6"
+RESULT_SCHEMA_VERSION = 2

@@ -84,6 +84,7 @@ def cmd_run_cell(args: argparse.Namespace) -> int:
         state_dir=Path(args.results, "state", cell.relpath()).with_suffix("") if cell.suite == "training" else None,
         device_record=record,
         slot_dir=Path(args.results, "slots"),
+        fallbacks=study["fallbacks"],
     )
     if result["status"] == "ok" and cell.suite == "training":
         m, last = result["metrics"], result["metrics"]["epochs"][-1]
@@ -99,7 +100,37 @@ def cmd_run_cell(args: argparse.Namespace) -> int:
             f"({m['n_iters']} iterations) -> {args.out}"
         )
     else:
-        print(f"{cell.label()}: FAILED ({result['reason']}) -> {args.out}")
+        print(f"{cell.label()}: FAILED, {result['failure']['kind']} ({result['reason']}) -> {args.out}")
+    for deviation in result["deviations"]:
+        print(f"{cell.label()}: ran with workaround {deviation['name']} ({deviation['applied_because']})")
+    return 0
+
+
+def cmd_failures(args: argparse.Namespace) -> int:
+    """Failed cells and cells that ran with a workaround, and the command that reruns the failed ones (after a
+    rung was added to the fallback ladder, say: the ladder is not a param, so Snakemake does not rerun them)."""
+    from fwbench.results import load_result
+
+    failed = []
+    for path in sorted(Path(args.results, "cells").rglob("*.json")):
+        try:
+            result = load_result(path)
+        except (OSError, ValueError) as exc:
+            print(f"{path}: not a valid cell result ({type(exc).__name__}: {exc})")
+            failed.append(path)
+            continue
+        if result["status"] != "ok":
+            print(f"{path}: {result['failure']['kind']}: {result['reason']}")
+            failed.append(path)
+        for deviation in result["deviations"]:
+            print(f"{path}: ok with workaround {deviation['name']} ({deviation['applied_because']})")
+    if failed:
+        print(
+            "rerun the failed cells with:\n  snakemake --cores all --resources gpu=1 --forcerun "
+            + " ".join(map(str, failed))
+        )
+    else:
+        print(f"no failed cell under {args.results}/cells")
     return 0
 
 
@@ -182,6 +213,10 @@ def build_parser() -> argparse.ArgumentParser:
     device.add_argument("--results", default="results", help="where device.json is written")
     device.add_argument("--gpus", type=int, default=1, help="cells to run at once (the --resources gpu=N to check)")
     device.set_defaults(func=cmd_check_device)
+
+    failures = sub.add_parser("failures", help="list failed cells and workarounds, and how to rerun the failed ones")
+    failures.add_argument("--results", default="results")
+    failures.set_defaults(func=cmd_failures)
 
     check = sub.add_parser("check-config", help="validate a config and list its cells")
     check.add_argument("--config", required=True)

@@ -7,6 +7,7 @@ where to look, not to read a jsonschema traceback.
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
@@ -99,11 +100,28 @@ def _check_dataset(dataset: dict[str, Any]) -> None:
         )
 
 
+def _check_fallbacks(fallbacks: Mapping[str, Any]) -> None:
+    """Each rung's pattern must compile and its name be unique: a rung is named in every deviation it causes."""
+    seen: set[str] = set()
+    for index, rung in enumerate(fallbacks["ladder"]):
+        if rung["name"] in seen:
+            raise ConfigError(f"config error: fallbacks.ladder[{index}].name = {rung['name']!r}: used twice")
+        seen.add(rung["name"])
+        try:
+            re.compile(rung["pattern"])
+        except re.error as exc:
+            raise ConfigError(
+                f"config error: fallbacks.ladder[{index}].pattern = {rung['pattern']!r}: not a regular expression "
+                f"({exc})"
+            ) from None
+
+
 def _check_consistency(config: Mapping[str, Any]) -> None:
     _check_dataset(config["dataset"])
     for model, path in config["pretrained"].items():
         if not Path(path).is_file():
             raise ConfigError(f"config error: pretrained.{model} = {path!r}: file not found")
+    _check_fallbacks(config["fallbacks"])
     inference = config["inference"]
     if inference["min_iters"] > inference["max_iters"]:
         raise ConfigError(

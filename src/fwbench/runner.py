@@ -11,6 +11,7 @@ the frameworks alike and their ratio can be taken round by round (see `run_group
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import os
 import shutil
@@ -30,8 +31,11 @@ import numpy as np
 import fwbench
 from fwbench import slots
 from fwbench.data.store import MANIFEST, sha256_file
+from fwbench.failures import Failure, Workaround, classify, ladder_from_config, next_workaround
+from fwbench.faults import INJECT_FAULT_ENV
 from fwbench.grid import Cell
 from fwbench.io import atomic_write_json, read_json
+from fwbench.memlimit import MemoryLimit, die_with_parent, system_oom_kills
 from fwbench.models.weights import read_provenance
 from fwbench.results import validate_result
 from fwbench.slots import Slot
@@ -51,22 +55,28 @@ def _tail(text: str, limit: int = STDERR_TAIL_CHARS) -> str:
     return text if len(text) <= limit else "…" + text[-limit:]
 
 
-def _exception_line(stderr: str) -> str:
-    """The final 'Type: message' line of a Python traceback, if the child printed one."""
-    lines = [line for line in stderr.strip().splitlines() if line.strip()]
-    if "Traceback (most recent call last):" in stderr and lines:
-        return lines[-1].strip()
-    return lines[-1].strip() if lines else "no output"
+@dataclass
+class _Outcome:
+    """One child's end: its result part, or its classified failure; and everything it printed."""
+
+    part: dict[str, Any] | None
+    failure: Failure | None
+    output: str
+    memory_limit: dict[str, Any] | None = None  # how the host memory limit was enforced, if there was one
 
 
-def _failure_reason(returncode: int, stderr: str) -> str:
-    if returncode < 0:
-        try:
-            name = signal.Signals(-returncode).name
-        except ValueError:
-            name = f"signal {-returncode}"
-        return f"crashed: killed by {name}"
-    return f"exception (exit code {returncode}): {_exception_line(stderr)}"
+def _child_preexec(memory: MemoryLimit | None):
+    """What the forked child does before exec: die with the runner, then enter its memory limit."""
+    parent = os.getpid()
+
+    def preexec() -> None:
+        die_with_parent()
+        if os.getppid() != parent:  # the runner died before the request took effect
+            os._exit(1)
+        if memory is not None:
+            memory.in_child()
+
+    return preexec
 
 
 def _run_child(
@@ -74,38 +84,65 @@ def _run_child(
     spec_path: Path,
     part_path: Path,
     log_path: Path,
-    timeout_s: float,
+    settings: Mapping[str, Any],
     suite: str,
     slot: Slot | None = None,
-):
-    """One measuring child; returns (part or None, failure reason or None, its output). The child inherits the
-    slot's lock (so the slot stays taken while it lives) and gets the slot's environment (its GPU)."""
-    with open(log_path, "w+", encoding="utf-8", errors="replace") as log:
-        child = subprocess.Popen(
-            [*worker_cmd, str(spec_path), str(part_path)],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,  # its own process group, so a timeout kills everything it started
-            env={**os.environ, **(slot.env if slot is not None else {})},
-            pass_fds=(slot.fd,) if slot is not None else (),
-        )
-        try:
-            returncode = child.wait(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            os.killpg(child.pid, signal.SIGKILL)
-            child.wait()
-            returncode = None
-        log.seek(0)
-        output = log.read()
-    if returncode is None:
-        return None, f"timeout: no result after {timeout_s:g} s ({suite}.timeout_s); child killed", output
-    if returncode != 0:
-        return None, _failure_reason(returncode, output), output
+    env: Mapping[str, str] | None = None,
+) -> _Outcome:
+    """One measuring child, classified. The child inherits the slot's lock (so the slot stays taken while it lives)
+    and gets the slot's environment (its GPU), `env` on top (a workaround), and the suite's host memory limit."""
+    timeout_s = float(settings["timeout_s"])
+    limit_mb = settings.get("max_host_mb")
+    memory = MemoryLimit.create(limit_mb) if limit_mb else None
+    system_kills = system_oom_kills()
     try:
-        return read_json(part_path), None, output
-    except (OSError, ValueError) as exc:
-        return None, f"child exited 0 without a readable result: {type(exc).__name__}: {exc}", output
+        with open(log_path, "w+", encoding="utf-8", errors="replace") as log:
+            child = subprocess.Popen(
+                [*worker_cmd, str(spec_path), str(part_path)],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,  # its own process group, so a timeout kills everything it started
+                env={**os.environ, **(slot.env if slot is not None else {}), **(env or {})},
+                pass_fds=(slot.fd,) if slot is not None else (),
+                preexec_fn=_child_preexec(memory),
+            )
+            try:
+                returncode = child.wait(timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                returncode = None
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(child.pid, signal.SIGKILL)  # whatever it started must not outlive it
+            child.wait()
+            log.seek(0)
+            output = log.read()
+        oom_killed = returncode == -signal.SIGKILL and (
+            (memory is not None and memory.oom_kills() > 0)
+            or (system_kills is not None and (system_oom_kills() or 0) > system_kills)
+        )
+    finally:
+        if memory is not None:
+            memory.close()
+    part, result_error = None, None
+    if returncode == 0:
+        try:
+            part = read_json(part_path)
+            if not isinstance(part, dict) or "metrics" not in part or "framework" not in part:
+                part, result_error = None, "it is not a result part (no metrics or framework)"
+        except (OSError, ValueError) as exc:
+            result_error = f"{type(exc).__name__}: {exc}"
+    failure = classify(
+        returncode=returncode,
+        output=output,
+        timeout_s=timeout_s,
+        timeout_key=f"{suite}.timeout_s",
+        memory_limit_mb=limit_mb,
+        memory_limit_key=f"{suite}.max_host_mb",
+        oom_killed=oom_killed,
+        on_gpu=slot is not None and slot.gpu is not None,
+        result_error=result_error,
+    )
+    return _Outcome(part if failure is None else None, failure, output, memory.describe() if memory else None)
 
 
 def _trial_summary(part: dict[str, Any], schedule: Mapping[str, Any] | None = None) -> dict[str, Any]:
@@ -198,6 +235,7 @@ def run_cell(
     device_record: Mapping[str, Any] | None = None,
     slot_dir: str | Path | None = None,
     gpu_slots: int = 1,
+    fallbacks: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Measure one cell (a group of one, see `run_group`) and write its result JSON atomically.
 
@@ -216,6 +254,7 @@ def run_cell(
         device_record=device_record,
         slot_dir=slot_dir,
         gpu_slots=gpu_slots,
+        fallbacks=fallbacks,
     )
     return result
 
@@ -235,6 +274,7 @@ def run_group(
     device_record: Mapping[str, Any] | None = None,
     slot_dir: str | Path | None = None,
     gpu_slots: int = 1,
+    fallbacks: Mapping[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
     """Measure the cells of one comparison (e.g. every framework at one model, precision and batch size) in
     interleaved rounds and write each cell's result JSON atomically to its `out_paths` entry.
@@ -277,6 +317,7 @@ def run_group(
                 slot,
                 device_record,
                 t0,
+                ladder_from_config(fallbacks),
             )
     finally:
         if slot is not None:
@@ -287,6 +328,7 @@ def run_group(
         Path(log_path).write_text("\n".join(log), encoding="utf-8")
     host = host_provenance()
     inputs = _input_digests(data_dir, weights_path)
+    injected = os.environ.get(INJECT_FAULT_ENV)  # test-only fault injection: a result made under it says so
     results = []
     for cell, run, out_path, state_dir in zip(cells, runs, out_paths, state_dirs, strict=True):
         if run.reason is not None:
@@ -299,6 +341,8 @@ def run_group(
             "schema_version": fwbench.RESULT_SCHEMA_VERSION,
             "status": "ok" if merged is not None else "failed",
             "reason": run.reason,
+            "failure": run.failure,
+            "deviations": run.deviations if merged is not None else [],
             "cell": cell.as_dict(),
             "metrics": merged["metrics"] if merged is not None else None,
             "samples_ms": merged["samples_ms"] if merged is not None else [],
@@ -314,6 +358,8 @@ def run_group(
                 "finished_at": run.finished_at,
                 "duration_s": sum(when["duration_s"] for when in run.schedule),  # its own children's time
                 "group": group,
+                "host_memory_limit": run.memory_limit,
+                **({"injected_faults": injected} if injected else {}),
             },
         }
         validate_result(result)
@@ -331,17 +377,38 @@ class _CellRun:
     parts: list[dict[str, Any]] = field(default_factory=list)
     schedule: list[dict[str, Any]] = field(default_factory=list)  # per trial: round, order, started_s, duration_s
     outputs: list[str] = field(default_factory=list)
-    reason: str | None = None
+    failure: dict[str, Any] | None = None  # the failure that ended the cell (schema: failure)
+    deviations: list[dict[str, Any]] = field(default_factory=list)  # workarounds it runs with (schema: deviations)
+    env: dict[str, str] = field(default_factory=dict)  # the workarounds' environment, for every later child
+    memory_limit: dict[str, Any] | None = None
     started_at: str | None = None
     finished_at: str | None = None
 
+    @property
+    def reason(self) -> str | None:
+        return None if self.failure is None else self.failure["reason"]
+
+    def applied(self) -> list[str]:
+        return [deviation["name"] for deviation in self.deviations]
+
 
 def _run_rounds(
-    cells, settings, tmp, data_dir, weights_path, num_classes, threads, state_dirs, worker_cmd, slot, device_record, t0
+    cells,
+    settings,
+    tmp,
+    data_dir,
+    weights_path,
+    num_classes,
+    threads,
+    state_dirs,
+    worker_cmd,
+    slot,
+    device_record,
+    t0,
+    ladder: Sequence[Workaround] = (),
 ) -> tuple[list[_CellRun], list[str]]:
     """The group's trial rounds in alternating order; a cell leaves at its first failed trial. Returns each cell's
     run and the group's log (every child's output, in the order they ran)."""
-    timeout_s = float(settings["timeout_s"])
     trials = int(settings.get("trials", 1)) if cells[0].suite == "inference" else 1
     runs = [_CellRun() for _ in cells]
     specs = []
@@ -364,23 +431,51 @@ def _run_rounds(
         specs.append(Path(tmp, f"spec{index}.json"))
         atomic_write_json(specs[-1], spec)
     log: list[str] = []
-    headers = trials > 1 or len(cells) > 1
+    headers = trials > 1 or len(cells) > 1 or bool(ladder)
     for round_ in range(trials):
-        active = [i for i, run in enumerate(runs) if run.reason is None]
+        active = [i for i, run in enumerate(runs) if run.failure is None]
         order = active if round_ % 2 == 0 else active[::-1]
         for position, index in enumerate(order):
             cell, run = cells[index], runs[index]
             run.started_at = run.started_at or _now()
             started = time.perf_counter()
-            part, failure, output = _run_child(
-                worker_cmd,
-                specs[index],
-                Path(tmp, f"part{index}-{round_}.json"),
-                Path(tmp, f"trial{index}-{round_}.log"),
-                timeout_s,
-                cell.suite,
-                slot,
-            )
+            attempts = 0
+            while True:
+                attempts += 1
+                outcome = _run_child(
+                    worker_cmd,
+                    specs[index],
+                    Path(tmp, f"part{index}-{round_}-{attempts}.json"),
+                    Path(tmp, f"trial{index}-{round_}-{attempts}.log"),
+                    settings,
+                    cell.suite,
+                    slot,
+                    run.env,
+                )
+                header = f"=== {cell.framework}: trial {round_ + 1} of {trials} (round {round_ + 1}, #{position + 1})"
+                header += f", attempt {attempts} with {'+'.join(run.applied())} ===" if attempts > 1 else " ==="
+                run.outputs.append(outcome.output)
+                run.memory_limit = outcome.memory_limit
+                log.append(f"{header}\n{outcome.output}" if headers else outcome.output)
+                if outcome.failure is None:
+                    break
+                rung = next_workaround(ladder, run.applied(), outcome.failure, outcome.output, cell.framework)
+                if rung is None:
+                    break
+                workaround, because = rung
+                # Recorded before the retry, so that a cell whose workaround fails too still names what was tried.
+                run.deviations.append(
+                    {
+                        "name": workaround.name,
+                        "applied_because": because,
+                        "first_failure": outcome.failure.as_dict(trial=round_ + 1),
+                        "changes": workaround.changes(),
+                    }
+                )
+                run.env = workaround.apply(run.env)
+                if cell.suite == "training" and state_dirs[index] is not None:
+                    # The whole run under one setting: no resuming from epochs trained without the workaround.
+                    shutil.rmtree(state_dirs[index], ignore_errors=True)
             run.finished_at = _now()
             run.schedule.append(
                 {
@@ -388,16 +483,22 @@ def _run_rounds(
                     "order": position + 1,
                     "started_s": started - t0,
                     "duration_s": time.perf_counter() - started,
+                    "attempts": attempts,
                 }
             )
-            header = f"=== {cell.framework}: trial {round_ + 1} of {trials} (round {round_ + 1}, #{position + 1}) ==="
-            run.outputs.append(output)
-            log.append(f"{header}\n{output}" if headers else output)
-            if part is None:
-                run.reason = failure if trials == 1 else f"trial {round_ + 1} of {trials}: {failure}"
+            if outcome.failure is not None:
+                run.failure = _cell_failure(outcome.failure, round_ + 1, trials, run.applied())
+                run.deviations = []  # a failed cell ran with nothing: what was tried is in failure.workarounds_tried
             else:
-                run.parts.append(part)
+                run.parts.append(outcome.part)
     return runs, log
+
+
+def _cell_failure(failure: Failure, trial: int, trials: int, tried: list[str]) -> dict[str, Any]:
+    reason = failure.reason if trials == 1 else f"trial {trial} of {trials}: {failure.reason}"
+    if tried:
+        reason += f" (also with workaround{'s' if len(tried) > 1 else ''} {', '.join(tried)})"
+    return {**failure.as_dict(trial=trial), "reason": reason, "workarounds_tried": list(tried)}
 
 
 def _input_digests(data_dir: str | Path, weights_path: str | Path) -> dict[str, Any]:

@@ -7,6 +7,7 @@ into a recorded failure is the supervising runner's job, so a crash in native co
 
 from __future__ import annotations
 
+import faulthandler
 import os
 import sys
 import time
@@ -16,6 +17,7 @@ from fwbench.threads import pin_threads
 
 
 def main(spec_path: str, out_path: str) -> None:
+    faulthandler.enable()  # a crash in native code leaves the Python stack in the output the runner keeps
     spec = read_json(spec_path)
     threads = pin_threads(int(spec["threads"]), spec.get("cpus"))
     # JAX would otherwise grab 75% of GPU memory up front, making its memory figures incomparable with PyTorch's.
@@ -25,12 +27,16 @@ def main(spec_path: str, out_path: str) -> None:
         os.environ["JAX_COMPILATION_CACHE_DIR"] = str(cache)
         os.environ["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = "0"
 
-    from fwbench.backends import get_backend
+    from fwbench.faults import inject
     from fwbench.grid import Cell
-    from fwbench.scenarios import inference, training
 
     cell = Cell(**spec["cell"])
     print(f"[fwbench.worker] {cell.label()} threads={threads['effective']}", file=sys.stderr, flush=True)
+    inject(cell.label(), spec["settings"], out_path)  # test-only; does nothing unless FWBENCH_INJECT_FAULT is set
+
+    from fwbench.backends import get_backend
+    from fwbench.scenarios import inference, training
+
     t0 = time.perf_counter()
     backend = get_backend(cell.framework, threads=threads["effective"], precision=cell.precision)
     import_and_setup_s = time.perf_counter() - t0

@@ -9,6 +9,7 @@ from fwbench.data import hub
 from fwbench.data.store import dataset_files
 from fwbench.devices import software_fingerprint
 from fwbench.grid import WILDCARD_PATTERNS, cell_paths
+from fwbench.params import canonical
 
 try:
     config = validate_config(
@@ -29,7 +30,7 @@ DOWNLOAD_RECORD = (
     else None
 )
 # The loader is measured at every batch size a training cell would use it with.
-LOADER_BATCH_SIZES = sorted(set(config["training"]["batch_sizes"]))
+LOADER_BATCH_SIZES = canonical(sorted(set(config["training"]["batch_sizes"])))
 PAPER_PDF = f"{RESULTS}/report/paper.pdf"
 DEVICE_RECORD = f"{RESULTS}/device.json"
 # Snakemake counts the gpu resource but assigns no GPU: with --resources gpu=N each cell takes one of N slots (a GPU
@@ -40,7 +41,7 @@ GPU_SLOTS = max(
 )
 CELL_THREADS = max(1, workflow.cores // GPU_SLOTS)
 SLOT_DIR = f"{RESULTS}/slots"
-SOFTWARE_FINGERPRINT = software_fingerprint()
+SOFTWARE_FINGERPRINT = canonical(software_fingerprint())
 REPO_ROOT = Path(workflow.basedir).parent
 # --sdm conda: a study that must run on a GPU gets the environment with JAX's CUDA plugin (same pins otherwise).
 ENV = (
@@ -85,8 +86,9 @@ TRAINING_FIGURE = f"{RESULTS}/figures/training_curves.pdf" if TRAINING else []
 
 def measurement_settings(suite):
     """What a cell measures under, minus the grid axis itself: adding a batch size must not rerun other cells.
-    A training cell also depends on the loader and the seed of its recipe."""
+    A training cell also depends on the loader and the seed of its recipe. Canonical like every config-derived
+    param (fwbench.params): key order or 0 vs 0.0 must not rerun cells."""
     settings = {k: v for k, v in config[suite].items() if k != "batch_sizes"}
     if suite == "training":
         settings.update(loader=config["loader"], seed=config["seed"])
-    return settings
+    return canonical(settings)

@@ -12,7 +12,7 @@ if DOWNLOAD_RECORD:
         conda:
             ENV
         params:
-            dataset=config["dataset"],
+            dataset=canonical(config["dataset"]),
             resources=RESOURCES,
         script:
             "../scripts/download_dataset.py"
@@ -30,7 +30,7 @@ rule prepare_dataset:
         ENV
     threads: workflow.cores
     params:
-        dataset=config["dataset"],
+        dataset=canonical(config["dataset"]),
         resources=RESOURCES,
     script:
         "../scripts/make_dataset.py"
@@ -48,8 +48,8 @@ rule loader_throughput:
     threads: workflow.cores
     params:
         batch_sizes=LOADER_BATCH_SIZES,
-        loader=config["loader"],
-        seed=config["seed"],
+        loader=canonical(config["loader"]),
+        seed=canonical(config["seed"]),
     script:
         "../scripts/loader_throughput.py"
 
@@ -65,10 +65,10 @@ rule init_weights:
     conda:
         ENV
     params:
-        num_classes=config["dataset"]["num_classes"],
-        image_size=config["dataset"]["image_size"],
-        seed=config["seed"],
-        head_init=config["head_init"],
+        num_classes=canonical(config["dataset"]["num_classes"]),
+        image_size=canonical(config["dataset"]["image_size"]),
+        seed=canonical(config["seed"]),
+        head_init=canonical(config["head_init"]),
     script:
         "../scripts/init_weights.py"
 
@@ -81,7 +81,7 @@ rule model_facts:
     conda:
         ENV
     params:
-        num_classes=config["dataset"]["num_classes"],
-        image_size=config["dataset"]["image_size"],
+        num_classes=canonical(config["dataset"]["num_classes"]),
+        image_size=canonical(config["dataset"]["image_size"]),
     script:
         "../scripts/model_facts.py"

@@ -13,8 +13,8 @@ rule device_check:
     resources:
         gpu_slots=GPU_SLOTS,
     params:
-        device=config["device"],
-        frameworks=config["frameworks"],
+        device=canonical(config["device"]),
+        frameworks=canonical(config["frameworks"]),
         # Reinstalling a framework (e.g. adding JAX's CUDA plugin) reruns the check, and so every cell.
         software=SOFTWARE_FINGERPRINT,
     script:

@@ -81,10 +81,11 @@ rule paper_tables:
     conda:
         ENV
     params:
-        frameworks=config["frameworks"],
-        study=config["study"],
-        report=config["report"],
-        dataset=config["dataset"],
+        frameworks=canonical(config["frameworks"]),
+        study=canonical(config["study"]),
+        report=canonical(config["report"]),
+        dataset=canonical(config["dataset"]),
         inference=measurement_settings("inference"),
+        fallbacks=canonical(config["fallbacks"]),
     script:
         "../scripts/tables.py"

@@ -23,11 +23,11 @@ rule inference_group:
         gpu_slots=GPU_SLOTS,
     params:
         suite="inference",
-        frameworks=config["frameworks"],
+        frameworks=canonical(config["frameworks"]),
         harness_version=HARNESS_VERSION,
         settings=measurement_settings("inference"),
-        image_size=config["dataset"]["image_size"],
-        num_classes=config["dataset"]["num_classes"],
+        image_size=canonical(config["dataset"]["image_size"]),
+        num_classes=canonical(config["dataset"]["num_classes"]),
         slot_dir=SLOT_DIR,
     script:
         "../scripts/run_group.py"

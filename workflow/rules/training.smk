@@ -21,8 +21,8 @@ rule training_cell:
         suite="training",
         harness_version=HARNESS_VERSION,
         settings=measurement_settings("training"),
-        image_size=config["dataset"]["image_size"],
-        num_classes=config["dataset"]["num_classes"],
+        image_size=canonical(config["dataset"]["image_size"]),
+        num_classes=canonical(config["dataset"]["num_classes"]),
         slot_dir=SLOT_DIR,
         state_dir=lambda wildcards: f"{RESULTS}/state/training/{wildcards.framework}/{wildcards.model}/"
         f"{wildcards.precision}/bs{wildcards.batch}",

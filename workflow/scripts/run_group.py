@@ -1,5 +1,6 @@
 from pathlib import Path
 
+from fwbench.config import validate_config
 from fwbench.devices import read_record
 from fwbench.grid import cell_from_wildcards
 from fwbench.runner import run_group
@@ -22,4 +23,6 @@ run_group(
     device_record=read_record(snakemake.input.device),
     slot_dir=snakemake.params.slot_dir,
     gpu_slots=int(snakemake.resources.gpu_slots),
+    # The ladder is not a param: adding a workaround must not rerun cells that never needed one.
+    fallbacks=validate_config(snakemake.config)["fallbacks"],
 )

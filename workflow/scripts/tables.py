@@ -18,6 +18,7 @@ with redirect_to(snakemake.log[0]):
             "report": snakemake.params.report,
             "dataset": snakemake.params.dataset,
             "inference": snakemake.params.inference,
+            "fallbacks": snakemake.params.fallbacks,
         },
         outputs=dict(snakemake.output.items()),
     )

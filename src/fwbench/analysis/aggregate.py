@@ -8,9 +8,9 @@ from typing import Any
 
 import pandas as pd
 
-from fwbench.analysis.partners import flag_partners
+from fwbench.analysis.cells import cells_by_path, load_cells
+from fwbench.analysis.partners import deviations_differ, failure_columns, flag_deviations, flag_partners
 from fwbench.io import atomic_write_text
-from fwbench.results import load_result
 from fwbench.trackers.flops import peak_for
 from fwbench.trackers.stats import (
     WITHIN_PROCESS_ONLY,
@@ -34,6 +34,7 @@ def _row(result: dict[str, Any], path: str) -> dict[str, Any]:
         **{key: cell[key] for key in ("suite", "framework", "model", "precision", "batch_size", "image_size")},
         "status": result["status"],
         "reason": result["reason"],
+        **failure_columns(result),
         "throughput_img_s": metrics.get("throughput_img_s"),
         "throughput_img_s_total": metrics.get("throughput_img_s_total"),
         "latency_p50_ms": latency.get("p50"),
@@ -78,11 +79,11 @@ def _row(result: dict[str, Any], path: str) -> dict[str, Any]:
 
 
 def tidy(paths: Iterable[str | Path]) -> pd.DataFrame:
-    rows = [_row(load_result(path), str(path)) for path in paths]
+    rows = [_row(result, str(path)) for path, result in cells_by_path(paths)]
     frame = pd.DataFrame(rows)
     if frame.empty:
         raise ValueError("no cell results to aggregate")
-    return flag_partners(frame.sort_values(KEY_COLUMNS, kind="stable").reset_index(drop=True))
+    return flag_deviations(flag_partners(frame.sort_values(KEY_COLUMNS, kind="stable").reset_index(drop=True)))
 
 
 def add_mfu(frame: pd.DataFrame, facts: Iterable[dict[str, Any]], peak: dict[str, Any]) -> pd.DataFrame:
@@ -132,6 +133,8 @@ SPEEDUP_COLUMNS = [
     "method",
     "numerator",
     "denominator",
+    "deviation_differs",
+    "deviation_detail",
 ]
 PAIRED, UNPAIRED, WITHIN = "paired_rounds", "unpaired_trials", "within_process"
 
@@ -175,7 +178,9 @@ def ratio_interval(num: dict[str, Any], den: dict[str, Any]) -> tuple[Interval, 
 def speedups(results: Iterable[dict[str, Any]], numerator: str = "jax", denominator: str = "torch") -> pd.DataFrame:
     """Throughput ratio numerator/denominator with a 95% CI (see `ratio_interval`), for every (model, precision,
     batch) where both cells succeeded. `resolved`: the CI excludes 1 and comes from paired, interleaved rounds; a
-    within-process or unpaired interval never resolves a comparison."""
+    within-process or unpaired interval never resolves a comparison. `deviation_differs`: the two cells ran with
+    different workarounds from the fallback ladder (`deviation_detail` says which), so the ratio is marked and left
+    out of the summary statistics."""
     cells: dict[tuple, dict[str, dict[str, Any]]] = {}
     for result in results:
         if result["status"] != "ok":
@@ -185,7 +190,10 @@ def speedups(results: Iterable[dict[str, Any]], numerator: str = "jax", denomina
     rows = []
     for (model, precision, batch), by_framework in sorted(cells.items()):
         if numerator in by_framework and denominator in by_framework:
-            ci, scope, pairs, method = ratio_interval(by_framework[numerator], by_framework[denominator])
+            num, den = by_framework[numerator], by_framework[denominator]
+            ci, scope, pairs, method = ratio_interval(num, den)
+            names = {fw: failure_columns(r)["deviations"] for fw, r in ((numerator, num), (denominator, den))}
+            differs = deviations_differ(*names.values())
             rows.append(
                 {
                     "model": model,
@@ -200,12 +208,16 @@ def speedups(results: Iterable[dict[str, Any]], numerator: str = "jax", denomina
                     "method": method,
                     "numerator": numerator,
                     "denominator": denominator,
+                    "deviation_differs": differs,
+                    "deviation_detail": "; ".join(f"{fw}: {n or 'none'}" for fw, n in names.items())
+                    if differs
+                    else None,
                 }
             )
     return pd.DataFrame(rows, columns=SPEEDUP_COLUMNS)
 
 
 def write_speedups(paths: Iterable[str | Path], out_csv: str | Path) -> pd.DataFrame:
-    frame = speedups(load_result(path) for path in paths)
+    frame = speedups(load_cells(paths))
     atomic_write_text(out_csv, frame.to_csv(index=False))
     return frame

@@ -13,6 +13,66 @@ def _define(name: str, value: str) -> str:
     return rf"\newcommand{{\{name}}}{{{value}}}"
 
 
+def include_deviating(config: dict[str, Any]) -> bool:
+    """Whether the summary statistics count ratios between cells that ran with different workarounds."""
+    return bool((config.get("fallbacks") or {}).get("include_deviating_in_summary", False))
+
+
+def _deviating(ratios: pd.DataFrame) -> pd.Series:
+    if "deviation_differs" not in ratios:
+        return pd.Series(False, index=ratios.index)
+    return ratios["deviation_differs"].astype(str) == "True"
+
+
+def summary_ratios(ratios: pd.DataFrame, config: dict[str, Any]) -> tuple[pd.DataFrame, dict[str, str]]:
+    """The ratios the summary statistics are taken over, and the macros saying what was left out:
+    fwbNumPairsAll (every ratio), fwbNumPairsDeviating (ratios whose cells ran with different workarounds, marked
+    in the table), fwbNumPairsExcludedDeviating (those left out of the summary: all of them, or none when
+    `fallbacks.include_deviating_in_summary` is set) and fwbDeviatingPairsSentence (one sentence for the text)."""
+    deviating = _deviating(ratios)
+    include = include_deviating(config)
+    kept = ratios if include else ratios[~deviating]
+    count, excluded = int(deviating.sum()), 0 if include else int(deviating.sum())
+    if count == 0:
+        sentence = "No ratio compares cells that ran with different workarounds."
+    elif include:
+        sentence = (
+            f"{count} of these ratios compare{'s' if count == 1 else ''} cells that ran with different workarounds "
+            "(marked $^{d}$); the study's configuration counts them in these figures."
+        )
+    else:
+        one = count == 1
+        sentence = (
+            f"{count} further ratio{'' if one else 's'} compare{'s' if one else ''} cells that ran with different "
+            f"workarounds (marked $^{{d}}$) and {'is' if one else 'are'} left out of these figures."
+        )
+    defs = {
+        "fwbNumPairsAll": str(len(ratios)),
+        "fwbNumPairsDeviating": str(count),
+        "fwbNumPairsExcludedDeviating": str(excluded),
+        "fwbDeviatingPairsSentence": sentence,
+        # after "the N pairs where both frameworks succeeded" in the abstract
+        "fwbPairsExcludedNote": (
+            f" (and with the same workarounds: {excluded} further pair{'' if excluded == 1 else 's'} left out)"
+            if excluded
+            else ""
+        ),
+    }
+    return kept, defs
+
+
+def fallback_ladder(config: dict[str, Any]) -> str:
+    """The configured fallback ladder in words: its rungs' names in order, or that it is off or empty."""
+    fallbacks = config.get("fallbacks") or {}
+    rungs = [rung["name"] for rung in fallbacks.get("ladder") or []]
+    if not fallbacks.get("enabled", True):
+        return "disabled in this study's configuration"
+    if not rungs:
+        return "empty in this study's configuration"
+    names = ", ".join(rf"\texttt{{{escape(name)}}}" for name in rungs)
+    return f"{len(rungs)} rung{'' if len(rungs) == 1 else 's'} in this study: {names}"
+
+
 def macros(
     frame: pd.DataFrame,
     ratios: pd.DataFrame,
@@ -20,8 +80,13 @@ def macros(
     config: dict[str, Any],
     extra: dict[str, str] | None = None,
 ) -> str:
-    """`extra`: macros computed elsewhere (the data section's), defined in the same file."""
+    """`extra`: macros computed elsewhere (the data section's), defined in the same file.
+
+    Ratios whose two cells ran with different workarounds from the fallback ladder (`deviation_differs`) are left
+    out of every summary of the ratios (median, extremes, pair counts, resolved tallies) unless
+    `fallbacks.include_deviating_in_summary` is set; fwbNumPairsExcludedDeviating counts them."""
     ok = frame[frame["status"] == "ok"]
+    ratios, deviation_defs = summary_ratios(ratios, config)
     defs = {
         "fwbStudyName": escape(config["study"]),
         "fwbTitle": escape(config["report"]["title"]),
@@ -88,6 +153,8 @@ def macros(
             escape(f"{best['model']} at batch {best['batch_size']}") if best is not None else "no successful cell"
         )
         defs[macro_name("label", framework)] = label
+    defs.update(deviation_defs)
+    defs["fwbFallbackLadder"] = fallback_ladder(config)
     if not ratios.empty:
         lo, hi = ratios.loc[ratios["ratio"].idxmin()], ratios.loc[ratios["ratio"].idxmax()]
         defs["fwbSpeedupMedian"] = number(float(ratios["ratio"].median()))

@@ -8,9 +8,15 @@ from typing import Any
 
 from fwbench.analysis.aggregate import read_tidy
 from fwbench.analysis.data_report import dataset_table, loader_macros, loader_table
-from fwbench.analysis.macros import macros
+from fwbench.analysis.macros import include_deviating, macros
 from fwbench.analysis.provenance import study_environment
-from fwbench.analysis.tables import environment_table, failures_table, inference_table, models_table
+from fwbench.analysis.tables import (
+    environment_table,
+    failure_macros,
+    failures_table,
+    inference_table,
+    models_table,
+)
 from fwbench.analysis.training import training_macros, training_section
 from fwbench.io import atomic_write_text, read_json
 
@@ -32,16 +38,20 @@ def write_paper_inputs(
     frame, ratios = read_tidy(csv), read_tidy(speedups_csv)
     env = study_environment(cell_paths)
     atomic_write_text(outputs["inference"], inference_table(frame, list(config["frameworks"]), ratios))
-    atomic_write_text(outputs["failures"], failures_table(frame))
     atomic_write_text(outputs["environment"], environment_table(env))
     loader_result = read_json(loader)
     extra = loader_macros(loader_result, frame)
+    include = include_deviating(dict(config))
+    epochs = None
     if training:
         epochs, agreement = read_tidy(training[0]), read_tidy(training[1])
-        extra |= training_macros(epochs, agreement)
-        atomic_write_text(outputs["training"], training_section(epochs, agreement))
+        extra |= training_macros(epochs, agreement, include)
+        atomic_write_text(outputs["training"], training_section(epochs, agreement, include))
     else:
         atomic_write_text(outputs["training"], training_section(None, None))
+    # Deviations and failures of every suite (the training table has one row per epoch, a failed cell one row).
+    atomic_write_text(outputs["failures"], failures_table(frame, epochs))
+    extra |= failure_macros(frame, epochs)
     atomic_write_text(outputs["macros"], macros(frame, ratios, env, dict(config), extra))
     atomic_write_text(outputs["dataset"], dataset_table(read_json(manifest), read_json(preprocess)))
     atomic_write_text(outputs["loader"], loader_table(loader_result, frame))

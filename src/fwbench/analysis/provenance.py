@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from fwbench.results import load_result
+from fwbench.analysis.cells import load_cells
 
 
 def _one(values: set[Any]) -> Any:
@@ -70,7 +70,7 @@ def study_environment(paths: Iterable[str | Path]) -> dict[str, Any]:
             "fwbench commit",
         )
     }
-    results = [load_result(path) for path in paths]
+    results = load_cells(paths)
     for result in results:
         prov = result["provenance"]
         fields["CPU"].add(prov.get("cpu_model"))

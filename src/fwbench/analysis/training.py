@@ -9,10 +9,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from fwbench.analysis.cells import cells_by_path, load_cells
 from fwbench.analysis.figures import PALETTE, save_figure
 from fwbench.analysis.latex import FRAMEWORK_LABELS, escape, number
+from fwbench.analysis.partners import deviations_differ, failure_columns, flag_deviations
 from fwbench.io import atomic_write_text
-from fwbench.results import load_result
+
+DEVIATION_MARK = r"$^{d}$"  # a cell that ran with a workaround; a pair whose cells ran with different ones
 
 # Relative difference of the loss after one step in fp32: 1e-3, or three times PyTorch's own fp32 error against its
 # float64 probe where that is larger (the same yardstick as the parity tests).
@@ -21,13 +24,15 @@ KEYS = ["model", "precision", "batch_size", "framework"]
 
 
 def epoch_rows(paths: Iterable[str | Path]) -> pd.DataFrame:
-    """One row per (cell, epoch); a failed cell is one row with its reason and no epoch."""
+    """One row per (cell, epoch); a failed cell is one row with its reason and no epoch. Every row carries its
+    cell's failure kind and deviations (`failure_columns`) and whether its partner cell in the other framework ran
+    with different workarounds (`deviation_differs`)."""
     rows = []
-    for path in paths:
-        result = load_result(path)
+    for path, result in cells_by_path(paths):
         cell, metrics = result["cell"], result["metrics"] or {}
         base = {k: cell[k] for k in ("framework", "model", "precision", "batch_size", "image_size")}
         base |= {"status": result["status"], "reason": result["reason"], "path": str(path)}
+        base |= failure_columns(result)
         if result["status"] != "ok":
             rows.append(base)
             continue
@@ -63,11 +68,13 @@ def epoch_rows(paths: Iterable[str | Path]) -> pd.DataFrame:
     frame = pd.DataFrame(rows)
     if frame.empty:
         raise ValueError("no training results to aggregate")
-    return frame.sort_values([*KEYS, "epoch"] if "epoch" in frame else KEYS, kind="stable").reset_index(drop=True)
+    frame = frame.sort_values([*KEYS, "epoch"] if "epoch" in frame else KEYS, kind="stable").reset_index(drop=True)
+    return flag_deviations(frame, ["model", "precision", "batch_size"])
 
 
 def step0_agreement(frame: pd.DataFrame, numerator: str = "jax", denominator: str = "torch") -> pd.DataFrame:
-    """Per (model, precision, batch): both frameworks' step-0 figures and their relative differences."""
+    """Per (model, precision, batch): both frameworks' step-0 figures and their relative differences;
+    `deviation_differs` where the two cells ran with different workarounds from the fallback ladder."""
     first = frame[(frame["status"] == "ok") & (frame["epoch"] == 0)] if "epoch" in frame else frame.iloc[0:0]
     rows = []
     for (model, precision, batch), group in first.groupby(["model", "precision", "batch_size"]):
@@ -97,6 +104,7 @@ def step0_agreement(frame: pd.DataFrame, numerator: str = "jax", denominator: st
                 "flagged": bool(diff["loss_after_step"] > bar and precision == "fp32"),
                 "final_top1_" + numerator: float(_final(frame, a)["top1"]),
                 "final_top1_" + denominator: float(_final(frame, b)["top1"]),
+                "deviation_differs": deviations_differ(a.get("deviations"), b.get("deviations")),
             }
         )
     return pd.DataFrame(rows)
@@ -130,10 +138,14 @@ def training_table(frame: pd.DataFrame) -> str:
         r"\midrule",
     ]
     for (model, framework, batch), group in frame.groupby(["model", "framework", "batch_size"], sort=True):
-        head = f"{escape(model)} & {_label(framework)} & {batch}"
         ok = group[group["status"] == "ok"]
+        deviated = not ok.empty and _present(ok["deviations"].iloc[0] if "deviations" in ok else None)
+        head = f"{escape(model)} & {_label(framework)}{DEVIATION_MARK if deviated else ''} & {batch}"
         if ok.empty:
-            lines.append(rf"{head} & \multicolumn{{11}}{{l}}{{failed: {escape(group['reason'].iloc[0])[:60]}}} \\")
+            kind = group["failure_kind"].iloc[0] if "failure_kind" in group else None
+            failed = f"failed ({escape(kind)})" if _present(kind) else "failed"
+            reason = escape(str(group["reason"].iloc[0])[:60])
+            lines.append(rf"{head} & \multicolumn{{11}}{{l}}{{{failed}: {reason}}} \\")
             continue
         last = ok.sort_values("epoch").iloc[-1]
         wait = r"$^w$" if (ok["data_wait_frac"] > 0.05).any() else ""
@@ -161,8 +173,10 @@ def step0_table(agreement: pd.DataFrame) -> str:
     for _, row in agreement.iterrows():
         flag = r"$^\ast$" if row["flagged"] else ""
         own = row.get("torch_fp32_error_after_step")
+        deviating = DEVIATION_MARK if str(row.get("deviation_differs")) == "True" else ""
         lines.append(
-            f"{escape(row['model'])} & {row['precision']} & {row['batch_size']} & {number(row['loss_torch'], 5)} & "
+            f"{escape(row['model'])}{deviating} & {row['precision']} & {row['batch_size']} & "
+            f"{number(row['loss_torch'], 5)} & "
             f"{row['rel_diff_loss']:.1e} & {row['rel_diff_loss_after_step']:.1e}{flag} & {_sci(own)} & "
             f"{row['rel_diff_grad_norm']:.1e} & {number(100 * row['final_top1_jax'])} / "
             f"{number(100 * row['final_top1_torch'])}\\% \\\\"
@@ -185,7 +199,7 @@ def training_figure(paths: Iterable[str | Path], pdf: str | Path, png: str | Pat
     import seaborn as sns
 
     sns.set_theme(context="paper", style="whitegrid", font_scale=0.8)
-    results = [r for r in map(load_result, paths) if r["status"] == "ok"]
+    results = [r for r in load_cells(paths) if r["status"] == "ok"]
     models = sorted({r["cell"]["model"] for r in results})
     if not models:
         raise ValueError("no successful training cell to plot")
@@ -223,12 +237,29 @@ def training_figure(paths: Iterable[str | Path], pdf: str | Path, png: str | Pat
     plt.close(fig)
 
 
-def training_macros(frame: pd.DataFrame, agreement: pd.DataFrame) -> dict[str, str]:
+def _present(value) -> bool:
+    return value is not None and not (not isinstance(value, str) and pd.isna(value)) and str(value) != ""
+
+
+def training_macros(frame: pd.DataFrame, agreement: pd.DataFrame, include_deviating: bool = False) -> dict[str, str]:
+    """The training section's numbers. Pairs whose two cells ran with different workarounds are left out of the
+    step-0 and top-1 summaries unless `include_deviating` (`fallbacks.include_deviating_in_summary`)."""
     ok = frame[frame["status"] == "ok"]
     cells = frame.drop_duplicates("path")
+    deviating = (
+        agreement["deviation_differs"].astype(str) == "True"
+        if "deviation_differs" in agreement
+        else pd.Series(False, index=agreement.index)
+    )
+    excluded = 0 if include_deviating else int(deviating.sum())
+    agreement = agreement if include_deviating else agreement[~deviating]
+    with_workaround = cells["deviations"].map(_present) & (cells["status"] == "ok") if "deviations" in cells else []
     defs = {
         "fwbNumTrainCells": str(len(cells)),
         "fwbNumTrainOk": str(int((cells["status"] == "ok").sum())),
+        "fwbNumTrainDeviating": str(int(sum(with_workaround))),
+        "fwbNumTrainPairsDeviating": str(int(deviating.sum())),
+        "fwbNumTrainPairsExcludedDeviating": str(excluded),
         "fwbTrainEpochs": str(int(ok["epoch"].max() + 1)) if not ok.empty else "0",
         "fwbTrainTime": number(float(ok["time_s"].sum())) if not ok.empty else "---",
         "fwbBnRecalBatches": str(int(ok["bn_recalibration_batches"].max())) if not ok.empty else "0",
@@ -260,12 +291,37 @@ def _recalibration_text(batches: str) -> str:
     )
 
 
-def training_section(frame: pd.DataFrame | None, agreement: pd.DataFrame | None) -> str:
+def _deviation_text(defs: dict[str, str]) -> str:
+    deviating, excluded = int(defs["fwbNumTrainDeviating"]), int(defs["fwbNumTrainPairsExcludedDeviating"])
+    pairs = int(defs["fwbNumTrainPairsDeviating"])
+    if deviating == 0:
+        return ""
+    text = (
+        f" {deviating} training cell{'' if deviating == 1 else 's'} ran with a workaround from the fallback ladder "
+        "(marked $^{d}$, see Section~\\ref{sec:failures})"
+    )
+    if pairs == 0:
+        return text + "; every pair compares cells that ran with the same workarounds."
+    if excluded:
+        return text + (
+            f"; {excluded} pair{'' if excluded == 1 else 's'} whose cells ran with different workarounds "
+            f"{'is' if excluded == 1 else 'are'} left out of the step-0 and top-1 figures above."
+        )
+    one = pairs == 1
+    return text + (
+        f"; {pairs} pair{'' if one else 's'} whose cells ran with different workarounds {'is' if one else 'are'} "
+        "counted in the figures above, as the study's configuration asks."
+    )
+
+
+def training_section(
+    frame: pd.DataFrame | None, agreement: pd.DataFrame | None, include_deviating: bool = False
+) -> str:
     """The paper's training section, or one sentence when the study has no training suite (so the paper compiles
     for any config without stale figures)."""
     if frame is None:
         return "\\section{Training}\nThis study has no training suite (\\texttt{suites} in its config).\n"
-    defs = training_macros(frame, agreement)
+    defs = training_macros(frame, agreement, include_deviating)
     body = [
         r"\section{Training}",
         "Both frameworks train every model from the same converted weights on the same batches in the same order "
@@ -281,7 +337,8 @@ def training_section(frame: pd.DataFrame | None, agreement: pd.DataFrame | None)
         "gradients, as in randomly initialised BatchNorm networks, amplify rounding), and a pair is flagged $^\\ast$ "
         "when the frameworks differ by more than $10^{-3}$ and by more than three times that yardstick "
         f"({defs['fwbStepZeroFlagged']} fp32 pairs). The final top-1 accuracies of the two frameworks differ by at "
-        f"most {defs['fwbTopOneMaxGap']} points over {defs['fwbNumTrainPairs']} pairs. Beyond the first step, "
+        f"most {defs['fwbTopOneMaxGap']} points over {defs['fwbNumTrainPairs']} pairs.{_deviation_text(defs)} "
+        "Beyond the first step, "
         "training amplifies fp32 rounding differences, so short runs from scratch can end several points apart even "
         "within one framework when only the rounding changes (another thread count, or starting weights moved by "
         "one ulp); \\texttt{benchmarks/rounding\\_control.py} measures that spread, the yardstick for this gap. "
@@ -312,7 +369,8 @@ def training_section(frame: pd.DataFrame | None, agreement: pd.DataFrame | None)
         r"recipe delivers: recalibrated where it recalibrates), top-1$^r$ with the running statistics training left "
         r"behind, top-1$^b$ with each batch's own statistics (a diagnostic: where it is far above top-1$^r$, the "
         r"running statistics have not caught up with the weights), energy per epoch, peak host memory and time to "
-        r"the target top-1 (training plus recalibration).}",
+        r"the target top-1 (training plus recalibration). $^{d}$: the cell ran with a workaround from the fallback "
+        r"ladder (Section~\ref{sec:failures}).}",
         r"\label{tab:training}",
         r"\footnotesize",
         r"\begin{adjustbox}{max width=\textwidth}",
@@ -322,7 +380,8 @@ def training_section(frame: pd.DataFrame | None, agreement: pd.DataFrame | None)
         "",
         r"\begin{table*}[t]",
         r"\centering",
-        r"\caption{Step-0 agreement: relative JAX--PyTorch differences on the first batch.}",
+        r"\caption{Step-0 agreement: relative JAX--PyTorch differences on the first batch. $^{d}$: the two cells "
+        r"ran with different workarounds from the fallback ladder (Section~\ref{sec:failures}).}",
         r"\label{tab:step0}",
         r"\footnotesize",
         r"\begin{adjustbox}{max width=\textwidth}",

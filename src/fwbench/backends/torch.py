@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Mapping
 from typing import Any
 
@@ -30,6 +31,9 @@ class CudaEventTimer:
         return float(self.begin.elapsed_time(self.end))
 
 
+CUDNN_BENCHMARK_ENV = "FWBENCH_CUDNN_BENCHMARK"
+
+
 class TorchBackend(Backend):
     name = "torch"
 
@@ -42,7 +46,9 @@ class TorchBackend(Backend):
         torch.set_float32_matmul_precision("high" if tf32 else "highest")
         torch.backends.cuda.matmul.allow_tf32 = tf32
         torch.backends.cudnn.allow_tf32 = tf32
-        torch.backends.cudnn.benchmark = False
+        # Heuristic kernel choice unless FWBENCH_CUDNN_BENCHMARK=1; the fallback ladder's cudnn_benchmark_off rung
+        # sets it to 0 for a cell whose cuDNN autotuning crashed (recorded as that cell's deviation).
+        torch.backends.cudnn.benchmark = os.environ.get(CUDNN_BENCHMARK_ENV, "0") == "1"
         self.device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
         self.dtype = torch.bfloat16 if self.precision == "bf16" else torch.float32
         return {

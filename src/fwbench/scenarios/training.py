@@ -35,7 +35,7 @@ from fwbench.training.recipe import Recipe, learning_rates
 
 WAIT_FLAG = 0.05  # a cell that spends more than this fraction of its step time waiting for data is flagged
 SKIP_STEPS = 2  # steps at the start of each epoch left out of the steady-state rate (pipeline fill, first call)
-CHECKPOINT, PROGRESS = "checkpoint.bin", "progress.json"
+CHECKPOINT, PROGRESS = "checkpoint-epoch{epoch}.bin", "progress.json"
 
 
 class TrainingRss:
@@ -188,11 +188,13 @@ def run(
         step0: dict[str, Any] | None = None
         resumed_from = None
         progress_path = state_dir / PROGRESS
-        if progress_path.exists() and (state_dir / CHECKPOINT).exists():
-            progress = read_json(progress_path)
-            if progress["fingerprint"] == fingerprint:
-                trainer.load(state_dir / CHECKPOINT)
-                epochs, step0, resumed_from = progress["epochs"], progress["step0"], len(progress["epochs"])
+        progress = read_json(progress_path) if progress_path.exists() else {}
+        # The record names the checkpoint of the epochs it lists: a kill between writing a checkpoint and the
+        # record leaves the previous pair intact, never weights of k+1 epochs with a record of k.
+        saved = state_dir / progress["checkpoint"] if progress.get("checkpoint") else None
+        if saved is not None and progress["fingerprint"] == fingerprint and saved.exists():
+            trainer.load(saved)
+            epochs, step0, resumed_from = progress["epochs"], progress["step0"], len(progress["epochs"])
 
         first = loader.batch_indices(0)[0]
         x0, y0 = trainer.to_device(*loader.make(pad_rows(first, cell.batch_size)))
@@ -279,9 +281,15 @@ def run(
             )
             with rss.outside():  # the serialiser's transient is not training's memory
                 checkpoint_start = time.perf_counter()
-                trainer.save(state_dir / CHECKPOINT)
+                name = CHECKPOINT.format(epoch=len(epochs))
+                trainer.save(state_dir / name)
                 epochs[-1]["checkpoint_s"] = time.perf_counter() - checkpoint_start
-                atomic_write_json(progress_path, {"fingerprint": fingerprint, "epochs": epochs, "step0": step0})
+                atomic_write_json(
+                    progress_path, {"fingerprint": fingerprint, "epochs": epochs, "step0": step0, "checkpoint": name}
+                )
+                for old in state_dir.glob(CHECKPOINT.format(epoch="*")):
+                    if old.name != name:
+                        old.unlink(missing_ok=True)
         recompilations = backend.compilations - compilations_before
     device_memory = backend.device_memory()
     if "missing" in device_memory:
