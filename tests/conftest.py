@@ -20,6 +20,20 @@ TINY_CONFIG = {
 }
 
 
+def prepare_tiny_study(root: Path) -> tuple[Path, dict, dict]:
+    """The tiny study's dataset and small_cnn weights under `root`: (root, validated config, inference settings as
+    the workflow passes them to a cell)."""
+    from fwbench.config import validate_config
+    from fwbench.data.prepare import prepare
+    from fwbench.models.weights import init_weights
+
+    config = validate_config(TINY_CONFIG)
+    prepare(config["dataset"], root / "data")
+    init_weights("small_cnn", num_classes=4, image_size=16, seed=0, out=root / "weights.npz")
+    settings = {k: v for k, v in config["inference"].items() if k != "batch_sizes"}
+    return root, config, settings
+
+
 @pytest.fixture
 def tiny_config() -> dict:
     return copy.deepcopy(TINY_CONFIG)

@@ -16,27 +16,20 @@ import pytest
 
 from fwbench import memlimit
 from fwbench.config import ConfigError, validate_config
-from fwbench.data.prepare import prepare
 from fwbench.failures import KINDS, Workaround, classify, ladder_from_config
 from fwbench.faults import INJECT_FAULT_ENV, fault_for, parse
 from fwbench.grid import Cell, cells
 from fwbench.memlimit import MemoryLimit, system_oom_kills
-from fwbench.models.weights import init_weights
 from fwbench.results import load_result
 from fwbench.runner import run_cell
-from tests.conftest import TINY_CONFIG
+from tests.conftest import TINY_CONFIG, prepare_tiny_study
 
 DEFAULT_LADDER = validate_config(TINY_CONFIG)["fallbacks"]
 
 
 @pytest.fixture(scope="module")
 def study(tmp_path_factory):
-    root = tmp_path_factory.mktemp("faults")
-    config = validate_config(TINY_CONFIG)
-    prepare(config["dataset"], root / "data")
-    init_weights("small_cnn", num_classes=4, image_size=16, seed=0, out=root / "weights.npz")
-    settings = {k: v for k, v in config["inference"].items() if k != "batch_sizes"}
-    return root, config, settings
+    return prepare_tiny_study(tmp_path_factory.mktemp("faults"))
 
 
 def _cell(study, framework: str, batch: int = 1) -> Cell:

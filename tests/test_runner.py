@@ -9,23 +9,15 @@ import sys
 import jsonschema
 import pytest
 
-from fwbench.config import validate_config
-from fwbench.data.prepare import prepare
 from fwbench.grid import cells
-from fwbench.models.weights import init_weights
 from fwbench.results import load_result, validate_result
 from fwbench.runner import run_cell
-from tests.conftest import TINY_CONFIG
+from tests.conftest import prepare_tiny_study
 
 
 @pytest.fixture(scope="module")
 def study(tmp_path_factory):
-    root = tmp_path_factory.mktemp("study")
-    config = validate_config(TINY_CONFIG)
-    prepare(config["dataset"], root / "data")
-    init_weights("small_cnn", num_classes=4, image_size=16, seed=0, out=root / "weights.npz")
-    settings = {k: v for k, v in config["inference"].items() if k != "batch_sizes"}
-    return root, config, settings
+    return prepare_tiny_study(tmp_path_factory.mktemp("study"))
 
 
 def _run(study, cell, tmp_path, **kwargs):

@@ -30,6 +30,18 @@ def _planned_jobs(output) -> dict[str, int]:
     return {m[0]: int(m[1]) for m in re.findall(r"^(\w+)\s+(\d+)$", stats, flags=re.M) if m[0] != "total"}
 
 
+# What adding one inference batch size plans: its comparison group (both frameworks) and what depends on it.
+NEW_BATCH_SIZE_JOBS = {
+    "inference_group": 1,
+    "aggregate_inference": 1,
+    "inference_figure": 1,
+    "loader_figure": 1,
+    "paper_tables": 1,
+    "paper": 1,
+    "all": 1,
+}
+
+
 @pytest.fixture(scope="module")
 def workdir(tmp_path_factory, venv_bin):
     from tests.conftest import TINY_CONFIG
@@ -86,15 +98,7 @@ def test_reruns_are_minimal(workdir, venv_bin):
     old_cells = {p: p.stat().st_mtime_ns for p in (workdir / "results" / "cells").rglob("*.json")}
     _set_config(workdir, batch_sizes=[1, 2, 4])
     planned = _planned_jobs(_snakemake(workdir, venv_bin, "-n"))
-    assert planned == {
-        "inference_group": 1,  # the new batch size's comparison group (both frameworks)
-        "aggregate_inference": 1,
-        "inference_figure": 1,
-        "loader_figure": 1,
-        "paper_tables": 1,
-        "paper": 1,
-        "all": 1,
-    }
+    assert planned == NEW_BATCH_SIZE_JOBS
     _snakemake(workdir, venv_bin)
     assert {p: p.stat().st_mtime_ns for p in old_cells} == old_cells, "existing cells must not be rerun"
     assert len(list((workdir / "results" / "cells").rglob("*.json"))) == 6
@@ -220,16 +224,8 @@ def test_params_do_not_depend_on_key_order_or_number_spelling(workdir, venv_bin)
             yaml.safe_dump({**config, "inference": added}, sort_keys=True),
         ):
             path.write_text(text)
-            assert _planned_jobs(_snakemake(workdir, venv_bin, "-n")) == {
-                **baseline,
-                "inference_group": 1,  # the new batch size's comparison group, nothing else measured again
-                "aggregate_inference": 1,
-                "inference_figure": 1,
-                "loader_figure": 1,
-                "paper_tables": 1,
-                "paper": 1,
-                "all": 1,
-            }
+            # the new batch size's comparison group and what depends on it, nothing else measured again
+            assert _planned_jobs(_snakemake(workdir, venv_bin, "-n")) == {**baseline, **NEW_BATCH_SIZE_JOBS}
             # Snakemake 9.27 alone would list the last output of every job here (fwbench.workflow_state).
             assert _params_changes(workdir, venv_bin) == baseline_changes, "only a cell was added"
 

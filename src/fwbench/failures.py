@@ -104,9 +104,8 @@ def classify(
             kind = "compiler"
         else:
             kind = "exception"
-        where = f" (under its {memory_limit_key} limit of {memory_limit_mb} MB)" if kind == "host_oom" else ""
-        if kind == "host_oom" and not memory_limit_mb:
-            where = ""
+        limited = kind == "host_oom" and memory_limit_mb
+        where = f" (under its {memory_limit_key} limit of {memory_limit_mb} MB)" if limited else ""
         return Failure(kind, f"{kind.replace('_', ' ')}{where} (exit code {returncode}): {line}", exit_code=returncode)
     if result_error is not None:
         return Failure("no_result", f"child exited 0 without a readable result: {result_error}", exit_code=0)
