@@ -157,3 +157,19 @@ def test_throughput_from_median_and_total():
     assert rates["total"] == pytest.approx(8 * 4 / 0.016)
     interval = throughput_interval(8, [2.0, 2.1, 1.9, 2.0, 2.05])
     assert interval.low <= interval.estimate <= interval.high
+
+
+def test_half_binomial_cdf_matches_scipy_and_picks_the_same_ranks():
+    """The measuring processes' scipy-free binomial CDF (start-up cost) against scipy.special.bdtr."""
+    import math
+
+    from scipy import special
+
+    from fwbench.trackers.stats import _half_binomial_cdf
+
+    for n in [*range(1, 300), 1000, 4097, 20000, 100000]:
+        ks = np.arange(max(0, int(n / 2 - 6 * math.sqrt(n)) - 2), n // 2 + 1)
+        ours, reference = _half_binomial_cdf(ks, n), special.bdtr(ks, n, 0.5)
+        assert np.max(np.abs(ours - reference)) < 1e-9, n
+        for alpha in (0.005, 0.025, 0.05):
+            assert np.searchsorted(ours, alpha, side="right") == np.searchsorted(reference, alpha, side="right")

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
 import subprocess
+import sys
 
 import pytest
 import yaml
@@ -37,6 +39,7 @@ NEW_BATCH_SIZE_JOBS = {
     "inference_figure": 1,
     "loader_figure": 1,
     "paper_tables": 1,
+    "study_time": 1,
     "paper": 1,
     "all": 1,
 }
@@ -89,6 +92,30 @@ def test_full_run_produces_the_paper(workdir):
         assert (workdir / "results" / "figures" / name).stat().st_size > 0
     macros = (workdir / "results" / "tables" / "macros.tex").read_text()
     assert r"\newcommand{\fwbNumCells}{4}" in macros
+
+
+@pytest.mark.slow
+def test_time_to_report_covers_every_job_and_reaches_the_paper(workdir):
+    """Every job left its time (a benchmark file, or its own record for the measuring jobs), every measuring process
+    its phases, and the paper's table adds up to the study's wall time."""
+    results = workdir / "results"
+    jobs = {p.relative_to(results / "benchmarks").parts[0] for p in (results / "benchmarks").rglob("*.*")}
+    assert {"inference_group", "device_peak", "prepare_dataset", "model_facts", "paper_tables", "paper"} <= jobs
+    assert not list((results / "benchmarks" / "inference_group").rglob("*.tsv")), "no smaps sampler beside cells"
+    summary = json.loads((results / "tables" / "study_time.json").read_text())
+    assert summary["runs"] == 1 and summary["processes"] == 8  # 4 cells x 2 trials
+    assert sum(summary["seconds"].values()) == pytest.approx(summary["wall_s"])
+    assert 0 < summary["timed_share"] < 1 and summary["overhead_median_s"] > 0
+    text = subprocess.run(
+        ["pdftotext", str(results / "report" / "paper.pdf"), "-"], capture_output=True, text=True, check=True
+    ).stdout
+    text = " ".join(text.split())
+    # The LaTeX build's own time is in the PDF: the first pass's placeholders were replaced.
+    assert re.search(r"took (\d+ min )?\d+ s from its first job to this PDF", text), text[-3000:]
+    done = subprocess.run(
+        [sys.executable, str(REPO / "benchmarks" / "study_time.py"), str(results)], capture_output=True, text=True
+    )
+    assert done.returncode == 0 and "study wall time" in done.stdout, done.stderr
 
 
 @pytest.mark.slow

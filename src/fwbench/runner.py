@@ -42,6 +42,7 @@ from fwbench.slots import Slot
 from fwbench.trackers.environment import host_provenance
 from fwbench.trackers.latency import timing_metrics
 from fwbench.trackers.stats import WITHIN_PROCESS_ONLY, geometric_mean_interval
+from fwbench.worker import SPAWNED_AT
 
 STDERR_TAIL_CHARS = 4000
 WORKER_CMD = (sys.executable, "-m", "fwbench.worker")
@@ -103,7 +104,12 @@ def _run_child(
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
                 start_new_session=True,  # its own process group, so a timeout kills everything it started
-                env={**os.environ, **(slot.env if slot is not None else {}), **(env or {})},
+                env={
+                    **os.environ,
+                    **(slot.env if slot is not None else {}),
+                    **(env or {}),
+                    SPAWNED_AT: repr(time.time()),
+                },
                 pass_fds=(slot.fd,) if slot is not None else (),
                 preexec_fn=_child_preexec(memory),
             )
@@ -159,6 +165,7 @@ def _trial_summary(part: dict[str, Any], schedule: Mapping[str, Any] | None = No
         "stop_reason": m["stop_reason"],
         "stop_checks": m.get("stop_checks"),
         "stop_check_s": m.get("stop_check_s"),
+        "phases_s": m.get("phases_s"),
     }
 
 

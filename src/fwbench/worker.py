@@ -15,8 +15,18 @@ import time
 from fwbench.io import atomic_write_json, read_json
 from fwbench.threads import pin_threads
 
+SPAWNED_AT = "FWBENCH_SPAWNED_AT"  # the runner's wall clock when it started this process (fwbench.runner)
+
+
+def _since_spawn(now: float) -> float | None:
+    spawned = os.environ.get(SPAWNED_AT)
+    return now - float(spawned) if spawned else None
+
 
 def main(spec_path: str, out_path: str) -> None:
+    """Phases of the process's own time go into metrics.phases_s (start-up, imports, the scenario's phases), so the
+    study's time report can say where a cell's wall time went beside its timed work (fwbench.analysis.study_time)."""
+    phases: dict[str, float | None] = {"process_start_s": _since_spawn(time.time())}
     faulthandler.enable()  # a crash in native code leaves the Python stack in the output the runner keeps
     spec = read_json(spec_path)
     threads = pin_threads(int(spec["threads"]), spec.get("cpus"))
@@ -34,12 +44,14 @@ def main(spec_path: str, out_path: str) -> None:
     print(f"[fwbench.worker] {cell.label()} threads={threads['effective']}", file=sys.stderr, flush=True)
     inject(cell.label(), spec["settings"], out_path)  # test-only; does nothing unless FWBENCH_INJECT_FAULT is set
 
+    t0 = time.perf_counter()
     from fwbench.backends import get_backend
     from fwbench.scenarios import inference, training
 
-    t0 = time.perf_counter()
+    t1 = time.perf_counter()
     backend = get_backend(cell.framework, threads=threads["effective"], precision=cell.precision)
-    import_and_setup_s = time.perf_counter() - t0
+    import_and_setup_s = time.perf_counter() - t1
+    phases.update(harness_imports_s=t1 - t0, framework_import_s=import_and_setup_s)
     if spec.get("device"):  # the study's device check said where every cell computes: fail rather than drift
         from fwbench.devices import verify
 
@@ -63,6 +75,9 @@ def main(spec_path: str, out_path: str) -> None:
         "threads": threads,
         "setup_s": import_and_setup_s,
     }
+    phases.update(part["metrics"].get("phases_s") or {})
+    phases["until_result_s"] = _since_spawn(time.time())  # the rest of the process's wall time is writing and exit
+    part["metrics"]["phases_s"] = phases
     atomic_write_json(out_path, part)
 
 
@@ -70,3 +85,8 @@ if __name__ == "__main__":
     if len(sys.argv) != 3:
         sys.exit("usage: python -m fwbench.worker SPEC.json OUT.json")
     main(sys.argv[1], sys.argv[2])
+    # The result is written (atomically): skip the interpreter's teardown, which spends ~0.7 s of every torch or JAX
+    # process's wall time in destructors and module cleanup (measured; docs/time-to-report.md).
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)

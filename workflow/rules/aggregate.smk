@@ -4,13 +4,15 @@
 rule aggregate_inference:
     input:
         cells=inference_cells(),
-        facts=expand(rules.model_facts.output[0], model=config["models"]),
-        peak=rules.device_peak.output[0],
+        facts=expand(FACTS, model=config["models"]),
+        peak=PEAK_RECORD,
     output:
-        csv=f"{RESULTS}/tables/inference.csv",
-        speedups=f"{RESULTS}/tables/speedups.csv",
+        csv=INFERENCE_CSV,
+        speedups=SPEEDUPS_CSV,
     log:
         f"{RESULTS}/logs/aggregate/inference.log",
+    benchmark:
+        benchmark_file("aggregate_inference")
     conda:
         ENV
     script:
@@ -25,6 +27,8 @@ rule aggregate_training:
         step0=f"{RESULTS}/tables/training_step0.csv",
     log:
         f"{RESULTS}/logs/aggregate/training.log",
+    benchmark:
+        benchmark_file("aggregate_training")
     conda:
         ENV
     script:

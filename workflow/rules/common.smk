@@ -33,6 +33,46 @@ DOWNLOAD_RECORD = (
 LOADER_BATCH_SIZES = canonical(sorted(set(config["training"]["batch_sizes"])))
 PAPER_PDF = f"{RESULTS}/report/paper.pdf"
 DEVICE_RECORD = f"{RESULTS}/device.json"
+# Paths shared by producing and consuming rules. Consumers name them rather than rules.X.output: a rule whose input
+# mixes rules.X references with the whole cell list makes Snakemake hash that list once per cell while building the
+# DAG (quadratic: 14 s of a 5,040-cell dry run).
+PEAK_RECORD = f"{RESULTS}/probe/peak.json"
+FACTS = f"{RESULTS}/facts/{{model}}.json"
+WEIGHTS = f"{RESULTS}/weights/{{model}}.npz"
+WEIGHTS_PROVENANCE = f"{RESULTS}/weights/{{model}}.json"
+PREPROCESS_RECORD = f"{DATA_DIR}/preprocess.json"
+LOADER_RECORD = f"{RESULTS}/loader/throughput.json"
+INFERENCE_CSV = f"{RESULTS}/tables/inference.csv"
+SPEEDUPS_CSV = f"{RESULTS}/tables/speedups.csv"
+INFERENCE_FIGURE = f"{RESULTS}/figures/inference_throughput.pdf"
+LOADER_FIGURE = f"{RESULTS}/figures/loader_throughput.pdf"
+PAPER_TABLES = {
+    name: f"{RESULTS}/tables/{name}.tex"
+    for name in (
+        "inference",
+        "failures",
+        "environment",
+        "macros",
+        "models",
+        "dataset",
+        "loader",
+    )
+} | {"training": f"{RESULTS}/tables/training_section.tex"}
+# Every job's wall time: Snakemake's benchmark: files for the jobs that measure nothing, the measuring jobs' own
+# records beside them (fwbench.jobtime says why), read by the study_time rule.
+BENCHMARKS = f"{RESULTS}/benchmarks"
+
+
+def benchmark_file(rule_name, wildcards=""):
+    """The benchmark: file of a job that measures nothing: results/benchmarks/{rule}/{wildcards}.tsv."""
+    return f"{BENCHMARKS}/{rule_name}/{wildcards or 'job'}.tsv"
+
+
+def job_record(rule_name, wildcards):
+    """The wall-time record a measuring job writes itself (fwbench.jobtime.timed_job)."""
+    return f"{BENCHMARKS}/{rule_name}/{wildcards or 'job'}.json"
+
+
 # Snakemake counts the gpu resource but assigns no GPU: with --resources gpu=N each cell takes one of N slots (a GPU
 # and 1/N of the cores) itself. The count reaches the cells as a resource, not a param, so running more or fewer
 # cells at once never makes finished cells stale.

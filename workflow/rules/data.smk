@@ -9,6 +9,8 @@ if DOWNLOAD_RECORD:
             DOWNLOAD_RECORD,
         log:
             f"{RESULTS}/logs/data/download_dataset.log",
+        benchmark:
+            benchmark_file("download_dataset")
         conda:
             ENV
         params:
@@ -23,9 +25,11 @@ rule prepare_dataset:
         DOWNLOAD_RECORD or [],
     output:
         manifest=DATASET_FILES[0],
-        timing=f"{DATA_DIR}/preprocess.json",
+        timing=PREPROCESS_RECORD,
     log:
         f"{RESULTS}/logs/data/prepare_dataset.log",
+    benchmark:
+        benchmark_file("prepare_dataset")
     conda:
         ENV
     threads: workflow.cores
@@ -40,9 +44,11 @@ rule loader_throughput:
     input:
         DATASET_FILES,
     output:
-        f"{RESULTS}/loader/throughput.json",
+        LOADER_RECORD,
     log:
         f"{RESULTS}/logs/data/loader_throughput.log",
+    benchmark:
+        benchmark_file("loader_throughput")
     conda:
         ENV
     threads: workflow.cores
@@ -58,10 +64,12 @@ rule init_weights:
     input:
         pretrained=lambda wildcards: config["pretrained"].get(wildcards.model, []),
     output:
-        weights=f"{RESULTS}/weights/{{model}}.npz",
-        provenance=f"{RESULTS}/weights/{{model}}.json",
+        weights=WEIGHTS,
+        provenance=WEIGHTS_PROVENANCE,
     log:
         f"{RESULTS}/logs/weights/{{model}}.log",
+    benchmark:
+        benchmark_file("init_weights", "{model}")
     conda:
         ENV
     params:
@@ -75,9 +83,11 @@ rule init_weights:
 
 rule model_facts:
     output:
-        f"{RESULTS}/facts/{{model}}.json",
+        FACTS,
     log:
         f"{RESULTS}/logs/facts/{{model}}.log",
+    benchmark:
+        benchmark_file("model_facts", "{model}")
     conda:
         ENV
     params:

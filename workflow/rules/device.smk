@@ -7,6 +7,8 @@ rule device_check:
         DEVICE_RECORD,
     log:
         f"{RESULTS}/logs/device_check.log",
+    benchmark:
+        benchmark_file("device_check")
     priority: 100  # first, so that a refusal comes in seconds, not after preprocessing the dataset
     conda:
         ENV

@@ -3,9 +3,9 @@
 
 rule inference_figure:
     input:
-        csv=f"{RESULTS}/tables/inference.csv",
+        csv=INFERENCE_CSV,
     output:
-        pdf=f"{RESULTS}/figures/inference_throughput.pdf",
+        pdf=INFERENCE_FIGURE,
         png=report(
             f"{RESULTS}/figures/inference_throughput.png",
             caption="../report/inference_throughput.rst",
@@ -13,6 +13,8 @@ rule inference_figure:
         ),
     log:
         f"{RESULTS}/logs/figures/inference_throughput.log",
+    benchmark:
+        benchmark_file("inference_figure")
     conda:
         ENV
     script:
@@ -21,10 +23,10 @@ rule inference_figure:
 
 rule loader_figure:
     input:
-        loader=rules.loader_throughput.output[0],
-        csv=rules.aggregate_inference.output.csv,
+        loader=LOADER_RECORD,
+        csv=INFERENCE_CSV,
     output:
-        pdf=f"{RESULTS}/figures/loader_throughput.pdf",
+        pdf=LOADER_FIGURE,
         png=report(
             f"{RESULTS}/figures/loader_throughput.png",
             caption="../report/loader_throughput.rst",
@@ -32,6 +34,8 @@ rule loader_figure:
         ),
     log:
         f"{RESULTS}/logs/figures/loader_throughput.log",
+    benchmark:
+        benchmark_file("loader_figure")
     conda:
         ENV
     script:
@@ -50,6 +54,8 @@ rule training_figure:
         ),
     log:
         f"{RESULTS}/logs/figures/training_curves.log",
+    benchmark:
+        benchmark_file("training_figure")
     conda:
         ENV
     script:
@@ -58,26 +64,21 @@ rule training_figure:
 
 rule paper_tables:
     input:
-        csv=rules.aggregate_inference.output.csv,
-        manifest=rules.prepare_dataset.output.manifest,
-        preprocess=rules.prepare_dataset.output.timing,
-        loader=rules.loader_throughput.output[0],
+        csv=INFERENCE_CSV,
+        manifest=DATASET_FILES[0],
+        preprocess=PREPROCESS_RECORD,
+        loader=LOADER_RECORD,
         training=TRAINING_TABLES,
-        speedups=rules.aggregate_inference.output.speedups,
+        speedups=SPEEDUPS_CSV,
         cells=inference_cells(),
-        facts=expand(rules.model_facts.output[0], model=config["models"]),
-        weights=expand(rules.init_weights.output.provenance, model=config["models"]),
+        facts=expand(FACTS, model=config["models"]),
+        weights=expand(WEIGHTS_PROVENANCE, model=config["models"]),
     output:
-        inference=f"{RESULTS}/tables/inference.tex",
-        failures=f"{RESULTS}/tables/failures.tex",
-        environment=f"{RESULTS}/tables/environment.tex",
-        macros=f"{RESULTS}/tables/macros.tex",
-        models=f"{RESULTS}/tables/models.tex",
-        dataset=f"{RESULTS}/tables/dataset.tex",
-        loader=f"{RESULTS}/tables/loader.tex",
-        training=f"{RESULTS}/tables/training_section.tex",
+        **PAPER_TABLES,
     log:
         f"{RESULTS}/logs/figures/paper_tables.log",
+    benchmark:
+        benchmark_file("paper_tables")
     conda:
         ENV
     params:

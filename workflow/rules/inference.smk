@@ -9,7 +9,7 @@
 rule inference_group:
     input:
         dataset=DATASET_FILES,
-        weights=rules.init_weights.output.weights,
+        weights=WEIGHTS,
         device=DEVICE_RECORD,
     output:
         inference_group_outputs(),
@@ -29,5 +29,6 @@ rule inference_group:
         image_size=canonical(config["dataset"]["image_size"]),
         num_classes=canonical(config["dataset"]["num_classes"]),
         slot_dir=SLOT_DIR,
+        job_record=job_record("inference_group", "{model}/{precision}/bs{batch}"),
     script:
         "../scripts/run_group.py"

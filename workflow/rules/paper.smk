@@ -1,17 +1,22 @@
 # The paper: LaTeX sources from report/, generated tables and figures from results/; build files stay in results/.
+# The script times its LaTeX build for the time-to-report table and rebuilds once with the measured value in it.
 
 
 rule paper:
     input:
         tex=REPO_ROOT / "report" / "paper.tex",
-        tables=rules.paper_tables.output,
-        figure=rules.inference_figure.output.pdf,
-        loader_figure=rules.loader_figure.output.pdf,
+        tables=list(PAPER_TABLES.values()),
+        study_time=rules.study_time.output,
+        study_time_summary=rules.study_time.output.summary,
+        figure=INFERENCE_FIGURE,
+        loader_figure=LOADER_FIGURE,
         training_figure=TRAINING_FIGURE,
     output:
         PAPER_PDF,
     log:
         f"{RESULTS}/logs/report/paper.log",
+    benchmark:
+        benchmark_file("paper")
     conda:
         ENV
     params:
@@ -20,8 +25,5 @@ rule paper:
             str(Path(d).resolve())
             for d in (REPO_ROOT / "report", f"{RESULTS}/tables", f"{RESULTS}/figures")
         ),
-    shell:
-        "mkdir -p {params.build_dir} && "
-        "TEXINPUTS={params.search_path}: latexmk -pdf -interaction=nonstopmode -halt-on-error "
-        "-outdir={params.build_dir} {input.tex} > {log} 2>&1 && "
-        "cp {params.build_dir}/paper.pdf {output}.tmp && mv {output}.tmp {output}"
+    script:
+        "../scripts/paper.py"

@@ -6,7 +6,7 @@ rule device_peak:
     input:
         device=DEVICE_RECORD,
     output:
-        f"{RESULTS}/probe/peak.json",
+        PEAK_RECORD,
     log:
         f"{RESULTS}/logs/probe/peak.log",
     conda:
@@ -16,5 +16,7 @@ rule device_peak:
         gpu=1,
     params:
         harness_version=HARNESS_VERSION,
+        precisions=canonical(config["precisions"]),
+        job_record=job_record("device_peak", ""),
     script:
         "../scripts/device_peak.py"

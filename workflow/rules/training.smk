@@ -5,7 +5,7 @@
 rule training_cell:
     input:
         dataset=DATASET_FILES,
-        weights=rules.init_weights.output.weights,
+        weights=WEIGHTS,
         device=DEVICE_RECORD,
     output:
         f"{RESULTS}/cells/training/{{framework}}/{{model}}/{{precision}}/bs{{batch}}.json",
@@ -24,6 +24,9 @@ rule training_cell:
         image_size=canonical(config["dataset"]["image_size"]),
         num_classes=canonical(config["dataset"]["num_classes"]),
         slot_dir=SLOT_DIR,
+        job_record=job_record(
+            "training_cell", "{framework}/{model}/{precision}/bs{batch}"
+        ),
         state_dir=lambda wildcards: f"{RESULTS}/state/training/{wildcards.framework}/{wildcards.model}/"
         f"{wildcards.precision}/bs{wildcards.batch}",
     script:

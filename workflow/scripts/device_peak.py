@@ -11,15 +11,16 @@ os.environ.update(record["environment"])
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 
 from fwbench.io import atomic_write_json  # noqa: E402
+from fwbench.jobtime import timed_job  # noqa: E402
 from fwbench.logs import redirect_to  # noqa: E402
-from fwbench.trackers.flops import PRECISIONS, measure_peak  # noqa: E402
+from fwbench.trackers.flops import measure_peak, probed_precisions  # noqa: E402
 
-with redirect_to(snakemake.log[0]):
+with redirect_to(snakemake.log[0]), timed_job(snakemake.params.job_record, snakemake.rule, {}):
     import torch
 
     torch.set_num_threads(threads["effective"])
-    peak = measure_peak()
+    peak = measure_peak(precisions=probed_precisions(snakemake.params.precisions))
     peak["threads"] = threads
     peak["device_platform"] = record["platform"]
     atomic_write_json(snakemake.output[0], peak)
-    print({p: peak[p]["peak_flops"] / 1e9 for p in PRECISIONS}, f"{peak['probe_s']:.1f} s")
+    print({p: peak[p]["peak_flops"] / 1e9 for p in peak["precisions"]}, f"{peak['probe_s']:.1f} s")

@@ -3,6 +3,7 @@ from pathlib import Path
 from fwbench.config import validate_config
 from fwbench.devices import read_record
 from fwbench.grid import cell_from_wildcards
+from fwbench.jobtime import timed_job
 from fwbench.runner import run_group
 
 # The rule's outputs are the group's cells in the order of params.frameworks.
@@ -11,18 +12,19 @@ cells = [
     cell_from_wildcards({**wildcards, "framework": framework}, snakemake.params.suite, snakemake.params.image_size)
     for framework in snakemake.params.frameworks
 ]
-run_group(
-    cells,
-    snakemake.params.settings,
-    data_dir=Path(snakemake.input.dataset[0]).parent,
-    weights_path=snakemake.input.weights,
-    num_classes=snakemake.params.num_classes,
-    threads=snakemake.threads,
-    out_paths=list(snakemake.output),
-    log_path=snakemake.log[0],
-    device_record=read_record(snakemake.input.device),
-    slot_dir=snakemake.params.slot_dir,
-    gpu_slots=int(snakemake.resources.gpu_slots),
-    # The ladder is not a param: adding a workaround must not rerun cells that never needed one.
-    fallbacks=validate_config(snakemake.config)["fallbacks"],
-)
+with timed_job(snakemake.params.job_record, snakemake.rule, wildcards):
+    run_group(
+        cells,
+        snakemake.params.settings,
+        data_dir=Path(snakemake.input.dataset[0]).parent,
+        weights_path=snakemake.input.weights,
+        num_classes=snakemake.params.num_classes,
+        threads=snakemake.threads,
+        out_paths=list(snakemake.output),
+        log_path=snakemake.log[0],
+        device_record=read_record(snakemake.input.device),
+        slot_dir=snakemake.params.slot_dir,
+        gpu_slots=int(snakemake.resources.gpu_slots),
+        # The ladder is not a param: adding a workaround must not rerun cells that never needed one.
+        fallbacks=validate_config(snakemake.config)["fallbacks"],
+    )

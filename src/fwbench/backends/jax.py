@@ -14,7 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from fwbench.backends.base import Backend
-from fwbench.models import flax_variables
+from fwbench.models import flax_host_variables
 from fwbench.trackers.nvml import cuda_driver_identity
 
 ASSUMED_L2_BYTES = 128 * 1024**2  # where the device's L2 size is unknown (H100: 50 MiB)
@@ -143,7 +143,7 @@ class JaxBackend(Backend):
         except RuntimeError:  # JAX_PLATFORMS without cpu
             host = contextlib.nullcontext()
         with host:
-            module, variables = flax_variables(model, state_dict, num_classes=num_classes, image_size=image_size)
+            module, variables = flax_host_variables(model, state_dict, num_classes=num_classes, image_size=image_size)
         self.module = module
         variables = jax.tree_util.tree_map(lambda a: np.asarray(a).astype(np.dtype(self.dtype)), variables)
         self.variables = jax.device_put(variables, self.device)

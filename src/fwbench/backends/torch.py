@@ -11,7 +11,7 @@ import numpy as np
 import torch
 
 from fwbench.backends.base import Backend
-from fwbench.models import torch_model
+from fwbench.models import torch_model, torchvision_defs
 
 
 class CudaEventTimer:
@@ -111,8 +111,14 @@ class TorchBackend(Backend):
             }
         return {"platform": "cpu", "name": "cpu"}
 
-    def build(self, model: str, state_dict: Mapping[str, np.ndarray], *, num_classes: int, image_size: int) -> None:
+    def new_model(self, model: str, *, num_classes: int, image_size: int) -> torch.nn.Module:
+        """The torch definition of `model`, recording how torchvision's models were imported (torchvision_defs)."""
         module = torch_model(model, num_classes=num_classes, image_size=image_size)
+        self.effective_settings["torchvision_import"] = torchvision_defs.import_path()
+        return module
+
+    def build(self, model: str, state_dict: Mapping[str, np.ndarray], *, num_classes: int, image_size: int) -> None:
+        module = self.new_model(model, num_classes=num_classes, image_size=image_size)
         module.load_state_dict({k: torch.from_numpy(np.asarray(v)) for k, v in state_dict.items()}, strict=True)
         # Cast on the host, then move: no float32 copy of the weights is ever alive on the device (bf16).
         self.module = module.to(dtype=self.dtype).to(self.device).eval()

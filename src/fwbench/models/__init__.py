@@ -13,7 +13,15 @@ import numpy as np
 
 from fwbench.models.registry import MODELS, load_builder, spec
 
-__all__ = ["MODELS", "flax_model", "flax_variables", "jax_forward", "torch_model", "torch_state_dict_numpy"]
+__all__ = [
+    "MODELS",
+    "flax_host_variables",
+    "flax_model",
+    "flax_variables",
+    "jax_forward",
+    "torch_model",
+    "torch_state_dict_numpy",
+]
 
 
 def torch_model(name: str, *, num_classes: int, image_size: int):
@@ -29,8 +37,10 @@ def torch_state_dict_numpy(module) -> dict[str, np.ndarray]:
     return {k: v.detach().cpu().numpy().copy() for k, v in module.state_dict().items()}
 
 
-def flax_variables(name: str, state_dict: Mapping[str, Any], *, num_classes: int, image_size: int):
-    """(Flax module, Flax variables converted from a torch state_dict)."""
+def flax_host_variables(name: str, state_dict: Mapping[str, Any], *, num_classes: int, image_size: int):
+    """(Flax module, Flax variables converted from a torch state_dict, as host numpy arrays). The backends cast and
+    place these themselves: making each of a model's hundreds of leaves a JAX array first (one dispatch each) cost
+    a measuring process up to a second before it was converted back."""
     import jax
     import jax.numpy as jnp
 
@@ -40,7 +50,15 @@ def flax_variables(name: str, state_dict: Mapping[str, Any], *, num_classes: int
     template = jax.eval_shape(
         lambda: module.init(jax.random.PRNGKey(0), jnp.zeros((1, image_size, image_size, 3), jnp.float32))
     )
-    variables = torch_to_flax(state_dict, template)
+    return module, torch_to_flax(state_dict, template)
+
+
+def flax_variables(name: str, state_dict: Mapping[str, Any], *, num_classes: int, image_size: int):
+    """(Flax module, Flax variables converted from a torch state_dict, as JAX arrays)."""
+    import jax
+    import jax.numpy as jnp
+
+    module, variables = flax_host_variables(name, state_dict, num_classes=num_classes, image_size=image_size)
     return module, jax.tree_util.tree_map(jnp.asarray, variables)
 
 

@@ -75,6 +75,7 @@ def run(
     num_classes: int,
 ) -> dict[str, Any]:
     """Measure one inference cell; returns the `metrics` and `samples_ms` parts of a cell result."""
+    start = time.perf_counter()
     missing: dict[str, str] = {}
     rss_before = rss_mb()
     gpu = open_device(backend.device_identity())  # by UUID or PCI bus id, never by CUDA ordinal
@@ -90,6 +91,7 @@ def run(
         buffers, cold = input_buffers(backend, images, cell.batch_size, bool(settings.get("cold_inputs", False)))
         inputs = buffers[0]
         rss_loaded = rss_mb()
+        loaded = time.perf_counter()
         if isinstance(gpu, NvmlDevice):
             # The same point for every framework: weights and inputs on the device (each holds its CUDA context),
             # nothing running. Who else computes here, and the board's idle power once NVML's average has settled.
@@ -108,10 +110,11 @@ def run(
         logits = backend.to_numpy(outputs)
 
         # The first call above counts as one warm-up iteration; cold-input runs touch every buffer once too.
-        warmup = int(settings["warmup_iters"]) - 1
+        warmup, warmup_start = int(settings["warmup_iters"]) - 1, time.perf_counter()
         for i in range(max(warmup, len(buffers)) if len(buffers) > 1 else warmup):
             backend.synchronize(backend.forward(buffers[i % len(buffers)]))
         backend.reset_device_memory_peak()  # steady-state device memory from here (peaks of load/compile apart)
+        warmup_s = time.perf_counter() - warmup_start
 
         rule = StopRule(
             min_iters=int(settings["min_iters"]),
@@ -214,5 +217,17 @@ def run(
         "isolation": isolation,
         "logits_checksum": float(np.float64(logits.astype(np.float64).sum())),
         "missing": missing,
+        # Where this process's scenario time went (the worker adds start-up and imports): building the model and
+        # loading data and inputs (with NVML's isolation check and idle baseline on a GPU), compile, first call,
+        # warm-up, the timed loop and its stop checks, and what follows it (device-timer pass, summaries).
+        "phases_s": {
+            "load_s": loaded - start,
+            "compile_s": None if compile_times is None else sum(compile_times.values()),
+            "first_call_s": first_call_s,
+            "warmup_s": warmup_s,
+            "timed_s": run_.wall_s,
+            "stop_check_s": run_.check_s,
+            "scenario_s": time.perf_counter() - start,
+        },
     }
     return {"metrics": metrics, "samples_ms": samples_ms}

@@ -157,6 +157,7 @@ def run(
     recipe = Recipe.from_config(settings, settings["seed"])
     state_dir = Path(state_dir)
     state_dir.mkdir(parents=True, exist_ok=True)
+    start = time.perf_counter()
     missing: dict[str, str] = {}
     rss_initial = rss_mb()
     gpu = open_device(backend.device_identity())  # by UUID or PCI bus id, never by CUDA ordinal
@@ -207,6 +208,7 @@ def run(
         compile_wall_s = time.perf_counter() - compile_start
         compile_s = sum(compile_breakdown.values()) if compile_breakdown else None
         recalibration_batches = min(recipe.bn_recalibration_batches, steps_per_epoch)
+        step0_start = time.perf_counter()
         if step0 is None:
             step0 = trainer.probe(x0, y0, float(lrs[0]), **valid0)
             step0["batch_size"] = cell.batch_size
@@ -216,6 +218,7 @@ def run(
             step0["initial_eval"] = evaluate(
                 trainer, val_images, val_labels, cell.batch_size, recalibrated=recalibrated is not None
             )
+        step0_s = time.perf_counter() - step0_start
         compilations_before = backend.compilations
         trainer.synchronize(x0)
         # Device memory of the epochs apart from load, compilation and autotuning scratch, as inference does after
@@ -365,5 +368,22 @@ def run(
         },
         "device_memory": {"initial": device_memory_initial, "max": device_memory} if device_memory else None,
         "missing": missing,
+        "phases_s": _phases(epochs[resumed_from or 0 :], compile_start - start, compile_wall_s, step0_s, start),
     }
     return {"metrics": metrics, "samples_ms": samples_ms}
+
+
+def _phases(run_here: list[dict[str, Any]], load_s: float, compile_wall_s: float, step0_s: float, start: float):
+    """Where this process's scenario time went (the worker adds start-up and imports), counting only the epochs it
+    ran itself (not those a resumed cell inherited): loading data, model and loader; compiling every function;
+    the step-0 probe with its initial evaluation; the timed epochs; evaluation with BatchNorm recalibration; and
+    checkpoint writes."""
+    return {
+        "load_s": load_s,
+        "compile_s": compile_wall_s,
+        "step0_s": step0_s,
+        "timed_s": float(sum(e["time_s"] for e in run_here)),
+        "evaluation_s": float(sum(e["eval_s"] + (e["bn_recalibration_s"] or 0.0) for e in run_here)),
+        "checkpoint_s": float(sum(e.get("checkpoint_s") or 0.0 for e in run_here)),
+        "scenario_s": time.perf_counter() - start,
+    }

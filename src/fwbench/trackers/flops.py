@@ -160,20 +160,33 @@ class JaxProbe:
         return _best_rate(lambda: matmul(a, b), lambda out: out.block_until_ready(), 2.0 * size**3, seconds)
 
 
+def probed_precisions(study_precisions) -> tuple[str, ...]:
+    """The precisions a study's probe measures: its cells' precisions, and fp32 always (tf32 on a CPU is the fp32
+    peak, and fp32 is the reference every report can quote). Probing a precision no cell uses cost the default CPU
+    study ~10 s of its time to report."""
+    wanted = {"fp32", *study_precisions}
+    return tuple(p for p in PRECISIONS if p in wanted)
+
+
 def measure_peak(
     *,
+    precisions=PRECISIONS,
     start: int = PROBE_START,
     max_size: int = PROBE_MAX,
     seconds: float = PROBE_SECONDS,
     budget_s: float = PROBE_BUDGET_S,
     min_call_s: float = MIN_CALL_S,
 ) -> dict[str, Any]:
-    """{"fp32": {...}, "tf32": {...}, "bf16": {...}}: best FLOP/s per precision, with every (framework, size) probe
-    (`probes`, "framework/size" -> FLOP/s) and each framework's growth (`series`: sizes tried, why it stopped)."""
+    """{"fp32": {...}, "tf32": {...}, "bf16": {...}} for `precisions` (fp32 first; see probed_precisions): best
+    FLOP/s per precision, with every (framework, size) probe (`probes`, "framework/size" -> FLOP/s) and each
+    framework's growth (`series`: sizes tried, why it stopped)."""
     begin = time.perf_counter()
+    unknown = [p for p in precisions if p not in PRECISIONS]
+    if unknown or "fp32" not in precisions:
+        raise ValueError(f"precisions {list(precisions)}: must include fp32 and be among {list(PRECISIONS)}")
     probes = (TorchProbe(), JaxProbe())
     out: dict[str, Any] = {}
-    for precision in PRECISIONS:
+    for precision in (p for p in PRECISIONS if p in precisions):
         series: dict[str, Any] = {}
         for probe in probes:
             if precision == "tf32" and not probe.on_gpu:
@@ -195,6 +208,7 @@ def measure_peak(
         if all("same_as" in s for s in series.values()):
             out[precision].update(same_as="fp32", reason=TF32_ON_CPU)
     out["devices"] = {probe.name: "gpu" if probe.on_gpu else "cpu" for probe in probes}
+    out["precisions"] = [p for p in PRECISIONS if p in precisions]
     out["method"] = (
         f"best of square matmuls in torch and jax, sizes doubling from {start} (at most {max_size}, "
         f"{MEMORY_FRACTION:.0%} of free memory) until the rate improves by < {MIN_GAIN:.0%} with calls >= "
@@ -210,5 +224,8 @@ def peak_for(precision: str, peak: dict[str, Any]) -> float:
     TF32 probe, which on a CPU is the fp32 one)."""
     if precision not in peak or not isinstance(peak[precision], dict):
         probed = [p for p in PRECISIONS if isinstance(peak.get(p), dict)]
-        raise KeyError(f"the peak probe has no {precision!r} entry (it has {probed}): rerun the device_peak rule")
+        raise KeyError(
+            f"the peak probe has no {precision!r} entry (it has {probed}, the study's precisions when it ran): "
+            "rerun the device_peak rule"
+        )
     return float(peak[precision]["peak_flops"])

@@ -16,7 +16,7 @@ import optax
 
 from fwbench.backends.base import STATISTICS, Trainer
 from fwbench.io import atomic_stream
-from fwbench.models import flax_variables
+from fwbench.models import flax_host_variables
 from fwbench.models.layers import MOMENTS
 from fwbench.training.checkpoint import read_arrays, write_arrays
 from fwbench.training.firstcall import first_call_extra
@@ -45,8 +45,9 @@ class JaxTrainer(Trainer):
 
     def __init__(self, backend, model: str, state_dict: Mapping[str, np.ndarray], *, num_classes, image_size, recipe):
         self.backend, self.recipe = backend, recipe
-        module, variables = flax_variables(model, state_dict, num_classes=num_classes, image_size=image_size)
-        variables = jax.tree_util.tree_map(lambda a: jnp.asarray(a, backend.dtype), variables)
+        module, variables = flax_host_variables(model, state_dict, num_classes=num_classes, image_size=image_size)
+        # Cast on the host, as inference does; device_put below places each leaf once.
+        variables = jax.tree_util.tree_map(lambda a: np.asarray(a).astype(np.dtype(backend.dtype)), variables)
         self.module = module
         self.params = jax.device_put(variables["params"], backend.device)
         self.batch_stats = jax.device_put(variables.get("batch_stats", {}), backend.device)

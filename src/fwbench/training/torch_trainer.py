@@ -15,7 +15,6 @@ import torch.nn.functional as F
 
 from fwbench.backends.base import STATISTICS, Trainer
 from fwbench.io import atomic_stream
-from fwbench.models import torch_model
 from fwbench.training.firstcall import first_call_extra
 from fwbench.training.recipe import Recipe
 
@@ -68,7 +67,7 @@ class TorchTrainer(Trainer):
 
     def __init__(self, backend, model: str, state_dict: Mapping[str, np.ndarray], *, num_classes, image_size, recipe):
         self.backend, self.recipe = backend, recipe
-        module = torch_model(model, num_classes=num_classes, image_size=image_size)
+        module = backend.new_model(model, num_classes=num_classes, image_size=image_size)
         module.load_state_dict({k: torch.from_numpy(np.asarray(v)) for k, v in state_dict.items()}, strict=True)
         self.model = module.to(device=backend.device, dtype=backend.dtype).train()
         self.adam = adam_implementation(backend.device.type)

@@ -1,0 +1,28 @@
+"""latexmk the paper, timed: the time-to-report table's LaTeX row and its total to the PDF come from this build (the
+first pass, with placeholders), written into latex_time.tex, and one more latexmk run puts them in the PDF."""
+
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+from fwbench.analysis.study_time import latex_time_macros
+from fwbench.io import read_json
+
+build = Path(snakemake.params.build_dir)
+build.mkdir(parents=True, exist_ok=True)
+measured = build / "latex_time.tex"
+env = {**os.environ, "TEXINPUTS": f"{build.resolve()}:{snakemake.params.search_path}:"}
+command = ["latexmk", "-pdf", "-interaction=nonstopmode", "-halt-on-error", f"-outdir={build}", snakemake.input.tex]
+started_at = read_json(snakemake.input.study_time_summary)["started_at"]
+
+with open(snakemake.log[0], "w") as log:
+    measured.write_text(latex_time_macros(None, None))
+    t0 = time.perf_counter()
+    subprocess.run(command, stdout=log, stderr=subprocess.STDOUT, env=env, check=True)
+    measured.write_text(latex_time_macros(time.perf_counter() - t0, time.time() - started_at))
+    subprocess.run(command, stdout=log, stderr=subprocess.STDOUT, env=env, check=True)
+tmp = Path(f"{snakemake.output[0]}.tmp")
+shutil.copyfile(build / "paper.pdf", tmp)
+tmp.replace(snakemake.output[0])
