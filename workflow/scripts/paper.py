@@ -15,13 +15,16 @@ build.mkdir(parents=True, exist_ok=True)
 measured = build / "latex_time.tex"
 env = {**os.environ, "TEXINPUTS": f"{build.resolve()}:{snakemake.params.search_path}:"}
 command = ["latexmk", "-pdf", "-interaction=nonstopmode", "-halt-on-error", f"-outdir={build}", snakemake.input.tex]
-started_at = read_json(snakemake.input.study_time_summary)["started_at"]
+# The span of the jobs before this one plus this build: a paper rebuilt alone later (after editing paper.tex) does not
+# count the idle time since the study ended.
+before_latex_s = read_json(snakemake.input.study_time_summary)["wall_s"]
 
 with open(snakemake.log[0], "w") as log:
     measured.write_text(latex_time_macros(None, None))
     t0 = time.perf_counter()
     subprocess.run(command, stdout=log, stderr=subprocess.STDOUT, env=env, check=True)
-    measured.write_text(latex_time_macros(time.perf_counter() - t0, time.time() - started_at))
+    latex_s = time.perf_counter() - t0
+    measured.write_text(latex_time_macros(latex_s, before_latex_s + latex_s))
     subprocess.run(command, stdout=log, stderr=subprocess.STDOUT, env=env, check=True)
 tmp = Path(f"{snakemake.output[0]}.tmp")
 shutil.copyfile(build / "paper.pdf", tmp)
