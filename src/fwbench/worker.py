@@ -11,6 +11,7 @@ import faulthandler
 import os
 import sys
 import time
+from pathlib import Path
 
 from fwbench.io import atomic_write_json, read_json
 from fwbench.threads import pin_threads
@@ -50,6 +51,7 @@ def main(spec_path: str, out_path: str) -> None:
 
     t1 = time.perf_counter()
     backend = get_backend(cell.framework, threads=threads["effective"], precision=cell.precision)
+    backend.model_cache_dir = Path(spec["weights_path"]).parent
     import_and_setup_s = time.perf_counter() - t1
     phases.update(harness_imports_s=t1 - t0, framework_import_s=import_and_setup_s)
     if spec.get("device"):  # the study's device check said where every cell computes: fail rather than drift

@@ -20,6 +20,9 @@ PRECISIONS = ("fp32", "tf32", "bf16")
 class Backend(ABC):
     name: str
     compilations: int = 0  # compile events seen so far; a change during the timed loop flags the cell
+    # Where a backend may keep what it derives from a model's definition alone across the study's processes (the
+    # worker sets it to the weights' directory; JAX keeps its Flax variable templates there). None: nowhere.
+    model_cache_dir = None
 
     def __init__(self, *, threads: int, precision: str):
         if precision not in PRECISIONS:

@@ -143,7 +143,10 @@ class JaxBackend(Backend):
         except RuntimeError:  # JAX_PLATFORMS without cpu
             host = contextlib.nullcontext()
         with host:
-            module, variables = flax_host_variables(model, state_dict, num_classes=num_classes, image_size=image_size)
+            module, variables, how = flax_host_variables(
+                model, state_dict, num_classes=num_classes, image_size=image_size, template_cache=self.model_cache_dir
+            )
+        self.effective_settings["flax_template"] = how
         self.module = module
         variables = jax.tree_util.tree_map(lambda a: np.asarray(a).astype(np.dtype(self.dtype)), variables)
         self.variables = jax.device_put(variables, self.device)

@@ -37,20 +37,21 @@ def torch_state_dict_numpy(module) -> dict[str, np.ndarray]:
     return {k: v.detach().cpu().numpy().copy() for k, v in module.state_dict().items()}
 
 
-def flax_host_variables(name: str, state_dict: Mapping[str, Any], *, num_classes: int, image_size: int):
-    """(Flax module, Flax variables converted from a torch state_dict, as host numpy arrays). The backends cast and
-    place these themselves: making each of a model's hundreds of leaves a JAX array first (one dispatch each) cost
-    a measuring process up to a second before it was converted back."""
-    import jax
-    import jax.numpy as jnp
-
+def flax_host_variables(
+    name: str, state_dict: Mapping[str, Any], *, num_classes: int, image_size: int, template_cache=None
+):
+    """(Flax module, Flax variables converted from a torch state_dict as host numpy arrays, how the variable template
+    was obtained). The backends cast and place the arrays themselves: making each of a model's hundreds of leaves a
+    JAX array first (one dispatch each) cost a measuring process up to a second before it was converted back. With
+    `template_cache` (a directory) the template is traced once and reused (fwbench.models.template)."""
     from fwbench.models.convert import torch_to_flax
+    from fwbench.models.template import flax_template
 
     module = flax_model(name, num_classes=num_classes, image_size=image_size)
-    template = jax.eval_shape(
-        lambda: module.init(jax.random.PRNGKey(0), jnp.zeros((1, image_size, image_size, 3), jnp.float32))
+    template, how = flax_template(
+        module, name, num_classes=num_classes, image_size=image_size, cache_dir=template_cache
     )
-    return module, torch_to_flax(state_dict, template)
+    return module, torch_to_flax(state_dict, template), how
 
 
 def flax_variables(name: str, state_dict: Mapping[str, Any], *, num_classes: int, image_size: int):
@@ -58,7 +59,7 @@ def flax_variables(name: str, state_dict: Mapping[str, Any], *, num_classes: int
     import jax
     import jax.numpy as jnp
 
-    module, variables = flax_host_variables(name, state_dict, num_classes=num_classes, image_size=image_size)
+    module, variables, _ = flax_host_variables(name, state_dict, num_classes=num_classes, image_size=image_size)
     return module, jax.tree_util.tree_map(jnp.asarray, variables)
 
 

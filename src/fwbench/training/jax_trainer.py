@@ -45,7 +45,10 @@ class JaxTrainer(Trainer):
 
     def __init__(self, backend, model: str, state_dict: Mapping[str, np.ndarray], *, num_classes, image_size, recipe):
         self.backend, self.recipe = backend, recipe
-        module, variables = flax_host_variables(model, state_dict, num_classes=num_classes, image_size=image_size)
+        module, variables, how = flax_host_variables(
+            model, state_dict, num_classes=num_classes, image_size=image_size, template_cache=backend.model_cache_dir
+        )
+        backend.effective_settings["flax_template"] = how
         # Cast on the host, as inference does; device_put below places each leaf once.
         variables = jax.tree_util.tree_map(lambda a: np.asarray(a).astype(np.dtype(backend.dtype)), variables)
         self.module = module
