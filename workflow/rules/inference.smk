@@ -31,4 +31,4 @@ rule inference_group:
         slot_dir=SLOT_DIR,
         job_record=job_record("inference_group", "{model}/{precision}/bs{batch}"),
     script:
-        "../scripts/run_group.py"
+        "../scripts/run_cells.py"

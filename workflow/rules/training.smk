@@ -30,4 +30,4 @@ rule training_cell:
         state_dir=lambda wildcards: f"{RESULTS}/state/training/{wildcards.framework}/{wildcards.model}/"
         f"{wildcards.precision}/bs{wildcards.batch}",
     script:
-        "../scripts/run_cell.py"
+        "../scripts/run_cells.py"

@@ -36,6 +36,11 @@ def number(value: float | None, digits: int = 3) -> str:
     return f"{value:,.{decimals}f}".replace(",", "{,}")
 
 
+def define_macros(values: dict[str, str]) -> str:
+    """`\\newcommand` lines for {macro name: value}, one per line."""
+    return "".join(rf"\newcommand{{\{name}}}{{{value}}}" + "\n" for name, value in values.items())
+
+
 def macro_name(*parts: str) -> str:
     """A valid LaTeX macro name (letters only) from parts like ('speedup', 'small_cnn')."""
     words = re.split(r"[^A-Za-z0-9]+", " ".join(parts))

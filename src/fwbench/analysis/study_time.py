@@ -12,13 +12,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from fwbench.analysis.latex import FRAMEWORK_LABELS, escape, macro_name, number
-from fwbench.jobtime import JobTime
+from fwbench.analysis.cells import load_cells
+from fwbench.analysis.latex import FRAMEWORK_LABELS, define_macros, escape, macro_name, number
+from fwbench.jobtime import JobTime, read_jobs
 
 CATEGORIES = {  # key: the table's label (the README and docs/time-to-report.md say what each holds)
     "timed": "Timed work (inference loops, training epochs)",
@@ -244,7 +246,7 @@ def latex_time_macros(latex_s: float | None, wall_to_pdf_s: float | None) -> str
         "fwbStudyWallToPdfSeconds": "\\dots" if wall_to_pdf_s is None else f"{wall_to_pdf_s:.0f}",
         "fwbStudyWallToPdf": "\\dots" if wall_to_pdf_s is None else _minutes(wall_to_pdf_s),
     }
-    return "".join(rf"\newcommand{{\{name}}}{{{value}}}" + "\n" for name, value in values.items())
+    return define_macros(values)
 
 
 def macros(summary: Mapping[str, Any]) -> dict[str, str]:
@@ -270,7 +272,7 @@ def macros(summary: Mapping[str, Any]) -> dict[str, str]:
 
 
 def latex_macros(summary: Mapping[str, Any]) -> str:
-    return "".join(rf"\newcommand{{\{name}}}{{{value}}}" + "\n" for name, value in macros(summary).items())
+    return define_macros(macros(summary))
 
 
 def summary_json(summary: Mapping[str, Any]) -> dict[str, Any]:
@@ -310,11 +312,6 @@ def text_report(summary: Mapping[str, Any]) -> str:
 def from_results(results_dir) -> dict[str, Any]:
     """The breakdown of a finished study from its results folder alone (benchmarks/study_time.py): every job's time
     under benchmarks/, every cell under cells/, the LaTeX build included from the paper job's benchmark file."""
-    from pathlib import Path
-
-    from fwbench.analysis.cells import load_cells
-    from fwbench.jobtime import read_jobs
-
     root = Path(results_dir)
     if not (root / "benchmarks").is_dir():
         raise FileNotFoundError(f"{root / 'benchmarks'}: no job times (run the study with this version of fwbench)")

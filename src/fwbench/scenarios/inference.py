@@ -91,7 +91,6 @@ def run(
         buffers, cold = input_buffers(backend, images, cell.batch_size, bool(settings.get("cold_inputs", False)))
         inputs = buffers[0]
         rss_loaded = rss_mb()
-        loaded = time.perf_counter()
         if isinstance(gpu, NvmlDevice):
             # The same point for every framework: weights and inputs on the device (each holds its CUDA context),
             # nothing running. Who else computes here, and the board's idle power once NVML's average has settled.
@@ -100,6 +99,7 @@ def run(
             idle = idle_baseline(gpu)
             if idle.get("missing"):
                 missing["idle_power"] = idle["missing"]
+        loaded = time.perf_counter()
 
         compile_times = backend.compile(inputs)  # same inputs (shape, dtype, device) as every timed call
 

@@ -181,12 +181,12 @@ def measure_peak(
     FLOP/s per precision, with every (framework, size) probe (`probes`, "framework/size" -> FLOP/s) and each
     framework's growth (`series`: sizes tried, why it stopped)."""
     begin = time.perf_counter()
-    unknown = [p for p in precisions if p not in PRECISIONS]
-    if unknown or "fp32" not in precisions:
+    if "fp32" not in precisions or not set(precisions) <= set(PRECISIONS):
         raise ValueError(f"precisions {list(precisions)}: must include fp32 and be among {list(PRECISIONS)}")
+    precisions = [p for p in PRECISIONS if p in precisions]  # fp32 first: CPU tf32 copies its series
     probes = (TorchProbe(), JaxProbe())
     out: dict[str, Any] = {}
-    for precision in (p for p in PRECISIONS if p in precisions):
+    for precision in precisions:
         series: dict[str, Any] = {}
         for probe in probes:
             if precision == "tf32" and not probe.on_gpu:
@@ -208,7 +208,7 @@ def measure_peak(
         if all("same_as" in s for s in series.values()):
             out[precision].update(same_as="fp32", reason=TF32_ON_CPU)
     out["devices"] = {probe.name: "gpu" if probe.on_gpu else "cpu" for probe in probes}
-    out["precisions"] = [p for p in PRECISIONS if p in precisions]
+    out["precisions"] = precisions
     out["method"] = (
         f"best of square matmuls in torch and jax, sizes doubling from {start} (at most {max_size}, "
         f"{MEMORY_FRACTION:.0%} of free memory) until the rate improves by < {MIN_GAIN:.0%} with calls >= "

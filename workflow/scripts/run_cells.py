@@ -1,3 +1,6 @@
+"""Entry point of the measuring rules: one training cell (framework in the wildcards) or one inference comparison
+group (every framework of params.frameworks, in the order of the rule's outputs), run by fwbench.runner.run_group."""
+
 from pathlib import Path
 
 from fwbench.config import validate_config
@@ -6,12 +9,13 @@ from fwbench.grid import cell_from_wildcards
 from fwbench.jobtime import timed_job
 from fwbench.runner import run_group
 
-# The rule's outputs are the group's cells in the order of params.frameworks.
 wildcards = dict(snakemake.wildcards.items())
+frameworks = [wildcards["framework"]] if "framework" in wildcards else snakemake.params.frameworks
 cells = [
     cell_from_wildcards({**wildcards, "framework": framework}, snakemake.params.suite, snakemake.params.image_size)
-    for framework in snakemake.params.frameworks
+    for framework in frameworks
 ]
+state_dir = getattr(snakemake.params, "state_dir", None)
 with timed_job(snakemake.params.job_record, snakemake.rule, wildcards):
     run_group(
         cells,
@@ -22,6 +26,7 @@ with timed_job(snakemake.params.job_record, snakemake.rule, wildcards):
         threads=snakemake.threads,
         out_paths=list(snakemake.output),
         log_path=snakemake.log[0],
+        state_dirs=[state_dir] * len(cells),
         device_record=read_record(snakemake.input.device),
         slot_dir=snakemake.params.slot_dir,
         gpu_slots=int(snakemake.resources.gpu_slots),
