@@ -15,7 +15,8 @@ from tests.conftest import REPO
 def test_default_config_is_valid_and_defaults_are_filled():
     config = load_config(REPO / "config" / "config.yaml")
     assert config["frameworks"] == ["torch", "jax"]
-    assert config["suites"] == ["inference", "training"]
+    assert config["suites"] == ["inference", "training", "micro"]
+    assert config["micro"]["batch_sizes"] == [1, 4, 16, 64, 256, 1024, 4096] and config["micro"]["hidden"] == 1024
 
 
 def test_defaults_filled_for_omitted_keys(tiny_config):
@@ -23,6 +24,7 @@ def test_defaults_filled_for_omitted_keys(tiny_config):
     assert config["dataset"]["source"] == "synthetic"
     assert config["dataset"]["noise"] == 0.35
     assert config["inference"]["max_seconds"] == 60
+    assert config["micro"]["operations"] == ["matmul", "mlp"] and config["micro"]["include_transfer"] is True
     assert config["training"]["batch_sizes"] == [32] and config["training"]["epochs"] == 2
     assert config["training"]["lr"] == 1e-4 and config["training"]["schedule"] == "cosine"
     assert config["loader"] == {"prefetch": 2, "workers": 1, "drop_last": True, "min_seconds": 0.2}
@@ -122,12 +124,16 @@ def test_readme_documents_every_key():
 def test_schema_enums_match_the_package():
     from fwbench.backends import FRAMEWORKS
     from fwbench.backends.base import PRECISIONS
+    from fwbench.grid import MICRO_BASELINE
     from fwbench.models import MODELS
+    from fwbench.operations import OPERATIONS
 
     props = load_schema()["properties"]
     assert set(props["models"]["items"]["enum"]) == set(MODELS)
     assert set(props["pretrained"]["propertyNames"]["enum"]) == set(MODELS)
-    assert set(props["frameworks"]["items"]["enum"]) == set(FRAMEWORKS)
+    # NumPy is a framework of the micro suite only (its baseline), never one to list.
+    assert set(props["frameworks"]["items"]["enum"]) == set(FRAMEWORKS) - {MICRO_BASELINE}
+    assert set(props["micro"]["properties"]["operations"]["items"]["enum"]) == set(OPERATIONS)
     assert set(props["precisions"]["items"]["enum"]) == set(PRECISIONS)
 
 

@@ -50,7 +50,7 @@ def workdir(tmp_path_factory, venv_bin):
     from tests.conftest import TINY_CONFIG
 
     root = tmp_path_factory.mktemp("clone")
-    for part in ("workflow", "report", "profiles", "config", "envs"):
+    for part in ("workflow", "report", "profiles", "config", "envs", "reference"):
         shutil.copytree(REPO / part, root / part)
     # Two trials: every comparison group runs interleaved rounds, as the default study's do.
     config = {**TINY_CONFIG, "inference": {**TINY_CONFIG["inference"], "trials": 2}}
@@ -157,6 +157,7 @@ def test_paper_config_dry_run_lists_the_full_study(workdir, venv_bin):
     expected = {"download_dataset": 1, "prepare_dataset": 1, "init_weights": 4, "model_facts": 4}
     expected |= {"inference_group": 4 * 4, "loader_throughput": 1, "loader_figure": 1, "paper": 1}
     expected |= {"training_cell": 2 * 4 * 3, "aggregate_training": 1, "training_figure": 1}
+    expected |= {"micro_operands": 1, "micro_group": 2 * 7, "micro_analysis": 1}
     assert {job: planned.get(job) for job in expected} == expected
 
 
@@ -194,10 +195,41 @@ def test_training_suite_adds_cells_and_the_paper_section(workdir, venv_bin):
 
 
 @pytest.mark.slow
+def test_micro_suite_adds_cells_and_the_paper_section(workdir, venv_bin):
+    path = workdir / "config" / "config.yaml"
+    original = path.read_text()
+    config = yaml.safe_load(original)
+    config["suites"] = ["inference", "micro"]
+    config["micro"] = {"batch_sizes": [1, 64], "dim": 32, "warmup_iters": 2, "min_iters": 5, "min_seconds": 0.05}
+    path.write_text(yaml.safe_dump(config))
+    try:
+        planned = _planned_jobs(_snakemake(workdir, venv_bin, "-n"))
+        assert planned["micro_group"] == 2 * 2 and planned["micro_operands"] == 1 and planned["micro_analysis"] == 1
+        assert "inference_group" not in planned, "adding the micro suite must not rerun inference cells"
+        _snakemake(workdir, venv_bin)
+        cells = sorted((workdir / "results" / "cells" / "micro").rglob("*.json"))
+        assert len(cells) == 3 * 2 * 2 and {load_result(p)["status"] for p in cells} == {"ok"}
+        section = (workdir / "results" / "tables" / "micro_section.tex").read_text()
+        assert r"\section{Micro-benchmarks}" in section and "{micro}" in section
+        assert (workdir / "results" / "figures" / "micro.pdf").stat().st_size > 0
+        text = subprocess.run(
+            ["pdftotext", str(workdir / "results" / "report" / "paper.pdf"), "-"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        assert "Micro-benchmarks" in text and "NumPy" in text
+        assert _planned_jobs(_snakemake(workdir, venv_bin, "-n")) == {}
+    finally:
+        path.write_text(original)
+
+
+@pytest.mark.slow
 def test_gpu_smoke_dry_run_lists_its_jobs(workdir, venv_bin):
     planned = _planned_jobs(_snakemake(workdir, venv_bin, "-n", "--configfile", "config/gpu-smoke.yaml"))
     expected = {"device_check": 1, "prepare_dataset": 1, "init_weights": 2, "model_facts": 2, "device_peak": 1}
     expected |= {"inference_group": 2 * 2 * 2, "training_cell": 2 * 2 * 2, "paper": 1}
+    expected |= {"micro_group": 2 * 2 * 7, "micro_analysis": 1}
     assert {job: planned.get(job) for job in expected} == expected
     assert "download_dataset" not in planned, "the smoke study is offline"
 
@@ -207,7 +239,7 @@ def test_device_cuda_without_a_gpu_stops_before_any_cell(tmp_path, venv_bin):
     """On this CPU machine a study that must run on a GPU stops at the device check with one line; no cell runs."""
     from tests.conftest import TINY_CONFIG
 
-    for part in ("workflow", "report", "profiles", "config", "envs"):
+    for part in ("workflow", "report", "profiles", "config", "envs", "reference"):
         shutil.copytree(REPO / part, tmp_path / part)
     (tmp_path / "config" / "config.yaml").write_text(yaml.safe_dump({**TINY_CONFIG, "device": "cuda"}))
     env = {**os.environ, "PATH": f"{venv_bin}{os.pathsep}{os.environ['PATH']}"}

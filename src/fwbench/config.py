@@ -122,17 +122,20 @@ def _check_consistency(config: Mapping[str, Any]) -> None:
         if not Path(path).is_file():
             raise ConfigError(f"config error: pretrained.{model} = {path!r}: file not found")
     _check_fallbacks(config["fallbacks"])
-    inference = config["inference"]
-    if inference["min_iters"] > inference["max_iters"]:
-        raise ConfigError(
-            f"config error: inference.min_iters = {inference['min_iters']}: must be <= inference.max_iters "
-            f"({inference['max_iters']})"
-        )
-    if inference["min_seconds"] > inference["max_seconds"]:
-        raise ConfigError(
-            f"config error: inference.min_seconds = {inference['min_seconds']}: must be <= inference.max_seconds "
-            f"({inference['max_seconds']})"
-        )
+    for suite in ("inference", "micro"):
+        _check_stop_rule(suite, config[suite])
+    micro = config["micro"]
+    if micro["hidden"] is None:
+        micro["hidden"] = 4 * micro["dim"]
+
+
+def _check_stop_rule(suite: str, settings: Mapping[str, Any]) -> None:
+    """A stopping rule whose minimum exceeds its maximum would silently run to the maximum."""
+    for low, high in (("min_iters", "max_iters"), ("min_seconds", "max_seconds")):
+        if settings[low] > settings[high]:
+            raise ConfigError(
+                f"config error: {suite}.{low} = {settings[low]}: must be <= {suite}.{high} ({settings[high]})"
+            )
 
 
 def validate_config(config: Mapping[str, Any], schema: Mapping[str, Any] | None = None) -> dict:

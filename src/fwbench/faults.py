@@ -10,7 +10,9 @@ until the cell's max_host_mb limit stops it; refused without a limit), `hang` (s
 `no_result` (exit 0 without writing a result), `truncated_result` (exit 0 after writing half a result),
 `device_oom` (fail as CUDA does when the device is full), `compiler` (fail as an XLA compilation does), and
 `autotune_once` (fail with an XLA-autotuner-like error unless XLA_FLAGS turns autotuning off, i.e. succeed under
-the `xla_autotune_off` workaround and measure normally).
+the `xla_autotune_off` workaround and measure normally), and `wrong_operation` (a micro cell's operation returns
+its result scaled by 1.01 in the framework, not in the float64 reference: the agreement check must fail the cell
+before anything is timed).
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ FAULTS = (
     "device_oom",
     "compiler",
     "autotune_once",
+    "wrong_operation",
 )
 AUTOTUNE_OFF = "--xla_gpu_autotune_level=0"
 _CHUNK = 32 * 1024 * 1024
@@ -89,11 +92,31 @@ def inject(label: str, settings: Mapping[str, Any], out_path: str | Path) -> Non
         )
     if fault == "compiler":
         raise RuntimeError("XlaRuntimeError: INTERNAL: ptxas exited with non-zero error code 255 (injected)")
+    if fault == "wrong_operation":
+        _perturb_operations()
     if fault == "autotune_once" and AUTOTUNE_OFF not in os.environ.get("XLA_FLAGS", ""):
         raise RuntimeError(
             "jaxlib.xla_extension.XlaRuntimeError: INTERNAL: Failed to autotune: gemm_algorithm_picker: "
             "CUDA_ERROR_ILLEGAL_ADDRESS: an illegal memory access was encountered (injected)"
         )
+
+
+def _perturb_operations() -> None:
+    """Every micro operation computes 1.01 times its result from here on, in whichever framework runs it; the
+    float64 reference (fwbench.operations.reference) still computes the definition."""
+    import dataclasses
+
+    from fwbench import operations
+
+    def scaled(function):
+        def wrong(arrays, x, params):
+            out = function(arrays, x, params)
+            return out if arrays.dtype == "float64" else out * 1.01
+
+        return wrong
+
+    for name, op in operations.OPERATIONS.items():
+        operations.OPERATIONS[name] = dataclasses.replace(op, function=scaled(op.function))
 
 
 def _allocate_until_stopped(limit_mb: Any) -> None:

@@ -13,7 +13,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-SUITES = ("inference", "training")
+SUITES = ("inference", "training", "micro")
+# The micro suite's baseline: every framework of the study is timed against plain NumPy (fwbench.scenarios.micro).
+# It is a cell framework of that suite only, never in the config's `frameworks` (it has no models).
+MICRO_BASELINE = "numpy"
 
 # Wildcard patterns shared by the Snakemake rules (wildcard_constraints) and by parse_cell_path.
 WILDCARD_PATTERNS = {
@@ -29,12 +32,15 @@ CELL_PATH = "cells/{suite}/{framework}/{model}/{precision}/bs{batch}.json"
 
 @dataclass(frozen=True, order=True)
 class Cell:
+    """One benchmark cell. In the micro suite `model` names the operation (matmul, mlp) and `image_size` is None:
+    the path layout, the runner and the analysis stay one for every suite."""
+
     suite: str
     framework: str
     model: str
     precision: str
     batch_size: int
-    image_size: int
+    image_size: int | None
 
     def relpath(self) -> str:
         return CELL_PATH.format(
@@ -59,14 +65,32 @@ def suite_batch_sizes(config: Mapping[str, Any], suite: str) -> list[int]:
     return list(config[suite]["batch_sizes"])
 
 
+def suite_frameworks(config: Mapping[str, Any], suite: str) -> list[str]:
+    """The frameworks with cells in `suite`: the study's, and NumPy first in the micro suite."""
+    return [MICRO_BASELINE, *config["frameworks"]] if suite == "micro" else list(config["frameworks"])
+
+
+def suite_models(config: Mapping[str, Any], suite: str) -> list[str]:
+    """What a suite's cells run: the study's models, or the micro suite's operations."""
+    return list(config["micro"]["operations"]) if suite == "micro" else list(config["models"])
+
+
+def suite_image_size(config: Mapping[str, Any], suite: str) -> int | None:
+    return None if suite == "micro" else int(config["dataset"]["image_size"])
+
+
 def cells(config: Mapping[str, Any]) -> list[Cell]:
     """All cells of a validated config, in a stable order."""
     out = []
     for suite in config["suites"]:
+        image_size = suite_image_size(config, suite)
         for framework, model, precision, batch in itertools.product(
-            config["frameworks"], config["models"], config["precisions"], suite_batch_sizes(config, suite)
+            suite_frameworks(config, suite),
+            suite_models(config, suite),
+            config["precisions"],
+            suite_batch_sizes(config, suite),
         ):
-            out.append(Cell(suite, framework, model, precision, int(batch), int(config["dataset"]["image_size"])))
+            out.append(Cell(suite, framework, model, precision, int(batch), image_size))
     return out
 
 
@@ -80,20 +104,22 @@ _PATH_RE = re.compile(
 )
 
 
-def parse_cell_path(path: str | Path, image_size: int) -> Cell:
+def parse_cell_path(path: str | Path, image_size: int | None) -> Cell:
+    """The cell of a result path; `image_size` is the study's (a micro cell has none)."""
     match = _PATH_RE.search(str(path))
     if not match:
         raise ValueError(f"not a cell result path: {path}")
     g = match.groupdict()
-    return Cell(g["suite"], g["framework"], g["model"], g["precision"], int(g["batch"]), image_size)
+    size = None if g["suite"] == "micro" else image_size
+    return Cell(g["suite"], g["framework"], g["model"], g["precision"], int(g["batch"]), size)
 
 
-def cell_from_wildcards(wildcards: Mapping[str, str], suite: str, image_size: int) -> Cell:
+def cell_from_wildcards(wildcards: Mapping[str, str], suite: str, image_size: int | None) -> Cell:
     return Cell(
         suite,
         wildcards["framework"],
         wildcards["model"],
         wildcards["precision"],
         int(wildcards["batch"]),
-        image_size,
+        None if suite == "micro" else image_size,
     )

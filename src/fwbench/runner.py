@@ -224,7 +224,25 @@ def merge_trials(
             metrics["ci95"] = ci95
         metrics["trial_spread"] = None
     metrics["trials"] = trials
+    if "variants" in metrics:  # micro: each variant keeps its samples per trial (the analysis resamples trials)
+        metrics["variants"] = _merge_variants([part["metrics"] for part in parts])
+        metrics["agreement"] = max((p["metrics"]["agreement"] for p in parts), key=lambda a: a["max_rel_error"])
     return {"metrics": metrics, "samples_ms": samples, "framework": first["framework"]}
+
+
+def _merge_variants(trials: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """A micro cell's variants over its trials: samples per trial, iterations and timed seconds summed."""
+    merged: dict[str, Any] = {}
+    for name, first in trials[0]["variants"].items():
+        each = [metrics["variants"][name] for metrics in trials]
+        merged[name] = {
+            **first,
+            "trial_samples_ms": [samples for variant in each for samples in variant["trial_samples_ms"]],
+            "n_iters": sum(variant["n_iters"] for variant in each),
+            "timed_s": sum(variant["timed_s"] for variant in each),
+            "stop_reason": [variant["stop_reason"] for variant in each],
+        }
+    return merged
 
 
 def run_cell(
@@ -270,7 +288,7 @@ def run_group(
     cells: Sequence[Cell],
     settings: Mapping[str, Any],
     *,
-    data_dir: str | Path,
+    data_dir: str | Path | None,
     weights_path: str | Path,
     num_classes: int,
     threads: int,
@@ -416,14 +434,14 @@ def _run_rounds(
 ) -> tuple[list[_CellRun], list[str]]:
     """The group's trial rounds in alternating order; a cell leaves at its first failed trial. Returns each cell's
     run and the group's log (every child's output, in the order they ran)."""
-    trials = int(settings.get("trials", 1)) if cells[0].suite == "inference" else 1
+    trials = int(settings.get("trials", 1)) if cells[0].suite != "training" else 1
     runs = [_CellRun() for _ in cells]
     specs = []
     for index, (cell, state_dir) in enumerate(zip(cells, state_dirs, strict=True)):
         spec = {
             "cell": cell.as_dict(),
             "settings": dict(settings),
-            "data_dir": str(data_dir),
+            "data_dir": str(data_dir) if data_dir is not None else None,
             "weights_path": str(weights_path),
             "num_classes": num_classes,
             "threads": threads,
@@ -508,10 +526,12 @@ def _cell_failure(failure: Failure, trial: int, trials: int, tried: list[str]) -
     return {**failure.as_dict(trial=trial), "reason": reason, "workarounds_tried": list(tried)}
 
 
-def _input_digests(data_dir: str | Path, weights_path: str | Path) -> dict[str, Any]:
-    manifest, weights = Path(data_dir) / MANIFEST, Path(weights_path)
+def _input_digests(data_dir: str | Path | None, weights_path: str | Path) -> dict[str, Any]:
+    """Digests of what the cells read: the dataset's manifest (none for the micro suite) and the weights (the micro
+    suite's operands)."""
+    manifest, weights = (Path(data_dir) / MANIFEST if data_dir else None), Path(weights_path)
     return {
-        "dataset_manifest_sha256": sha256_file(manifest) if manifest.exists() else None,
+        "dataset_manifest_sha256": sha256_file(manifest) if manifest and manifest.exists() else None,
         "weights_sha256": sha256_file(weights) if weights.exists() else None,
         "weights_provenance": read_provenance(weights),
     }

@@ -47,14 +47,14 @@ def main(spec_path: str, out_path: str) -> None:
 
     t0 = time.perf_counter()
     from fwbench.backends import get_backend
-    from fwbench.scenarios import inference, training
+    from fwbench.scenarios import inference, micro, training
 
     t1 = time.perf_counter()
     backend = get_backend(cell.framework, threads=threads["effective"], precision=cell.precision)
     import_and_setup_s = time.perf_counter() - t1
     backend.model_cache_dir = Path(spec["weights_path"]).parent
     phases.update(harness_imports_s=t1 - t0, framework_import_s=import_and_setup_s)
-    if spec.get("device"):  # the study's device check said where every cell computes: fail rather than drift
+    if spec.get("device") and not backend.host_only:  # the study's device check said where every cell computes
         from fwbench.devices import verify
 
         verify(spec["device"]["record"], backend.device_info(), spec["device"]["expected_name"])
@@ -63,7 +63,9 @@ def main(spec_path: str, out_path: str) -> None:
         "weights_path": spec["weights_path"],
         "num_classes": int(spec["num_classes"]),
     }
-    if cell.suite == "inference":
+    if cell.suite == "micro":
+        part = micro.run(backend, cell, spec["settings"], operands_path=spec["weights_path"])
+    elif cell.suite == "inference":
         part = inference.run(backend, cell, spec["settings"], **common)
     elif cell.suite == "training":
         part = training.run(backend, cell, spec["settings"], state_dir=spec["state_dir"], **common)

@@ -8,7 +8,7 @@ from fwbench.config import ConfigError, load_schema, validate_config
 from fwbench.data import hub
 from fwbench.data.store import dataset_files
 from fwbench.devices import software_fingerprint
-from fwbench.grid import WILDCARD_PATTERNS, cell_paths
+from fwbench.grid import WILDCARD_PATTERNS, cell_paths, suite_frameworks
 from fwbench.params import canonical
 
 try:
@@ -114,6 +114,44 @@ def training_cells():
     return cell_paths(config, RESULTS, suite="training")
 
 
+# The micro suite (fwbench.scenarios.micro): its operands, its cells by comparison group, and its analysis's outputs.
+# Without the suite the analysis writes only the paper's one-sentence section and no macros.
+MICRO = "micro" in config["suites"]
+MICRO_OPERANDS = f"{RESULTS}/micro/operands.npz"
+# The reference study's figures, copied into the repository with their source (reference/README.md).
+MICRO_REFERENCE = str(REPO_ROOT / "reference" / "published-t4-micro.csv")
+MICRO_OUTPUTS = {
+    "section": f"{RESULTS}/tables/micro_section.tex",
+    "macros": f"{RESULTS}/tables/micro_macros.tex",
+} | (
+    {
+        "csv": f"{RESULTS}/tables/micro.csv",
+        "speedups": f"{RESULTS}/tables/micro_speedups.csv",
+        "crossovers": f"{RESULTS}/tables/micro_crossovers.csv",
+        "pdf": f"{RESULTS}/figures/micro.pdf",
+        "png": report(
+            f"{RESULTS}/figures/micro.png",
+            caption="../report/micro.rst",
+            category="Micro-benchmarks",
+        ),
+    }
+    if MICRO
+    else {}
+)
+
+
+def micro_cells():
+    return cell_paths(config, RESULTS, suite="micro")
+
+
+def micro_group_outputs():
+    """One comparison group's cells: NumPy and every framework at the rule's {model}/{precision}/bs{batch}."""
+    return [
+        f"{RESULTS}/cells/micro/{framework}/{{model}}/{{precision}}/bs{{batch}}.json"
+        for framework in suite_frameworks(config, "micro")
+    ]
+
+
 # The training section's inputs exist only when the study trains; without them the paper says it has no training.
 TRAINING = "training" in config["suites"]
 TRAINING_TABLES = (
@@ -131,4 +169,8 @@ def measurement_settings(suite):
     settings = {k: v for k, v in config[suite].items() if k != "batch_sizes"}
     if suite == "training":
         settings.update(loader=config["loader"], seed=config["seed"])
+    if (
+        suite == "micro"
+    ):  # the input rows are drawn from the seed in each cell (fwbench.operations.input_rows)
+        settings.update(seed=config["seed"])
     return canonical(settings)

@@ -11,6 +11,7 @@ rule paper:
         figure=INFERENCE_FIGURE,
         loader_figure=LOADER_FIGURE,
         training_figure=TRAINING_FIGURE,
+        micro=list(MICRO_OUTPUTS.values()),
     output:
         PAPER_PDF,
     log:

@@ -5,8 +5,9 @@
 
 rule study_time:
     input:
-        cells=inference_cells() + training_cells(),
+        cells=inference_cells() + training_cells() + micro_cells(),
         tables=list(PAPER_TABLES.values()),
+        micro=list(MICRO_OUTPUTS.values()),
         figures=[INFERENCE_FIGURE, LOADER_FIGURE]
         + ([TRAINING_FIGURE] if TRAINING else []),
     output:

@@ -1,5 +1,6 @@
-"""Entry point of the measuring rules: one training cell (framework in the wildcards) or one inference comparison
-group (every framework of params.frameworks, in the order of the rule's outputs), run by fwbench.runner.run_group."""
+"""Entry point of the measuring rules: one training cell (framework in the wildcards) or one inference or micro
+comparison group (every framework of params.frameworks, in the order of the rule's outputs), run by
+fwbench.runner.run_group. A micro group reads no dataset; its `weights` input is the operands file."""
 
 from pathlib import Path
 
@@ -20,7 +21,7 @@ with timed_job(snakemake.params.job_record, snakemake.rule, wildcards):
     run_group(
         cells,
         snakemake.params.settings,
-        data_dir=Path(snakemake.input.dataset[0]).parent,
+        data_dir=Path(snakemake.input.dataset[0]).parent if hasattr(snakemake.input, "dataset") else None,
         weights_path=snakemake.input.weights,
         num_classes=snakemake.params.num_classes,
         threads=snakemake.threads,

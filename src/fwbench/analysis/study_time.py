@@ -37,9 +37,9 @@ CATEGORIES = {  # key: the table's label (the README and docs/time-to-report.md 
     "overlap": "Jobs run at the same time (counted twice above)",
     "scheduler": "Between jobs (scheduling, idle)",
 }
-MEASURING_RULES = ("inference_group", "training_cell")
+MEASURING_RULES = ("inference_group", "training_cell", "micro_group")
 REPORT_RULES = ("aggregate_inference", "aggregate_training", "inference_figure", "loader_figure", "training_figure")
-REPORT_RULES += ("paper_tables",)
+REPORT_RULES += ("paper_tables", "micro_analysis")
 LATEX_RULES = ("paper",)
 NOT_COUNTED = ("study_time",)  # the breakdown's own job, which runs after everything it reports
 RUN_GAP_S = 300.0  # an idle gap longer than this between jobs separates two runs of the study (a rerun)

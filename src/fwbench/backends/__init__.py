@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import importlib
 
-from fwbench.backends.base import Backend
+from fwbench.backends.base import Framework
 
-FRAMEWORKS = {"torch": "fwbench.backends.torch:TorchBackend", "jax": "fwbench.backends.jax:JaxBackend"}
+# NumPy is the micro suite's baseline (no models): fwbench.grid.suite_frameworks adds it there.
+FRAMEWORKS = {
+    "torch": "fwbench.backends.torch:TorchBackend",
+    "jax": "fwbench.backends.jax:JaxBackend",
+    "numpy": "fwbench.backends.numpy:NumpyBackend",
+}
 
 
-def backend_class(framework: str) -> type[Backend]:
+def backend_class(framework: str) -> type[Framework]:
     """The backend class of `framework`, importing only that framework."""
     try:
         ref = FRAMEWORKS[framework]
@@ -19,5 +24,5 @@ def backend_class(framework: str) -> type[Backend]:
     return getattr(importlib.import_module(module), cls)
 
 
-def get_backend(framework: str, *, threads: int, precision: str) -> Backend:
+def get_backend(framework: str, *, threads: int, precision: str) -> Framework:
     return backend_class(framework)(threads=threads, precision=precision)

@@ -1,13 +1,14 @@
-"""The interface every framework implements, so that scenarios (inference now, training later) are written once.
+"""The interface every framework implements, so that scenarios (inference, training, micro) are written once.
 
 A scenario never touches a framework API directly: it asks the backend to build a model from shared weights, move
-a host batch to the device, run a step and synchronise. Timing and statistics then stay identical across frameworks.
+a host batch to the device, run a step and synchronise, or (micro) for array primitives the operations are written
+in. Timing and statistics then stay identical across frameworks.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import numpy as np
@@ -17,9 +18,46 @@ import numpy as np
 PRECISIONS = ("fp32", "tf32", "bf16")
 
 
-class Backend(ABC):
+class Arrays(ABC):
+    """A framework's array primitives at one precision: what the micro suite's operations are written in once
+    (fwbench.operations), so that NumPy, PyTorch and JAX run the same expression. `+` between two arrays is the
+    framework's own broadcasting add in all of them."""
+
+    dtype: str  # the dtype the framework computes in, as numpy names it (bfloat16 where it has one)
+    put_function: str  # what `put` calls, for the record
+
+    @abstractmethod
+    def put(self, host: np.ndarray) -> Any:
+        """Copy a float32 host array to the device in `dtype` (cast on the host first, as the models' inputs are)."""
+
+    @abstractmethod
+    def matmul(self, a: Any, b: Any) -> Any: ...
+
+    @abstractmethod
+    def relu(self, a: Any) -> Any: ...
+
+    @abstractmethod
+    def compile(self, function: Callable[..., Any], *args: Any) -> tuple[Callable[..., Any], dict[str, float] | None]:
+        """`function` ready to call on arguments like `args` (same shapes, dtypes, device): ahead-of-time compiled
+        with its timings in seconds, or itself and None where the framework runs eagerly."""
+
+    @abstractmethod
+    def synchronize(self, outputs: Any) -> None:
+        """Block until `outputs` (and the work producing them) is complete on the device."""
+
+    @abstractmethod
+    def to_numpy(self, outputs: Any) -> np.ndarray:
+        """The values on the host, as float64 (the agreement check's precision)."""
+
+
+class Framework(ABC):
+    """What every framework of the study has, models or not: pinned threads and precision, versions, where it
+    computes, and array primitives for the micro suite. NumPy, the micro suite's baseline, is only this; the
+    frameworks with models are Backends."""
+
     name: str
     compilations: int = 0  # compile events seen so far; a change during the timed loop flags the cell
+    host_only = False  # computes on the host whatever the study's device (NumPy): no device check, nothing to copy
     # Where a backend may keep what it derives from a model's definition alone across the study's processes (the
     # worker sets it to the weights' directory; JAX keeps its Flax variable templates there). None: nowhere.
     model_cache_dir = None
@@ -52,6 +90,18 @@ class Backend(ABC):
     def device_info(self) -> dict[str, Any]: ...
 
     @abstractmethod
+    def arrays(self) -> Arrays:
+        """Array primitives at this framework's precision, on the device it computes on."""
+
+    @abstractmethod
+    def gpu_index(self) -> int | None:
+        """The CUDA device index the backend computes on, or None when it runs on the CPU."""
+
+
+class Backend(Framework):
+    """A framework with models: everything the inference and training scenarios ask of it."""
+
+    @abstractmethod
     def build(self, model: str, state_dict: Mapping[str, np.ndarray], *, num_classes: int, image_size: int) -> None:
         """Instantiate `model` with exactly these (torch-layout) weights, in eval mode."""
 
@@ -77,10 +127,6 @@ class Backend(ABC):
     def device_timer(self) -> Any:
         """A device-side timer (start/stop/elapsed_ms) or None where the framework has none; the default is none."""
         return None
-
-    @abstractmethod
-    def gpu_index(self) -> int | None:
-        """The CUDA device index the backend computes on, or None when it runs on the CPU."""
 
     @abstractmethod
     def device_identity(self) -> dict[str, Any] | None:

@@ -13,7 +13,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from fwbench.backends.base import Backend
+from fwbench.backends.base import Arrays, Backend
 from fwbench.models import flax_host_variables
 from fwbench.trackers.nvml import cuda_driver_identity
 
@@ -57,6 +57,42 @@ def _cuda_stack() -> dict[str, Any]:
         # CUDA encodes 13.0 as 13000 (torch.version.cuda says "13.0"); cuDNN's integer is what torch reports too.
         stack[key] = str(value) if key == "cudnn" else f"{value // 1000}.{value % 1000 // 10}"
     return stack
+
+
+class JaxArrays(Arrays):
+    """JAX's primitives for the micro suite: the operation is jitted and compiled ahead of time for the measured
+    shapes (trace, lower, compile timed apart), so the timed call is the compiled executable, as in inference."""
+
+    put_function = "jax.device_put(host.astype(dtype), device)"
+
+    def __init__(self, device, dtype):
+        self.device, self.jax_dtype = device, dtype
+        self.dtype = jnp.dtype(dtype).name
+
+    def put(self, host: np.ndarray) -> jax.Array:
+        return jax.device_put(np.asarray(host, dtype=np.float32).astype(np.dtype(self.jax_dtype)), self.device)
+
+    def matmul(self, a: jax.Array, b: jax.Array) -> jax.Array:
+        return jnp.matmul(a, b)
+
+    def relu(self, a: jax.Array) -> jax.Array:
+        return jax.nn.relu(a)
+
+    def compile(self, function, *args):
+        t0 = time.perf_counter()
+        traced = jax.jit(lambda *call_args: function(self, *call_args)).trace(*args)
+        t1 = time.perf_counter()
+        lowered = traced.lower()
+        t2 = time.perf_counter()
+        executable = lowered.compile()
+        t3 = time.perf_counter()
+        return executable, {"trace_s": t1 - t0, "lower_s": t2 - t1, "compile_s": t3 - t2}
+
+    def synchronize(self, outputs: jax.Array) -> None:
+        outputs.block_until_ready()
+
+    def to_numpy(self, outputs: jax.Array) -> np.ndarray:
+        return np.asarray(outputs).astype(np.float64)
 
 
 class JaxBackend(Backend):
@@ -135,6 +171,9 @@ class JaxBackend(Backend):
         if self._on_gpu():
             info["compute_capability"] = getattr(self.device, "compute_capability", None)
         return info
+
+    def arrays(self) -> JaxArrays:
+        return JaxArrays(self.device, self.dtype)
 
     def build(self, model: str, state_dict: Mapping[str, np.ndarray], *, num_classes: int, image_size: int) -> None:
         # Convert and cast on the host, then move: no float32 copy of the weights is ever alive on the device (bf16).

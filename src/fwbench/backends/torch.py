@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from fwbench.backends.base import Backend
+from fwbench.backends.base import Arrays, Backend
 from fwbench.models import torch_model, torchvision_defs
 
 
@@ -32,6 +32,39 @@ class CudaEventTimer:
 
 
 CUDNN_BENCHMARK_ENV = "FWBENCH_CUDNN_BENCHMARK"
+
+
+class TorchArrays(Arrays):
+    """PyTorch's primitives for the micro suite: eager calls under inference_mode, as the models run."""
+
+    put_function = "torch.from_numpy(host).to(dtype).to(device)"
+
+    def __init__(self, device: torch.device, dtype: torch.dtype):
+        self.device, self.torch_dtype = device, dtype
+        self.dtype = str(dtype).removeprefix("torch.")
+
+    def put(self, host: np.ndarray) -> torch.Tensor:
+        return torch.from_numpy(np.asarray(host, dtype=np.float32)).to(dtype=self.torch_dtype).to(self.device)
+
+    def matmul(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        return torch.matmul(a, b)
+
+    def relu(self, a: torch.Tensor) -> torch.Tensor:
+        return torch.relu(a)
+
+    def compile(self, function, *args):
+        def eager(*call_args):
+            with torch.inference_mode():
+                return function(self, *call_args)
+
+        return eager, None
+
+    def synchronize(self, outputs: torch.Tensor) -> None:
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+
+    def to_numpy(self, outputs: torch.Tensor) -> np.ndarray:
+        return outputs.detach().to(torch.float64).cpu().numpy()
 
 
 class TorchBackend(Backend):
@@ -110,6 +143,9 @@ class TorchBackend(Backend):
                 "compute_capability": f"{props.major}.{props.minor}",
             }
         return {"platform": "cpu", "name": "cpu"}
+
+    def arrays(self) -> TorchArrays:
+        return TorchArrays(self.device, self.dtype)
 
     def new_model(self, model: str, *, num_classes: int, image_size: int) -> torch.nn.Module:
         """The torch definition of `model`, recording how torchvision's models were imported (torchvision_defs)."""

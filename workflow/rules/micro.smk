@@ -1,0 +1,66 @@
+# The micro suite: a matrix product and a small MLP timed per call in NumPy (the baseline) and every framework, by
+# batch size (fwbench.scenarios.micro). The operands are made once from the study's seed; one job per operation,
+# precision and batch size runs every framework's cell in interleaved trial rounds, like an inference group; the
+# analysis computes speedups over NumPy with bootstrap CIs and the crossover batch sizes (fwbench.analysis.micro).
+
+if MICRO:
+
+    rule micro_operands:
+        output:
+            operands=MICRO_OPERANDS,
+            provenance=MICRO_OPERANDS.removesuffix(".npz") + ".json",
+        log:
+            f"{RESULTS}/logs/micro/operands.log",
+        benchmark:
+            benchmark_file("micro_operands")
+        conda:
+            ENV
+        params:
+            seed=canonical(config["seed"]),
+            sizes=canonical(
+                {key: config["micro"][key] for key in ("dim", "hidden", "classes")}
+            ),
+        script:
+            "../scripts/micro_operands.py"
+
+    rule micro_group:
+        input:
+            weights=MICRO_OPERANDS,
+            device=DEVICE_RECORD,
+        output:
+            micro_group_outputs(),
+        log:
+            f"{RESULTS}/logs/cells/micro/{{model}}/{{precision}}/bs{{batch}}.log",
+        conda:
+            ENV
+        threads: CELL_THREADS
+        resources:
+            gpu=1,
+            gpu_slots=GPU_SLOTS,
+        params:
+            suite="micro",
+            frameworks=canonical(suite_frameworks(config, "micro")),
+            harness_version=HARNESS_VERSION,
+            settings=measurement_settings("micro"),
+            image_size=None,
+            num_classes=canonical(config["micro"]["classes"]),
+            slot_dir=SLOT_DIR,
+            job_record=job_record("micro_group", "{model}/{precision}/bs{batch}"),
+        script:
+            "../scripts/run_cells.py"
+
+
+rule micro_analysis:
+    input:
+        cells=micro_cells(),
+        reference=MICRO_REFERENCE if MICRO else [],
+    output:
+        **MICRO_OUTPUTS,
+    log:
+        f"{RESULTS}/logs/report/micro_analysis.log",
+    benchmark:
+        benchmark_file("micro_analysis")
+    conda:
+        ENV
+    script:
+        "../scripts/micro_analysis.py"

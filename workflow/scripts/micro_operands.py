@@ -1,0 +1,6 @@
+from fwbench.logs import redirect_to
+from fwbench.operations import write_operands
+
+with redirect_to(snakemake.log[0]):
+    record = write_operands(snakemake.output.operands, seed=snakemake.params.seed, **snakemake.params.sizes)
+    print(f"operands {record['shapes']} from seed {record['seed']}: sha256 {record['weights_sha256']}")
