@@ -12,23 +12,29 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from fwbench.analysis import micro
+from fwbench.analysis import micro, micro_reference, micro_report
 from fwbench.analysis.micro import (
     Crossover,
-    agreement,
     crossover,
     crossover_text,
     load_micro_cells,
     micro_crossovers,
-    micro_figure,
     micro_frame,
-    micro_macros,
-    micro_section,
     micro_speedups,
+    speedup_interval,
+)
+from fwbench.analysis.micro_figure import (
+    micro_figure,
+)
+from fwbench.analysis.micro_reference import (
+    agreement,
     published_crossovers,
     published_micro,
     reference_flatness,
-    speedup_interval,
+)
+from fwbench.analysis.micro_report import (
+    micro_macros,
+    micro_section,
     write_micro_outputs,
 )
 
@@ -406,7 +412,7 @@ def test_a_foreign_reference_file_is_named(tmp_path):
 def test_torch_is_compared_with_the_reference_series_of_its_platform(tmp_path):
     paths = [_write(tmp_path, _result("numpy", "matmul", b, ms=NUMPY_MS[b])) for b in BATCHES]
     paths += [_write(tmp_path, _result("torch", "matmul", b, ms=0.05, platform="cuda")) for b in BATCHES]
-    analysis = micro.analyse_micro(paths, REFERENCE_CSV, resamples=RESAMPLES)
+    analysis = micro_report.analyse_micro(paths, REFERENCE_CSV, resamples=RESAMPLES)
     comparison = analysis.comparison
     ours = comparison[comparison["framework"].eq("torch") & comparison["kind"].ne("not measured")].iloc[0]
     assert ours["reference"] == "torch_cuda" and ours["reference_device"] == "NVIDIA T4"
@@ -439,7 +445,7 @@ def test_write_micro_outputs_end_to_end(tmp_path):
     assert all(Path(path).stat().st_size > 0 for path in outputs.values())
     assert list(pd.read_csv(outputs["speedups"]).columns) == micro.SPEEDUP_COLUMNS
     comparison = pd.read_csv(outputs["crossovers"])
-    assert list(comparison.columns) == micro.COMPARISON_COLUMNS
+    assert list(comparison.columns) == micro_reference.COMPARISON_COLUMNS
     section = Path(outputs["section"]).read_text()
     assert section.startswith("\\section{Micro-benchmarks}\n\\label{sec:micro}")
     for needle in (r"\includegraphics[width=\textwidth]{micro}", r"\label{tab:micro}", r"\label{tab:micro-crossover}"):
@@ -457,7 +463,7 @@ def test_write_micro_outputs_end_to_end(tmp_path):
 
 
 def test_macros_are_valid_latex_names_and_values(tmp_path):
-    analysis = micro.analyse_micro(_study(tmp_path), REFERENCE_CSV, resamples=RESAMPLES)
+    analysis = micro_report.analyse_micro(_study(tmp_path), REFERENCE_CSV, resamples=RESAMPLES)
     defs = micro_macros(analysis)
     assert all(name.isalpha() and name.startswith("fwbMicro") for name in defs)
     assert defs["fwbMicroNumCrossovers"] == "2" and defs["fwbMicroNumNever"] == "1"
@@ -483,7 +489,7 @@ def test_figure_and_section_in_degenerate_studies(tmp_path, case):
     analysis = write_micro_outputs(paths, REFERENCE_CSV, outputs=outputs, resamples=RESAMPLES)
     assert Path(outputs["png"]).stat().st_size > 0
     section = Path(outputs["section"]).read_text()
-    table = micro.micro_table(analysis.frame, analysis.speedups)
+    table = micro_report.micro_table(analysis.frame, analysis.speedups)
     assert section.startswith("\\section{Micro-benchmarks}") and table in section
     if case == "numpy only":
         assert "No framework besides NumPy was measured" in section and "multicolumn" not in table
@@ -494,7 +500,7 @@ def test_figure_and_section_in_degenerate_studies(tmp_path, case):
 
 
 def test_figure_marks_crossovers_and_reference_points(tmp_path, monkeypatch):
-    analysis = micro.analyse_micro(_study(tmp_path), REFERENCE_CSV, resamples=RESAMPLES)
+    analysis = micro_report.analyse_micro(_study(tmp_path), REFERENCE_CSV, resamples=RESAMPLES)
     drawn = {}
 
     def keep(fig, pdf, png):

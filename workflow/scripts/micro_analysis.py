@@ -1,4 +1,4 @@
-from fwbench.analysis.micro import micro_section, write_micro_outputs
+from fwbench.analysis.micro_report import micro_section, write_micro_outputs
 from fwbench.io import atomic_write_text
 from fwbench.logs import redirect_to
 

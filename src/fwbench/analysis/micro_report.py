@@ -1,0 +1,667 @@
+"""The micro suite's report: LaTeX tables, the macros the text quotes, the paper's section, and the one entry point
+the workflow calls (`write_micro_outputs`), from the analysis of fwbench.analysis.micro.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from fwbench.analysis.latex import define_macros, escape, macro_name, number
+from fwbench.analysis.micro import (
+    FAILED,
+    NUMPY,
+    VARIANT_LABELS,
+    VARIANTS,
+    counted,
+    crossover_text,
+    from_row,
+    is_measured,
+    is_measured_text,
+    label,
+    load_micro_cells,
+    micro_crossovers,
+    micro_frame,
+    micro_speedups,
+    plural,
+)
+from fwbench.analysis.micro_figure import (
+    framework_order,
+    micro_figure,
+)
+from fwbench.analysis.micro_reference import (
+    REFERENCE_GPU,
+    REFERENCE_STUDY,
+    SERIES,
+    compare_crossovers,
+    published_crossovers,
+    published_micro,
+    reference_baselines,
+    reference_flatness,
+)
+from fwbench.io import atomic_write_text
+from fwbench.trackers.stats import BOOTSTRAP_RESAMPLES
+
+
+def _speedup_text(row: Mapping[str, Any] | None) -> str:
+    """Speedup with its 95% CI; bold when the CI lies above 1 (faster than NumPy, resolved)."""
+    if row is None or row.get("status") != "ok":
+        return "---"
+    text = rf"{number(row['speedup'])}$\times$ {{\scriptsize[{number(row['ci_low'])}, {number(row['ci_high'])}]}}"
+    return rf"\textbf{{{text}}}" if row["ci_low"] > 1 else text
+
+
+def _time_text(frame: pd.DataFrame, framework: str, variant: str) -> str:
+    rows = frame[frame["framework"] == framework]
+    if rows.empty:
+        return "---"
+    if (rows["status"] != "ok").all():
+        return FAILED
+    match = rows[rows["variant"] == variant]
+    return number(match["median_ms"].iloc[0]) if not match.empty else "---"
+
+
+def _variants_of(frame: pd.DataFrame, framework: str) -> list[str]:
+    found = set(frame.loc[frame["framework"] == framework, "variant"])
+    return [v for v in VARIANTS if v in found] + sorted(found - set(VARIANTS))
+
+
+def _lookup(speedups: pd.DataFrame, **key: Any) -> dict[str, Any] | None:
+    rows = speedups
+    for column, value in key.items():
+        rows = rows[rows[column] == value]
+    return rows.iloc[0].to_dict() if not rows.empty else None
+
+
+def _table_header(frame: pd.DataFrame, frameworks: list[str]) -> tuple[list[str], int]:
+    """The two header rows (framework groups, then per-variant columns) and the number of columns."""
+    groups, columns, rules, position = [], [], [], 5
+    for framework in frameworks:
+        variants = _variants_of(frame, framework)
+        groups.append(rf"\multicolumn{{{2 * len(variants)}}}{{c}}{{\textbf{{{escape(label(framework))}}}}}")
+        rules.append(rf"\cmidrule(lr){{{position}-{position + 2 * len(variants) - 1}}}")
+        position += 2 * len(variants)
+        for variant in variants:
+            columns += [rf"\textbf{{{VARIANT_LABELS.get(variant, escape(variant))} ms}}", r"\textbf{$\times$ NumPy}"]
+    head = [r"\textbf{Op.}", r"\textbf{Prec.}", r"\textbf{BS}", r"\textbf{NumPy ms}"]
+    lines = [" & ".join(["", "", "", "", *groups]) + r" \\", "".join(rules)] if frameworks else []
+    return [*lines, " & ".join(head + columns) + r" \\"], position - 1
+
+
+def micro_table(frame: pd.DataFrame, speedups: pd.DataFrame) -> str:
+    """Per operation, precision and batch size: NumPy's median ms per call and, per framework and variant, its
+    median ms per call and speedup over NumPy [95% CI] (booktabs tabular)."""
+    frameworks = [f for f in framework_order(frame["framework"]) if f != NUMPY]
+    header, ncols = _table_header(frame, frameworks)
+    lines = [r"\begin{tabular}{ll r r " + "r" * (ncols - 4) + "}", r"\toprule", *header, r"\midrule"]
+    groups = list(frame.groupby(["operation", "precision"], sort=True))
+    for index, ((operation, precision), group) in enumerate(groups):
+        for row_index, (batch, cells) in enumerate(group.groupby("batch_size", sort=True)):
+            first = row_index == 0
+            values = [rf"\texttt{{{escape(operation)}}}" if first else "", escape(precision) if first else ""]
+            values += [str(batch), _time_text(cells, NUMPY, "resident")]
+            for framework in frameworks:
+                for variant in _variants_of(frame, framework):
+                    key = {"framework": framework, "operation": operation, "precision": precision}
+                    match = _lookup(speedups, **key, variant=variant, batch_size=batch)
+                    values += [_time_text(cells, framework, variant), _speedup_text(match)]
+            lines.append(" & ".join(values) + r" \\")
+        if index < len(groups) - 1:
+            lines.append(r"\midrule")
+    lines += [r"\bottomrule", r"\end{tabular}"]
+    return "\n".join(lines) + "\n"
+
+
+def _at_largest(row: Mapping[str, Any]) -> str:
+    if not is_measured(row.get("speedup_at_largest")):
+        return "---"
+    return (
+        rf"{number(row['speedup_at_largest'])}$\times$ {{\scriptsize[{number(row['ci_low_at_largest'])}, "
+        rf"{number(row['ci_high_at_largest'])}]}} at {int(row['largest_batch'])}"
+    )
+
+
+def _text(value: Any) -> str:
+    return escape(value) if is_measured_text(value) else "---"
+
+
+def crossover_table(comparison: pd.DataFrame) -> str:
+    """Our crossovers (with the speedup at the largest batch size) beside the reference's, the devices, and the
+    agreement (booktabs tabular)."""
+    lines = [
+        r"\begin{tabular}{l l l l l l l l l l l}",
+        r"\toprule",
+        r"\textbf{Framework} & \textbf{Op.} & \textbf{Prec.} & \textbf{Variant} & \textbf{Crossover} & "
+        r"\textbf{Speedup at largest BS} & \textbf{Device} & \textbf{Reference series} & \textbf{Ref.\ crossover} & "
+        r"\textbf{Ref.\ device} & \textbf{Agreement} \\",
+        r"\midrule",
+    ]
+    for _, row in comparison.iterrows():
+        measured = row["kind"] != "not measured"
+        series = SERIES.get(row["reference"]) if is_measured_text(row["reference"]) else None
+        values = [
+            escape(label(row["framework"])),
+            rf"\texttt{{{escape(row['operation'])}}}",
+            _text(row["precision"]),
+            escape(VARIANT_LABELS.get(row["variant"], row["variant"])) if measured else "---",
+            crossover_text(from_row(row)) if measured else "not measured",
+            _at_largest(row) if measured else "---",
+            _text(row["device"]) if measured else "---",
+            escape(series.label) if series else "---",
+            crossover_text(from_row(row, "published_")) if series else "---",
+            _text(row["reference_device"]),
+            escape(row["agreement"]),
+        ]
+        lines.append(" & ".join(values) + r" \\")
+    lines += [r"\bottomrule", r"\end{tabular}"]
+    return "\n".join(lines) + "\n"
+
+
+@dataclass
+class MicroAnalysis:
+    """Every table the micro outputs are made from."""
+
+    frame: pd.DataFrame
+    speedups: pd.DataFrame
+    crossovers: pd.DataFrame
+    published: pd.DataFrame
+    published_crossovers: pd.DataFrame
+    comparison: pd.DataFrame
+    flatness: pd.DataFrame
+    baselines: pd.DataFrame
+    resamples: int = BOOTSTRAP_RESAMPLES
+
+
+def analyse_micro(
+    cell_paths: Iterable[str | Path], reference_csv: str | Path, *, resamples: int = BOOTSTRAP_RESAMPLES
+) -> MicroAnalysis:
+    """Load the cells once and derive every table."""
+    cells = load_micro_cells(cell_paths)
+    speedups = micro_speedups(cells, resamples=resamples)
+    crossovers = micro_crossovers(speedups)
+    published = published_micro(reference_csv)
+    published_cx = published_crossovers(published)
+    return MicroAnalysis(
+        frame=micro_frame(cells),
+        speedups=speedups,
+        crossovers=crossovers,
+        published=published,
+        published_crossovers=published_cx,
+        comparison=compare_crossovers(crossovers, published_cx),
+        flatness=reference_flatness(published),
+        baselines=reference_baselines(published),
+        resamples=resamples,
+    )
+
+
+def _sci(value: float) -> str:
+    """A small number as $m \\times 10^{e}$ (LaTeX math, no package needed)."""
+    if not is_measured(value):
+        return "---"
+    if value == 0:
+        return "0"
+    mantissa, exponent = f"{float(value):.1e}".split("e")
+    return rf"${mantissa}\times10^{{{int(exponent)}}}$"
+
+
+def _values(series: pd.Series) -> list[Any]:
+    return sorted({v for v in series if is_measured_text(v)}, key=str)
+
+
+def _joined_text(values: Sequence[Any], empty: str = "not recorded") -> str:
+    return " / ".join(escape(v) for v in values) if values else empty
+
+
+def _int_text(values: Sequence[Any]) -> str:
+    return " / ".join(str(int(v)) for v in values) if values else "---"
+
+
+def _cell_counts(frame: pd.DataFrame) -> tuple[int, int, int]:
+    cells = frame.drop_duplicates("path")
+    ok = int((cells["status"] == "ok").sum())
+    return len(cells), ok, len(cells) - ok
+
+
+def _series_name(row: Mapping[str, Any], several_precisions: bool) -> str:
+    precision = f" {escape(row['precision'])}" if several_precisions else ""
+    copy = " with copy" if row["variant"] == "transfer" else ""
+    return rf"{escape(label(row['framework']))} \texttt{{{escape(row['operation'])}}}{precision}{copy}"
+
+
+def micro_macros(analysis: MicroAnalysis) -> dict[str, str]:
+    """The section's numbers as macros (names from `macro_name`): sizes, batch range, cell counts, crossover counts
+    by kind and by agreement, each crossover (ours per framework/operation/precision/variant, the reference's per
+    series/operation), the speedup at the largest batch size, the reference's JAX flatness ratios, NumPy's BLAS and
+    thread count, and the worst output error per framework."""
+    frame, crossovers, comparison = analysis.frame, analysis.crossovers, analysis.comparison
+    total, ok, failed = _cell_counts(frame)
+    kinds = crossovers["kind"]
+    defs = {
+        "fwbMicroDim": _int_text(_values(frame["dim"])),
+        "fwbMicroHidden": _int_text(_values(frame["hidden"])),
+        "fwbMicroClasses": _int_text(_values(frame["classes"])),
+        "fwbMicroBatchMin": str(int(frame["batch_size"].min())),
+        "fwbMicroBatchMax": str(int(frame["batch_size"].max())),
+        "fwbMicroNumCells": str(total),
+        "fwbMicroNumOk": str(ok),
+        "fwbMicroNumFailed": str(failed),
+        "fwbMicroNumSeries": str(len(crossovers)),
+        "fwbMicroNumCrossovers": str(int((kinds == "crossover").sum())),
+        "fwbMicroNumAtSmallest": str(int(crossovers["at_smallest"].astype(bool).sum())) if len(crossovers) else "0",
+        "fwbMicroNumNever": str(int((kinds == "never").sum())),
+        "fwbMicroNumUnverified": str(int(crossovers["unverified_batches"].map(is_measured_text).sum())),
+        "fwbMicroBlas": _joined_text(_values(frame.loc[frame["framework"] == NUMPY, "blas"])),
+        "fwbMicroNumpyThreads": _int_text(_values(frame.loc[frame["framework"] == NUMPY, "threads"])),
+        "fwbMicroErrorBound": " / ".join(_sci(v) for v in _values(frame["error_bound"])) or "---",
+    }
+    for word in ("same", "earlier", "later", "not comparable"):
+        defs[macro_name("MicroNum", word)] = str(int((comparison["agreement"] == word).sum()))
+    for _, row in crossovers.iterrows():
+        parts = (row["framework"], row["operation"], row["precision"], row["variant"])
+        defs[macro_name("MicroCrossover", *parts)] = crossover_text(from_row(row))
+        defs[macro_name("MicroSpeedupAtLargest", *parts)] = _at_largest(row)
+    for _, row in analysis.published_crossovers.iterrows():
+        defs[macro_name("MicroRefCrossover", row["reference"], row["operation"])] = crossover_text(from_row(row))
+    for _, row in analysis.flatness.iterrows():
+        for column in ("jax_ratio", "numpy_ratio", "jax_tail_ratio", "numpy_tail_ratio"):
+            defs[macro_name("MicroRef", column, row["operation"])] = number(row[column])
+    for framework in framework_order(frame["framework"]):
+        rows = frame[frame["framework"] == framework]
+        errors = rows["max_rel_error"].dropna()
+        defs[macro_name("MicroMaxRelError", framework)] = _sci(errors.max()) if len(errors) else "---"
+        defs[macro_name("MicroDevice", framework)] = _joined_text(_values(rows["device"]))
+    return defs
+
+
+def micro_absent_section() -> str:
+    """The section of a study without the micro suite: one sentence, so the paper compiles for any config."""
+    return (
+        "\\section{Micro-benchmarks}\n\\label{sec:micro}\n"
+        "This study has no micro suite (\\texttt{suites} in its config).\n"
+    )
+
+
+def _and(items: Sequence[str]) -> str:
+    items = list(items)
+    if len(items) <= 1:
+        return "".join(items)
+    return ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def _intro(analysis: MicroAnalysis) -> str:
+    published = analysis.published
+    low, high = int(published["batch_size"].min()), int(published["batch_size"].max())
+    return (
+        f"A published report timed matrix and neural-network operations on an {REFERENCE_GPU} machine at batch "
+        f"sizes {low} to {high} for NumPy, PyTorch (CPU and CUDA) and JAX, and read off the batch size from which "
+        "each framework beats NumPy. This section asks the same question of this study's machine: from which "
+        "batch size does each framework compute faster than plain NumPy, and with what confidence?"
+    )
+
+
+def _operations_text(frame: pd.DataFrame) -> str:
+    described = {
+        "matmul": r"\texttt{matmul}, the product of a $b \times d$ batch with a $d \times d$ matrix",
+        "mlp": r"\texttt{mlp}, inference of a fixed multilayer perceptron $d \to h \to d \to c$ with ReLU",
+    }
+    operations = sorted(set(frame["operation"]))
+    parts = [described.get(o, rf"\texttt{{{escape(o)}}}") for o in operations]
+    sizes = rf"$d = {_int_text(_values(frame['dim']))}$"
+    if "mlp" in operations:
+        sizes += rf", $h = {_int_text(_values(frame['hidden']))}$, $c = {_int_text(_values(frame['classes']))}$"
+    batches = _and([str(int(b)) for b in sorted(set(frame["batch_size"]))])
+    total, ok, _ = _cell_counts(frame)
+    return (
+        f"\\paragraph{{Method}} {counted(len(operations), 'operation').capitalize()} "
+        f"{'is' if len(operations) == 1 else 'are'} "
+        f"timed: {'; '.join(parts)}; with {sizes}, at batch sizes $b$ = {batches} ({ok} of "
+        f"{plural(total, 'cell')} succeeded). The weights are generated once from the study's seed and every "
+        "framework reads the same weight and input bytes."
+    )
+
+
+def _timing_text(frame: pd.DataFrame) -> str:
+    compiled = frame[frame["compile_s"].map(is_measured)].drop_duplicates("path")
+    text = (
+        " Every framework, NumPy included, is timed per call on inputs and weights already on its device, each call "
+        "followed by a synchronise: the wall clock of the call, Python dispatch included, for every framework alike."
+    )
+    for framework, rows in compiled.groupby("framework"):
+        seconds = rows["compile_s"].astype(float)
+        text += (
+            f" {escape(label(framework))} compiles before the timed calls, on the exact shapes timed; its compile "
+            f"time is reported apart and never timed (median {number(seconds.median())}~s per cell, at most "
+            f"{number(seconds.max())}~s)."
+        )
+    if (frame["variant"] == "transfer").any():
+        text += (
+            r" The \emph{with copy} variant times the host-to-device copy of the input batch followed by the call "
+            "(the weights stay resident): the closest analogue of what the reference probably timed. NumPy computes "
+            "on the host, so its time per call is the baseline of both variants."
+        )
+    else:
+        text += " The variant with the host-to-device copy of the input batch was not measured in this study."
+    return text
+
+
+def _threads_text(frame: pd.DataFrame) -> str:
+    numpy_rows = frame[frame["framework"] == NUMPY]
+    if numpy_rows.empty:
+        return " This study has no NumPy cell: no speedup can be computed."
+    others = [
+        f"{escape(label(f))} {_int_text(_values(frame.loc[frame['framework'] == f, 'threads']))}"
+        for f in framework_order(frame["framework"])
+        if f != NUMPY
+    ]
+    pools = f" (the frameworks' own pools: {', '.join(others)})" if others else ""
+    return (
+        f" Threadpoolctl pins NumPy's BLAS ({_joined_text(_values(numpy_rows['blas']))}) to "
+        f"{_int_text(_values(numpy_rows['threads']))} threads{pools}."
+    )
+
+
+def _agreement_text(frame: pd.DataFrame) -> str:
+    errors = [
+        f"{_sci(rows['max_rel_error'].max())} for {escape(label(f))}"
+        for f in framework_order(frame["framework"])
+        if (rows := frame[frame["framework"] == f])["max_rel_error"].notna().any()
+    ]
+    if not errors:
+        return ""
+    bounds = " / ".join(_sci(v) for v in _values(frame["error_bound"])) or "not recorded"
+    return (
+        " Before any call is timed, each cell's output is compared with NumPy in float64 on the same float32 "
+        f"operands: the largest relative error is {_and(errors)} (bound {bounds})."
+    )
+
+
+def _statistics_text(analysis: MicroAnalysis) -> str:
+    frame = analysis.frame
+    trials = _values(frame["trials"])
+    several = any(int(t) > 1 for t in trials)
+    hierarchy = "; where a cell has several trials, the trials are resampled first, then samples within them" * several
+    return (
+        f" A cell's time is the median of its per-call samples pooled over its trials ({_int_text(trials)} per "
+        "cell); the speedup is NumPy's median over the framework's at the same operation, precision and batch "
+        f"size, with a 95\\% percentile bootstrap CI ({analysis.resamples} resamples{hierarchy}). The crossover is "
+        "the smallest measured batch size from which the CI's lower bound stays above 1 at every larger measured "
+        "batch size; ``never'' when it is not above 1 at the largest."
+    )
+
+
+def _precision_text(frame: pd.DataFrame) -> str:
+    others = sorted(set(frame["precision"]) - {"fp32"})
+    if not others:
+        return ""
+    return (
+        f" NumPy has no {' or '.join(map(escape, others))} arithmetic: at every precision label its cell computes in "
+        f"float32, so a {escape(others[0])} speedup compares a framework in {escape(others[0])} with NumPy in float32."
+    )
+
+
+def _method(analysis: MicroAnalysis) -> str:
+    frame = analysis.frame
+    return (
+        _operations_text(frame)
+        + _timing_text(frame)
+        + _threads_text(frame)
+        + _agreement_text(frame)
+        + _statistics_text(analysis)
+        + _precision_text(frame)
+    )
+
+
+def _listed(rows: pd.DataFrame, several: bool, what) -> str:
+    return _and([f"{_series_name(row, several)} {what(row)}".rstrip() for _, row in rows.iterrows()])
+
+
+def _results(analysis: MicroAnalysis) -> str:
+    """How many series cross over, which never do, and the range of speedups at the largest batch: only counts and
+    numbers from the crossovers table."""
+    crossovers = analysis.crossovers
+    if crossovers.empty:
+        return "No framework besides NumPy was measured, so there is no speedup to report."
+    several = analysis.frame["precision"].nunique() > 1
+    crossed = crossovers[crossovers["kind"] == "crossover"]
+    text = (
+        f"Of {plural(len(crossovers), 'speedup series', 'speedup series')} (framework, operation, "
+        f"{'precision, ' if several else ''}variant; Figure~\\ref{{fig:micro}}, Table~\\ref{{tab:micro}}), "
+        f"{len(crossed)} cross{'es' if len(crossed) == 1 else ''} over within the measured batch sizes"
+    )
+    if len(crossed):
+        text += ": " + _listed(crossed, several, lambda r: f"from {crossover_text(from_row(r))}")
+    text += "." + _at_smallest_text(crossed) + _never_text(crossovers, several) + _unverified_text(crossed, several)
+    return text + _largest_text(crossovers, several)
+
+
+def _at_smallest_text(crossed: pd.DataFrame) -> str:
+    if crossed.empty:
+        return ""
+    count = int(crossed["at_smallest"].astype(bool).sum())
+    if count == 0:
+        return " None of them lies at the smallest batch size measured."
+    return (
+        f" {counted(count, 'crossover').capitalize()} of {len(crossed)} already lie{'s' if count == 1 else ''} at "
+        "the smallest batch size measured."
+    )
+
+
+def _never_text(crossovers: pd.DataFrame, several: bool) -> str:
+    never = crossovers[crossovers["kind"] == "never"]
+    empty = crossovers[crossovers["kind"] == "no data"]
+    text = ""
+    if len(never):
+        one = len(never) == 1
+        text += (
+            f" {len(never)} never {'does' if one else 'do'} (the CI's lower bound at the largest batch size is not "
+            f"above 1): {_listed(never, several, lambda r: '')}."
+        )
+    if len(empty):
+        text += f" {plural(len(empty), 'series', 'series')} {'has' if len(empty) == 1 else 'have'} no successful "
+        text += "pair of cells."
+    return text
+
+
+def _unverified_text(crossed: pd.DataFrame, several: bool) -> str:
+    unverified = crossed[crossed["unverified_batches"].map(is_measured_text)]
+    if unverified.empty:
+        return ""
+    one = len(unverified) == 1
+    at = _listed(unverified, several, lambda r: f"at {str(r['unverified_batches']).replace('+', ', ')}")
+    return (
+        f" {counted(len(unverified), 'crossover').capitalize()} {'is' if one else 'are'} unverified ($^{{m}}$): "
+        "a cell at a "
+        f"larger batch size failed ({at})."
+    )
+
+
+def _largest_text(crossovers: pd.DataFrame, several: bool) -> str:
+    measured = crossovers[crossovers["speedup_at_largest"].map(is_measured)]
+    if measured.empty:
+        return ""
+    low = measured.loc[measured["speedup_at_largest"].astype(float).idxmin()]
+    high = measured.loc[measured["speedup_at_largest"].astype(float).idxmax()]
+    if len(measured) == 1:
+        return f" At its largest batch size, the speedup is {_at_largest(high)}."
+    return (
+        f" At the largest batch size of each series, the speedup ranges from {_at_largest(low)} "
+        f"({_series_name(low, several)}) to {_at_largest(high)} ({_series_name(high, several)})."
+    )
+
+
+def _device_caveat(analysis: MicroAnalysis) -> str:
+    frame = analysis.frame
+    ours = [
+        f"{escape(label(f))} on {_joined_text(_values(frame.loc[frame['framework'] == f, 'device']))}"
+        for f in framework_order(frame["framework"])
+    ]
+    return (
+        f"(i) Devices: the reference ran on an {REFERENCE_GPU} (its PyTorch CPU series on that machine's CPU); "
+        f"this study ran {_and(ours)}."
+    )
+
+
+def _flatness_caveat(analysis: MicroAnalysis) -> str:
+    parts, fixed = [], []
+    for _, row in analysis.flatness.iterrows():
+        parts.append(
+            f"for \\texttt{{{escape(row['operation'])}}} its JAX time per call varies by a factor of "
+            f"{number(row['jax_ratio'])} over batch sizes {row['batch_min']}--{row['batch_max']} "
+            f"({number(row['jax_tail_ratio'])} from {row['batch_next']} to {row['batch_max']}), its NumPy time by "
+            f"{number(row['numpy_ratio'])} ({number(row['numpy_tail_ratio'])})"
+        )
+        if row["jax_tail_ratio"] * 10 < row["numpy_tail_ratio"]:
+            fixed.append((row, row["batch_max"] / row["batch_next"]))
+    text = "(ii) The reference's JAX timing: " + "; ".join(parts) + "."
+    if fixed:
+        operations = _and([rf"\texttt{{{escape(row['operation'])}}}" for row, _ in fixed])
+        text += (
+            f" For {operations}, a JAX time whose factor of change is under a tenth of NumPy's while the number of "
+            f"rows grows {number(max(work for _, work in fixed))}-fold points to a fixed cost inside its timed "
+            "region, such as compilation or a host transfer; our with-copy variant includes the transfer, never the "
+            "compilation."
+        )
+    return text
+
+
+def _baselines_caveat(analysis: MicroAnalysis) -> str:
+    parts = []
+    for _, row in analysis.baselines.iterrows():
+        operation = rf"\texttt{{{escape(row['operation'])}}}"
+        if row["rows_with_both"]:
+            parts.append(
+                f"for {operation} its JAX table's NumPy time is {number(row['ratio_min'])} to "
+                f"{number(row['ratio_max'])} times its PyTorch table's at the same batch size"
+            )
+        else:
+            parts.append(f"for {operation} its PyTorch table has no NumPy time, so the JAX table's is used")
+    return (
+        "(iv) Baselines: the reference's two tables give their own NumPy times; "
+        + "; ".join(parts)
+        + ". Each reference series is compared with its own table's NumPy time where there is one."
+    )
+
+
+def _comparison_text(analysis: MicroAnalysis) -> str:
+    counts = analysis.comparison["agreement"].value_counts()
+    words = [f"{int(counts.get(w, 0))} {w}" for w in ("same", "earlier", "later", "not comparable")]
+    return (
+        f"Table~\\ref{{tab:micro-crossover}} sets our crossovers beside the reference's (the same definition applied "
+        f"to its point estimates, since it gives no interval): {_and(words)}. Four caveats, computed from the "
+        "reference's own numbers where it gives them. "
+        + _device_caveat(analysis)
+        + " "
+        + _flatness_caveat(analysis)
+        + " (iii) Sizes: the reference does not state the sizes of its matrices or network; ours are given above. "
+        + _baselines_caveat(analysis)
+    )
+
+
+def _float(kind: str, caption: str, label_: str, body: str) -> list[str]:
+    return [
+        rf"\begin{{{kind}*}}[t]",
+        r"\centering",
+        rf"\caption{{{caption}}}",
+        rf"\label{{{label_}}}",
+        r"\footnotesize",
+        r"\begin{adjustbox}{max width=\textwidth}",
+        body.rstrip(),
+        r"\end{adjustbox}",
+        rf"\end{{{kind}*}}",
+    ]
+
+
+def _figure(figure: str) -> list[str]:
+    return [
+        r"\begin{figure*}[t]",
+        r"\centering",
+        rf"\includegraphics[width=\textwidth]{{{figure}}}",
+        r"\caption{Micro-benchmarks against batch size, log-log: median time per call (top; 95\% CI bars; dashed: "
+        r"with the host-to-device copy of the input batch) and speedup over NumPy (bottom; 95\% bootstrap CI bars; "
+        r"vertical dotted lines: crossovers, labelled with their batch size; hollow squares: the reference's "
+        rf"published speedups on the {REFERENCE_GPU}). $\times$: a failed cell.}}",
+        r"\label{fig:micro}",
+        r"\end{figure*}",
+    ]
+
+
+def _micro_caption(frame: pd.DataFrame) -> str:
+    caption = (
+        r"Micro-benchmarks: NumPy's median time per call and, per framework and variant (resident: inputs on the "
+        r"device; with copy: the host-to-device copy of the input batch included), its median time per call and "
+        r"speedup over NumPy [95\% CI]; bold: the CI lies above 1. failed$^\dagger$: the cell failed (its reason "
+        r"is in the suite's tidy table); ---: no cell, or no speedup because a cell of the pair failed."
+    )
+    if set(frame["precision"]) - {"fp32"}:
+        caption += r" NumPy computes in float32 at every precision label."
+    return caption
+
+
+CROSSOVER_CAPTION = (
+    r"Crossover batch sizes: ours, the smallest measured batch size from which the speedup's 95\% CI stays above 1 "
+    r"($\le b$: faster already at the smallest measured batch size $b$; $^{m}$: unverified, a cell at a larger batch "
+    r"size failed), with the speedup at the largest batch size; and the reference's, from its point estimates, "
+    rf"beside its device ({REFERENCE_STUDY}). Agreement: same when the two crossovers' brackets (from the last "
+    r"batch size below to the crossover, as each study's batch grid places it) overlap; earlier or later when ours "
+    r"lies entirely below or above; not comparable without a series on either side."
+)
+
+
+def micro_section(analysis: MicroAnalysis | None, figure: str = "micro") -> str:
+    """The paper's micro-benchmarks section: method, figure, both tables, results and the published-vs-reproduced
+    comparison with its caveats; one sentence when the study has no micro suite (`analysis` None)."""
+    if analysis is None:
+        return micro_absent_section()
+    body = [
+        r"\section{Micro-benchmarks}",
+        r"\label{sec:micro}",
+        _intro(analysis),
+        "",
+        _method(analysis),
+        "",
+        *_figure(figure),
+        "",
+        *_float("table", _micro_caption(analysis.frame), "tab:micro", micro_table(analysis.frame, analysis.speedups)),
+        "",
+        r"\paragraph{Results} " + _results(analysis),
+        "",
+        r"\paragraph{Published against reproduced} " + _comparison_text(analysis),
+        "",
+        *_float("table", CROSSOVER_CAPTION, "tab:micro-crossover", crossover_table(analysis.comparison)),
+    ]
+    return "\n".join(body) + "\n"
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Entry point
+
+OUTPUT_KEYS = ("csv", "speedups", "crossovers", "section", "macros", "pdf", "png")
+
+
+def write_micro_outputs(
+    cell_paths: Iterable[str | Path],
+    reference_csv: str | Path,
+    *,
+    outputs: Mapping[str, str | Path],
+    resamples: int = BOOTSTRAP_RESAMPLES,
+) -> MicroAnalysis:
+    """Everything the workflow needs from the micro cells, each file written atomically: the tidy table (csv), the
+    speedups, the crossovers beside the reference's (crossovers), the section and its macros (LaTeX), and the
+    figure (pdf, png; the section includes it by the pdf's base name)."""
+    lacking = [key for key in OUTPUT_KEYS if key not in outputs]
+    if lacking:
+        raise KeyError(f"write_micro_outputs needs outputs {', '.join(lacking)}")
+    analysis = analyse_micro(cell_paths, reference_csv, resamples=resamples)
+    atomic_write_text(outputs["csv"], analysis.frame.to_csv(index=False))
+    atomic_write_text(outputs["speedups"], analysis.speedups.to_csv(index=False))
+    atomic_write_text(outputs["crossovers"], analysis.comparison.to_csv(index=False))
+    micro_figure(
+        analysis.frame, analysis.speedups, analysis.crossovers, analysis.published, outputs["pdf"], outputs["png"]
+    )
+    atomic_write_text(outputs["section"], micro_section(analysis, figure=Path(outputs["pdf"]).stem))
+    atomic_write_text(outputs["macros"], define_macros(micro_macros(analysis)))
+    return analysis
