@@ -318,6 +318,11 @@ class FakeCudaBackend(Backend):
     def device_info(self):
         return {"platform": "cuda", "name": "fake"}
 
+    def arrays(self):
+        from fwbench.backends.numpy import NumpyArrays
+
+        return NumpyArrays()
+
     seen: set
 
     def trainer(self, model, state_dict, *, num_classes, image_size, recipe):
