@@ -37,26 +37,12 @@ from fwbench.analysis.micro_report import (
     micro_section,
     write_micro_outputs,
 )
+from tests.test_analysis import BASE
 
 REPO = Path(__file__).resolve().parents[1]
 REFERENCE_CSV = REPO / "reference" / "published-t4-micro.csv"
 RESAMPLES = 200  # enough for the intervals these tests ask about, and fast
 
-BASE = {
-    "schema_version": 2,
-    "failure": None,
-    "deviations": [],
-    "stderr_tail": None,
-    "inputs": {},
-    "provenance": {
-        "python": "3.11.7",
-        "harness_version": "1",
-        "cpu_model": "Test CPU",
-        "git": {"commit": "abc", "dirty": False},
-        "env": {},
-        "libraries": {"numpy": "2.0"},
-    },
-}
 SETTINGS = {"dim": 64, "hidden": 256, "classes": 10, "include_transfer": True, "trials": 1}
 
 

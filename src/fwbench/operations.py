@@ -70,24 +70,30 @@ def operation(name: str) -> Operation:
         raise KeyError(f"unknown micro operation {name!r}; known: {sorted(OPERATIONS)}") from None
 
 
+def make_shapes(dim: int, hidden: int, classes: int) -> dict[str, tuple[int, ...]]:
+    """Every operand's shape, in the order they are drawn (the one place the operands are listed)."""
+    return {
+        "w": (dim, dim),
+        "w1": (dim, hidden),
+        "b1": (hidden,),
+        "w2": (hidden, dim),
+        "b2": (dim,),
+        "w3": (dim, classes),
+        "b3": (classes,),
+    }
+
+
 def make_operands(seed: int, dim: int, hidden: int, classes: int) -> dict[str, np.ndarray]:
     """Every operation's weights, float32, drawn like torch.nn.Linear's default: U(-1/sqrt(fan_in), +1/sqrt(fan_in))
     for weights and biases (stored (fan_in, fan_out), so that x @ w is the layer)."""
     rng = np.random.default_rng([seed, WEIGHT_STREAM])
-
-    def uniform(fan_in: int, shape: tuple[int, ...]) -> np.ndarray:
+    shapes = make_shapes(dim, hidden, classes)
+    operands = {}
+    for name, shape in shapes.items():  # in the shapes' order: the draws depend on it
+        fan_in = shapes[f"w{name[1:]}"][0] if name.startswith("b") else shape[0]  # a bias takes its layer's fan-in
         bound = 1.0 / np.sqrt(fan_in)
-        return rng.uniform(-bound, bound, size=shape).astype(np.float32)
-
-    return {
-        "w": uniform(dim, (dim, dim)),
-        "w1": uniform(dim, (dim, hidden)),
-        "b1": uniform(dim, (hidden,)),
-        "w2": uniform(hidden, (hidden, dim)),
-        "b2": uniform(hidden, (dim,)),
-        "w3": uniform(dim, (dim, classes)),
-        "b3": uniform(dim, (classes,)),
-    }
+        operands[name] = rng.uniform(-bound, bound, size=shape).astype(np.float32)
+    return operands
 
 
 def write_operands(path: str | Path, *, seed: int, dim: int, hidden: int, classes: int) -> dict[str, Any]:
@@ -124,18 +130,6 @@ def load_operands(path: str | Path, settings: Mapping[str, Any]) -> dict[str, np
             f"{path}: operands of shapes {found} do not match micro.dim={dim}, hidden={hidden}, classes={classes}"
         )
     return operands
-
-
-def make_shapes(dim: int, hidden: int, classes: int) -> dict[str, tuple[int, ...]]:
-    return {
-        "w": (dim, dim),
-        "w1": (dim, hidden),
-        "b1": (hidden,),
-        "w2": (hidden, dim),
-        "b2": (dim,),
-        "w3": (dim, classes),
-        "b3": (classes,),
-    }
 
 
 def input_rows(seed: int, batch_size: int, dim: int) -> np.ndarray:

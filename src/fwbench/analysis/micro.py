@@ -660,11 +660,8 @@ def _joined(batches: Iterable[int]) -> str | None:
     return "+".join(map(str, batches)) or None
 
 
-CROSSOVER_COLUMNS = [
-    "framework",
-    "operation",
-    "precision",
-    "variant",
+# What a crossover is, for ours and the reference's alike (the reference's columns are these, prefixed published_).
+CROSSOVER_FIELDS = [
     "kind",
     "crossover_batch",
     "below_batch",
@@ -674,6 +671,13 @@ CROSSOVER_COLUMNS = [
     "missing_batches",
     "unverified_batches",
     "speedup_at_largest",
+]
+CROSSOVER_COLUMNS = [
+    "framework",
+    "operation",
+    "precision",
+    "variant",
+    *CROSSOVER_FIELDS,
     "ci_low_at_largest",
     "ci_high_at_largest",
     "platform",

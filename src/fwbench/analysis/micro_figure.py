@@ -79,22 +79,28 @@ def _log_y(ax, values: Iterable[float]) -> None:
     ax.set_yscale("log")
 
 
-def _time_panel(ax, panel: pd.DataFrame) -> None:
-    """Median time per call against batch size, one line per framework and variant (copy dashed)."""
-    ok = panel[panel["status"] == "ok"]
-    for framework in framework_order(panel["framework"]):
+def _series(ax, ok: pd.DataFrame, frameworks: Iterable[str], columns: tuple[str, str, str]) -> None:
+    """One line per framework and variant (the copy variant dashed) of `columns` (value, CI low, CI high)."""
+    value, low, high = columns
+    for framework in framework_order(frameworks):
         for variant, rows in ok[ok["framework"] == framework].groupby("variant", sort=False):
             rows = rows.sort_values("batch_size")
             _line(
                 ax,
                 rows["batch_size"],
-                rows["median_ms"],
-                rows["median_ci_low"],
-                rows["median_ci_high"],
+                rows[value],
+                rows[low],
+                rows[high],
                 color=_color(framework),
                 dashed=variant != "resident",
                 text=_series_label(framework, variant),
             )
+
+
+def _time_panel(ax, panel: pd.DataFrame) -> None:
+    """Median time per call against batch size, one line per framework and variant (copy dashed)."""
+    ok = panel[panel["status"] == "ok"]
+    _series(ax, ok, panel["framework"], ("median_ms", "median_ci_low", "median_ci_high"))
     failed = panel[panel["status"] != "ok"]
     if not failed.empty:
         floor = float(ok["median_ms"].min()) if not ok.empty else 1.0
@@ -142,19 +148,7 @@ def _published_points(ax, published: pd.DataFrame, speedups: pd.DataFrame, opera
 def _speedup_panel(ax, speedups: pd.DataFrame, crossovers: pd.DataFrame, published: pd.DataFrame, operation: str):
     """Speedup over NumPy with CI bars, the line at 1, crossovers and the reference's points."""
     ok = speedups[speedups["status"] == "ok"]
-    for framework in framework_order(speedups["framework"]):
-        for variant, rows in ok[ok["framework"] == framework].groupby("variant", sort=False):
-            rows = rows.sort_values("batch_size")
-            _line(
-                ax,
-                rows["batch_size"],
-                rows["speedup"],
-                rows["ci_low"],
-                rows["ci_high"],
-                color=_color(framework),
-                dashed=variant != "resident",
-                text=_series_label(framework, variant),
-            )
+    _series(ax, ok, speedups["framework"], ("speedup", "ci_low", "ci_high"))
     missing = speedups[speedups["status"] != "ok"]
     if not missing.empty:
         ax.scatter(missing["batch_size"], [1.0] * len(missing), marker="x", color="black", zorder=5, label="failed")

@@ -12,6 +12,7 @@ import pandas as pd
 
 from fwbench.analysis.micro import (
     CROSSOVER_COLUMNS,
+    CROSSOVER_FIELDS,
     Crossover,
     crossover,
     crossover_columns,
@@ -229,23 +230,12 @@ def agreement(ours: Crossover, published: Crossover) -> str:
     return "earlier" if a[1] <= b[0] else "later"
 
 
-_PUBLISHED_FIELDS = [
-    "kind",
-    "crossover_batch",
-    "below_batch",
-    "at_smallest",
-    "smallest_batch",
-    "largest_batch",
-    "missing_batches",
-    "unverified_batches",
-    "speedup_at_largest",
-]
 COMPARISON_COLUMNS = [
     *CROSSOVER_COLUMNS,
     "reference",
     "reference_device",
     "reference_baseline",
-    *(f"published_{name}" for name in _PUBLISHED_FIELDS),
+    *(f"published_{name}" for name in CROSSOVER_FIELDS),
     "agreement",
     "note",
 ]
@@ -256,7 +246,7 @@ def _published_columns(published: pd.Series) -> dict[str, Any]:
         "reference": published["reference"],
         "reference_device": published["device"],
         "reference_baseline": published["baseline"],
-        **{f"published_{name}": published[name] for name in _PUBLISHED_FIELDS},
+        **{f"published_{name}": published[name] for name in CROSSOVER_FIELDS},
     }
 
 

@@ -277,14 +277,6 @@ def micro_macros(analysis: MicroAnalysis) -> dict[str, str]:
     return defs
 
 
-def micro_absent_section() -> str:
-    """The section of a study without the micro suite: one sentence, so the paper compiles for any config."""
-    return (
-        "\\section{Micro-benchmarks}\n\\label{sec:micro}\n"
-        "This study has no micro suite (\\texttt{suites} in its config).\n"
-    )
-
-
 def _and(items: Sequence[str]) -> str:
     items = list(items)
     if len(items) <= 1:
@@ -614,8 +606,11 @@ CROSSOVER_CAPTION = (
 def micro_section(analysis: MicroAnalysis | None, figure: str = "micro") -> str:
     """The paper's micro-benchmarks section: method, figure, both tables, results and the published-vs-reproduced
     comparison with its caveats; one sentence when the study has no micro suite (`analysis` None)."""
-    if analysis is None:
-        return micro_absent_section()
+    if analysis is None:  # one sentence, so the paper compiles for any config
+        return (
+            "\\section{Micro-benchmarks}\n\\label{sec:micro}\n"
+            "This study has no micro suite (\\texttt{suites} in its config).\n"
+        )
     body = [
         r"\section{Micro-benchmarks}",
         r"\label{sec:micro}",
