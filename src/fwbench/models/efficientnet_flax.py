@@ -8,34 +8,19 @@ and, like dropout, is the identity in eval.
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 import flax.linen as nn
 import jax.numpy as jnp
 
-from fwbench.models.layers import ConvNormActivation, SqueezeExcitation, StochasticDepth, make_divisible
-
-BN_EPS, BN_MOMENTUM = 1e-5, 0.1
-
-
-class StageConfig(NamedTuple):
-    expand_ratio: int
-    kernel: int
-    stride: int
-    input_channels: int
-    out_channels: int
-    num_layers: int
-
-
-B0 = (
-    StageConfig(1, 3, 1, 32, 16, 1),
-    StageConfig(6, 3, 2, 16, 24, 2),
-    StageConfig(6, 5, 2, 24, 40, 2),
-    StageConfig(6, 3, 2, 40, 80, 3),
-    StageConfig(6, 5, 1, 80, 112, 3),
-    StageConfig(6, 5, 2, 112, 192, 4),
-    StageConfig(6, 3, 1, 192, 320, 1),
+from fwbench.models.efficientnet_shape import (
+    B0,
+    BN_EPS,
+    BN_MOMENTUM,
+    DROPOUT,
+    STOCHASTIC_DEPTH_PROB,
+    StageConfig,
+    stochastic_depth_rate,
 )
+from fwbench.models.layers import ConvNormActivation, SqueezeExcitation, StochasticDepth, make_divisible
 
 
 def _cna(features, kernel, activation, *, stride=1, groups=1, name):
@@ -91,7 +76,7 @@ class Stage(nn.Module):
     def __call__(self, x, train: bool, deterministic: bool):
         cnf = self.cnf
         for index in range(cnf.num_layers):
-            rate = self.stochastic_depth_prob * float(self.first_block_id + index) / self.total_blocks
+            rate = stochastic_depth_rate(self.first_block_id + index, self.total_blocks, self.stochastic_depth_prob)
             x = MBConv(
                 cnf.expand_ratio,
                 cnf.kernel,
@@ -132,8 +117,8 @@ class Classifier(nn.Module):
 class EfficientNet(nn.Module):
     stages: tuple[StageConfig, ...]
     num_classes: int
-    dropout: float = 0.2
-    stochastic_depth_prob: float = 0.2
+    dropout: float = DROPOUT
+    stochastic_depth_prob: float = STOCHASTIC_DEPTH_PROB
 
     @nn.compact
     def __call__(self, x, train: bool = False, deterministic: bool | None = None):

@@ -16,6 +16,8 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
+from fwbench.models.channels import make_divisible  # noqa: F401  (re-exported: framework-free since the Keras twins)
+
 MOMENTS = "batch_moments"
 
 
@@ -79,13 +81,6 @@ def conv(
         use_bias=bias,
         name=name,
     )
-
-
-def make_divisible(value: float, divisor: int = 8, min_value: int | None = None) -> int:
-    """torchvision.models._utils._make_divisible, copied so Flax twins never import torch."""
-    min_value = divisor if min_value is None else min_value
-    rounded = max(min_value, int(value + divisor / 2) // divisor * divisor)
-    return rounded + divisor if rounded < 0.9 * value else rounded
 
 
 class ConvNormActivation(nn.Module):

@@ -8,41 +8,12 @@ torchvision's `_mobilenet_v3_conf("mobilenet_v3_small")` at width 1.0.
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
 from fwbench.models.layers import ConvNormActivation, SqueezeExcitation, make_divisible
-
-BN_EPS, BN_MOMENTUM = 1e-3, 0.01
-
-
-class BlockConfig(NamedTuple):
-    input_channels: int
-    kernel: int
-    expanded_channels: int
-    out_channels: int
-    use_se: bool
-    use_hs: bool
-    stride: int
-
-
-SMALL = (
-    BlockConfig(16, 3, 16, 16, True, False, 2),
-    BlockConfig(16, 3, 72, 24, False, False, 2),
-    BlockConfig(24, 3, 88, 24, False, False, 1),
-    BlockConfig(24, 5, 96, 40, True, True, 2),
-    BlockConfig(40, 5, 240, 40, True, True, 1),
-    BlockConfig(40, 5, 240, 40, True, True, 1),
-    BlockConfig(40, 5, 120, 48, True, True, 1),
-    BlockConfig(48, 5, 144, 48, True, True, 1),
-    BlockConfig(48, 5, 288, 96, True, True, 2),
-    BlockConfig(96, 5, 576, 96, True, True, 1),
-    BlockConfig(96, 5, 576, 96, True, True, 1),
-)
-LAST_CHANNEL = 1024
+from fwbench.models.mobilenet_shape import BN_EPS, BN_MOMENTUM, DROPOUT, LAST_CHANNEL, SMALL, BlockConfig
 
 
 def _cna(features, kernel, activation, *, stride=1, groups=1, name):
@@ -115,7 +86,7 @@ class MobileNetV3(nn.Module):
     blocks: tuple[BlockConfig, ...]
     last_channel: int
     num_classes: int
-    dropout: float = 0.2
+    dropout: float = DROPOUT
 
     @nn.compact
     def __call__(self, x, train: bool = False, deterministic: bool | None = None):

@@ -13,6 +13,7 @@ class ModelSpec:
     flax_builder: str  # "module:function" returning a flax.linen.Module
     description: str
     head: tuple[str, ...]  # torch keys of the classification head (replaced when a file's class count differs)
+    keras_builder: str  # "module:function" returning a built Keras 3 model (fwbench.models.keras_layers.Twin)
 
 
 MODELS: dict[str, ModelSpec] = {
@@ -24,6 +25,7 @@ MODELS: dict[str, ModelSpec] = {
             "fwbench.models.small_cnn_flax:small_cnn",
             "3x (conv3x3-BN-ReLU), global average pool, linear",
             ("classifier.weight", "classifier.bias"),
+            keras_builder="fwbench.models.small_cnn_keras:small_cnn",
         ),
         ModelSpec(
             "resnet50",
@@ -31,6 +33,7 @@ MODELS: dict[str, ModelSpec] = {
             "fwbench.models.resnet_flax:resnet50",
             "torchvision ResNet-50 (v1.5)",
             ("fc.weight", "fc.bias"),
+            keras_builder="fwbench.models.resnet_keras:resnet50",
         ),
         ModelSpec(
             "vit_b_16",
@@ -38,6 +41,7 @@ MODELS: dict[str, ModelSpec] = {
             "fwbench.models.vit_flax:vit_b_16",
             "torchvision ViT-B/16",
             ("heads.head.weight", "heads.head.bias"),
+            keras_builder="fwbench.models.vit_keras:vit_b_16",
         ),
         ModelSpec(
             "mobilenet_v3_small",
@@ -45,6 +49,7 @@ MODELS: dict[str, ModelSpec] = {
             "fwbench.models.mobilenet_flax:mobilenet_v3_small",
             "torchvision MobileNetV3-Small",
             ("classifier.3.weight", "classifier.3.bias"),
+            keras_builder="fwbench.models.mobilenet_keras:mobilenet_v3_small",
         ),
         ModelSpec(
             "efficientnet_b0",
@@ -52,6 +57,7 @@ MODELS: dict[str, ModelSpec] = {
             "fwbench.models.efficientnet_flax:efficientnet_b0",
             "torchvision EfficientNet-B0",
             ("classifier.1.weight", "classifier.1.bias"),
+            keras_builder="fwbench.models.efficientnet_keras:efficientnet_b0",
         ),
     )
 }

@@ -7,10 +7,7 @@ import flax.linen as nn
 import jax.numpy as jnp
 
 from fwbench.models.layers import BatchNorm, conv
-
-EXPANSION = 4
-BN_EPS = 1e-5
-BN_MOMENTUM = 0.1
+from fwbench.models.resnet_shape import BN_EPS, BN_MOMENTUM, EXPANSION, PLANES, RESNET50_BLOCKS
 
 
 class Downsample(nn.Module):
@@ -64,7 +61,7 @@ class ResNet(nn.Module):
         x = conv(64, 7, stride=2, name="conv1")(x)
         x = nn.relu(BatchNorm(BN_EPS, BN_MOMENTUM, name="bn1")(x, train))
         x = nn.max_pool(x, (3, 3), strides=(2, 2), padding=((1, 1), (1, 1)))
-        for index, (planes, blocks) in enumerate(zip((64, 128, 256, 512), self.layers, strict=True)):
+        for index, (planes, blocks) in enumerate(zip(PLANES, self.layers, strict=True)):
             x = Stage(planes, blocks, 1 if index == 0 else 2, name=f"layer{index + 1}")(x, train)
         x = jnp.mean(x, axis=(1, 2))
         return nn.Dense(self.num_classes, name="fc")(x)
@@ -72,4 +69,4 @@ class ResNet(nn.Module):
 
 def resnet50(*, num_classes: int, image_size: int) -> ResNet:
     del image_size  # global average pooling makes the network resolution-agnostic
-    return ResNet((3, 4, 6, 3), num_classes)
+    return ResNet(RESNET50_BLOCKS, num_classes)

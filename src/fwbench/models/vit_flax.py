@@ -12,7 +12,7 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-LN_EPS = 1e-6
+from fwbench.models.vit_shape import LN_EPS, VIT_B_16, check_image_size
 
 
 def layer_norm(name: str) -> nn.LayerNorm:
@@ -133,6 +133,6 @@ class VisionTransformer(nn.Module):
 
 
 def vit_b_16(*, num_classes: int, image_size: int) -> VisionTransformer:
-    if image_size % 16:
-        raise ValueError(f"vit_b_16 needs an image size divisible by 16, got {image_size}")
-    return VisionTransformer(image_size, 16, 12, 12, 768, 3072, num_classes)
+    check_image_size(image_size)
+    c = VIT_B_16
+    return VisionTransformer(image_size, c.patch_size, c.num_layers, c.num_heads, c.hidden_dim, c.mlp_dim, num_classes)

@@ -1,0 +1,92 @@
+"""Measuring how closely a Keras (TensorFlow) twin reproduces its torch model, with the protocols and statistics the
+Flax twins are judged by (fwbench.models.parity_core). Every twin step runs compiled with XLA
+(`tf.function(jit_compile=True)`), as the study runs it; TF32 is off, so float32 is true float32 (a no-op on the
+CPU, where TensorFlow never uses it).
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+from fwbench.models import keras_model, load_torch_weights, tf_forward  # noqa: E402
+from fwbench.models.keras_convert import arrays_to_torch, keras_to_torch  # noqa: E402
+from fwbench.models.keras_layers import update_running_statistics  # noqa: E402
+from fwbench.models.parity_core import eval_parity_of, train_step_parity_of  # noqa: E402
+
+tf.config.experimental.enable_tensor_float_32_execution(False)
+
+
+def eval_parity(name: str, image_size: int, seed: int, *, batch: int = 2, num_classes: int = 10) -> float:
+    """Relative max error of the Keras twin's eval logits (fp32, XLA) against torch's."""
+    return eval_parity_of(tf_forward, name, image_size, seed, batch=batch, num_classes=num_classes)
+
+
+MODES = ("xla", "graph", "eager")  # tf.function(jit_compile=True), tf.function without XLA, plain eager ops
+
+
+def train_step(model, *, mode: str = "xla"):
+    """The study's train step minus the optimizer: a training-mode forward (batch statistics, no randomness), the
+    mean cross-entropy's gradients w.r.t. model.trainable_variables, and the running-statistics update, compiled
+    with XLA unless `mode` says otherwise. Returns (logits, loss, gradients)."""
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+    variables = model.trainable_variables
+
+    def step(images, labels):
+        with tf.GradientTape() as tape:
+            logits = model(images, training=True)
+            loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels, logits))
+        grads = tape.gradient(loss, variables)
+        update_running_statistics(model)
+        return logits, loss, grads
+
+    return step if mode == "eager" else tf.function(step, jit_compile=mode == "xla")
+
+
+def _keras_step_maker(name: str, num_classes: int, image_size: int, mode: str):
+    def make_step(state, dtype: str):
+        model = keras_model(name, num_classes=num_classes, image_size=image_size, dtype=dtype)
+        step = train_step(model, mode=mode)
+
+        def run(images, labels):
+            load_torch_weights(model, state)  # every batch starts from the same weights and statistics
+            x = tf.constant(images.transpose(0, 2, 3, 1).astype(dtype))
+            logits, loss, grads = step(x, tf.constant(labels, tf.int32))
+            named = {**keras_to_torch(model, state), **arrays_to_torch(model, [g.numpy() for g in grads], state)}
+            return (
+                np.asarray(logits, np.float64),
+                float(loss),
+                {key: np.asarray(value, np.float64) for key, value in named.items()},
+            )
+
+        return run
+
+    return make_step
+
+
+def train_step_parity(
+    name: str,
+    image_size: int,
+    seed: int,
+    *,
+    batch: int = 4,
+    num_classes: int = 10,
+    fp32_draws: int = 8,
+    mode: str = "xla",
+) -> dict:
+    """Errors of one train-mode forward/backward of the Keras twin against PyTorch float64
+    (fwbench.models.parity_core.train_step_parity_of describes the result); `mode` as in train_step."""
+    return train_step_parity_of(
+        _keras_step_maker(name, num_classes, image_size, mode),
+        name,
+        image_size,
+        seed,
+        batch=batch,
+        num_classes=num_classes,
+        fp32_draws=fp32_draws,
+    )
