@@ -3,9 +3,10 @@
 # Used by both README commands and by .ci/run; a second call is a no-op check (seconds).
 #
 # Accelerator: cuda where an NVIDIA driver answers `nvidia-smi -L` with at least one GPU, else cpu;
-# FWBENCH_ACCELERATOR=cpu|cuda overrides. cpu installs `-e .`; cuda installs `-e .[cuda]` (JAX's CUDA plugin at the
-# pinned JAX version, on the CUDA libraries of the pinned torch wheel). `bash setup.sh --plan` prints the choice and
-# the exact pip requirements, and installs nothing.
+# FWBENCH_ACCELERATOR=cpu|cuda overrides. cpu installs `-e .[cpu]` (TensorFlow's CPU build); cuda installs
+# `-e .[cuda]` (JAX's CUDA plugin at the pinned JAX version, on the CUDA libraries of the pinned torch wheel, and
+# TensorFlow's CUDA build). `bash setup.sh --plan` prints the choice and the exact pip requirements, and installs
+# nothing.
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -37,8 +38,7 @@ else
     echo "setup.sh: note: no NVIDIA driver answers nvidia-smi -L here; installing the CUDA set anyway"
   fi
 fi
-target=.
-[ "$accelerator" = cpu ] || target=".[cuda]"
+target=".[$accelerator]"
 
 python=""
 for candidate in python3.11 python3; do
@@ -57,7 +57,7 @@ import tomllib
 
 with open("pyproject.toml", "rb") as f:
     project = tomllib.load(f)["project"]
-requirements = project["dependencies"] + (project["optional-dependencies"]["cuda"] if sys.argv[1] == "cuda" else [])
+requirements = project["dependencies"] + project["optional-dependencies"][sys.argv[1]]
 print("\n".join(requirements))
 EOF
   exit 0
@@ -72,12 +72,16 @@ wanted="$(sha256sum pyproject.toml | cut -d' ' -f1) $accelerator"  # switching t
 if [ "$(cat "$stamp" 2>/dev/null)" != "$wanted" ]; then
   echo "setup.sh: installing fwbench and its pinned dependencies ($accelerator) into .venv (a few minutes the first time)"
   .venv/bin/python -m pip install --quiet --upgrade pip
+  installed=$(.venv/bin/python -m pip list --format=freeze)
   if [ "$accelerator" = cpu ]; then
-    # A former CUDA install leaves JAX's CUDA plugin behind, and JAX would pick it up: remove it (not the NVIDIA
-    # libraries, which are the torch wheel's own).
-    plugins=$(.venv/bin/python -m pip list --format=freeze | grep -oiE '^jax[-_]cuda[0-9]+[-_](plugin|pjrt)' || true)
-    [ -z "$plugins" ] || .venv/bin/python -m pip uninstall --quiet -y $plugins
+    # A former CUDA install leaves JAX's CUDA plugin and TensorFlow's CUDA build behind, and the frameworks would
+    # pick them up: remove them (not the NVIDIA libraries, which are the torch wheel's own).
+    stale=$(grep -oiE '^(jax[-_]cuda[0-9]+[-_](plugin|pjrt)|tensorflow)==' <<<"$installed" | tr -d '=' || true)
+  else
+    # Both TensorFlow builds install the same `tensorflow` package: the CPU build must go before the CUDA one.
+    stale=$(grep -oiE '^tensorflow[-_]cpu==' <<<"$installed" | tr -d '=' || true)
   fi
+  [ -z "$stale" ] || .venv/bin/python -m pip uninstall --quiet -y $stale
   .venv/bin/python -m pip install --quiet -e "$target"
   if [ "$accelerator" = cuda ]; then
     # One set of NVIDIA libraries serves both frameworks only if they were built for the same CUDA major version.

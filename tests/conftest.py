@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import contextlib
 import copy
 import os
 import sys
@@ -8,6 +9,12 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
+
+# The test process imports all three frameworks, which no measuring process ever does. TensorFlow and Triton (which
+# torch._dynamo imports, e.g. from torch.optim) each bundle LLVM, and Triton's extension segfaults on import when
+# TensorFlow's is already loaded; the other order works. So Triton goes first, whatever order the tests run in.
+with contextlib.suppress(ImportError):  # a torch without Triton: nothing to order
+    import torch._dynamo  # noqa: F401
 
 TINY_CONFIG = {
     "study": "tiny",

@@ -167,7 +167,7 @@ class FakeJaxGpu:
 
 
 def test_jax_reports_device_identity_l2_and_a_steady_state_peak(monkeypatch):
-    import fwbench.backends.jax as jax_backend_module
+    import fwbench.trackers.nvml as nvml_module
 
     backend = get_backend("jax", threads=1, precision="fp32")
     backend.device, backend.executable = FakeJaxGpu(), FakeCompiled()
@@ -183,7 +183,7 @@ def test_jax_reports_device_identity_l2_and_a_steady_state_peak(monkeypatch):
             "source": "x",
         }
 
-    monkeypatch.setattr(jax_backend_module, "cuda_driver_identity", driver)
+    monkeypatch.setattr(nvml_module, "cuda_driver_identity", driver)
     assert backend.device_identity() == {"ordinal": 1, "uuid": "aa", "pci_bus_id": "0000:3b:00.0", "source": "x"}
     assert backend.device_cache_bytes()[0] == 50 * 2**20 and asked == [1]
     backend.reset_device_memory_peak()

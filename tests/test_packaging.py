@@ -21,9 +21,11 @@ def _conda_pip(name):
 
 
 def test_conda_env_agrees_with_pyproject():
-    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]
-    assert _pins(project) == _pins(_conda_pip("fwbench.yaml"))
-    assert all("==" in req for req in project), "every dependency is pinned"
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    cpu = project["dependencies"] + project["optional-dependencies"]["cpu"]
+    assert _pins(cpu) == _pins(_conda_pip("fwbench.yaml"))
+    assert _conda_pip("fwbench.yaml") == cpu
+    assert all("==" in req for req in cpu), "every dependency is pinned"
 
 
 def test_cuda_conda_env_agrees_with_pyproject_cuda_extra():

@@ -16,7 +16,7 @@ from tests.conftest import REPO
 
 PROJECT = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
 JAX_VERSION = next(req.split("==")[1] for req in PROJECT["dependencies"] if re.match(r"jax(\[.*\])?==", req))
-CPU_SET = PROJECT["dependencies"]
+CPU_SET = PROJECT["dependencies"] + PROJECT["optional-dependencies"]["cpu"]
 CUDA_SET = PROJECT["dependencies"] + PROJECT["optional-dependencies"]["cuda"]
 
 H100 = 'echo "GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-5fd4a5e0-0c7b-2f1e-9d51-4b1a3c7e9f00)"'
@@ -89,6 +89,7 @@ def test_fake_gpu_chooses_cuda_with_plugin_at_the_pinned_jax_version(checkout, t
     assert f"jax-cuda13-pjrt=={JAX_VERSION}" in requirements
     assert f"jax[cpu]=={JAX_VERSION}" in requirements and f"jaxlib=={JAX_VERSION}" in requirements
     assert "-e '.[cuda]'" in result.stdout
+    assert "tensorflow[and-cuda]==2.21.0" in requirements and "tensorflow-cpu==2.21.0" not in requirements
 
 
 @pytest.mark.parametrize(
@@ -102,6 +103,7 @@ def test_without_a_gpu_the_cpu_set_is_chosen(checkout, tmp_path, nvidia_smi):
     assert requirements == CPU_SET
     assert f"jax[cpu]=={JAX_VERSION}" in requirements
     assert not any("cuda" in req and "plugin" in req for req in requirements)
+    assert "tensorflow-cpu==2.21.0" in requirements and not any(r.startswith("tensorflow[") for r in requirements)
 
 
 def test_override_cpu_wins_over_a_gpu(checkout, tmp_path):

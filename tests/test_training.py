@@ -59,19 +59,31 @@ def test_schedule_equals_optax_cosine_decay():
     np.testing.assert_array_equal(learning_rates(_recipe(schedule="constant"), 4), np.full(4, 1e-3))
 
 
-def _trainers(model: str, image_size: int, num_classes: int = 10, recipe: Recipe | None = None, precision="fp32"):
+FRAMEWORKS = ("torch", "jax", "tensorflow")
+
+
+def _trainers(
+    model: str,
+    image_size: int,
+    num_classes: int = 10,
+    recipe: Recipe | None = None,
+    precision="fp32",
+    frameworks=("torch", "jax"),
+):
+    """One trainer per framework, in this order, all from the same torch weights."""
     import torch
 
-    from fwbench.backends.jax import JaxBackend
-    from fwbench.backends.torch import TorchBackend
+    from fwbench.backends import get_backend
     from fwbench.models import torch_model, torch_state_dict_numpy
 
     torch.manual_seed(0)
     weights = torch_state_dict_numpy(torch_model(model, num_classes=num_classes, image_size=image_size))
     recipe = recipe or _recipe(lr=1e-4)
     return [
-        backend.trainer(model, weights, num_classes=num_classes, image_size=image_size, recipe=recipe)
-        for backend in (TorchBackend(threads=2, precision=precision), JaxBackend(threads=2, precision=precision))
+        get_backend(framework, threads=2, precision=precision).trainer(
+            model, weights, num_classes=num_classes, image_size=image_size, recipe=recipe
+        )
+        for framework in frameworks
     ]
 
 
@@ -87,17 +99,18 @@ def test_step0_agrees_between_frameworks(model, image_size):
     rng = np.random.default_rng(1)
     images = normalize(rng.integers(0, 256, (8, image_size, image_size, 3), dtype=np.uint8))
     labels = rng.integers(0, 10, 8)
-    probes = []
-    for trainer in _trainers(model, image_size):
+    probes = {}
+    for framework, trainer in zip(FRAMEWORKS, _trainers(model, image_size, frameworks=FRAMEWORKS), strict=True):
         x, y = _on_device(trainer, images, labels)
         trainer.compile(x, y)
-        probes.append(trainer.probe(x, y, 1e-4))
-    torch_probe, jax_probe = probes
-    assert abs(jax_probe["loss"] - torch_probe["loss"]) / torch_probe["loss"] < 1e-5
-    assert abs(jax_probe["grad_norm"] - torch_probe["grad_norm"]) / torch_probe["grad_norm"] < 1e-3
+        probes[framework] = trainer.probe(x, y, 1e-4)
+    torch_probe = probes.pop("torch")
     change = abs(torch_probe["loss_after_step"] - torch_probe["loss"])
     assert change > 0, "one Adam step must change the loss"
-    assert abs(jax_probe["loss_after_step"] - torch_probe["loss_after_step"]) / torch_probe["loss"] < 1e-3
+    for framework, probe in probes.items():
+        assert abs(probe["loss"] - torch_probe["loss"]) / torch_probe["loss"] < 1e-5, framework
+        assert abs(probe["grad_norm"] - torch_probe["grad_norm"]) / torch_probe["grad_norm"] < 1e-3, framework
+        assert abs(probe["loss_after_step"] - torch_probe["loss_after_step"]) / torch_probe["loss"] < 1e-3, framework
 
 
 def test_trainers_evaluate_identically():
@@ -219,7 +232,7 @@ def _train(work, settings, backend, batch_size: int = 8, state: str = "state") -
     return training.run(backend, cell, settings, state_dir=work / state, **kwargs)["metrics"]
 
 
-@pytest.mark.parametrize("framework", ["torch", "jax"])
+@pytest.mark.parametrize("framework", FRAMEWORKS)
 def test_killed_training_resumes_from_last_epoch(training_setup, framework, monkeypatch):
     from fwbench.backends import get_backend
     from fwbench.grid import Cell
@@ -262,7 +275,7 @@ def test_training_cell_end_to_end(training_setup):
     from fwbench.runner import run_cell
 
     work, settings = training_setup
-    for framework in ("torch", "jax"):
+    for framework in FRAMEWORKS:
         cell = Cell("training", framework, "small_cnn", "fp32", 8, 16)
         result = run_cell(
             cell,
@@ -314,7 +327,7 @@ def test_trainers_take_their_layout_and_torch_does_no_transpose_in_its_step():
     assert losses[0] == pytest.approx(losses[1], rel=1e-5)
 
 
-@pytest.mark.parametrize("framework", ["torch", "jax"])
+@pytest.mark.parametrize("framework", FRAMEWORKS)
 def test_masked_step_equals_the_step_on_the_real_rows(framework):
     """A padded last batch (drop_last: false) trains on its real rows' mean loss, in every framework."""
     from fwbench.data.inputs import normalize
@@ -322,7 +335,7 @@ def test_masked_step_equals_the_step_on_the_real_rows(framework):
     rng = np.random.default_rng(8)
     images = normalize(rng.integers(0, 256, (8, 16, 16, 3), dtype=np.uint8))
     labels = rng.integers(0, 10, 8)
-    trainer = dict(zip(("torch", "jax"), _trainers("small_cnn", 16), strict=True))[framework]
+    [trainer] = _trainers("small_cnn", 16, frameworks=(framework,))
     x, y = _on_device(trainer, images, labels)
     trainer.compile(x, y, partial_batches=True)
     padded = np.resize(np.arange(5), 8)  # 5 real rows, then repeats of them
@@ -341,16 +354,17 @@ def test_partial_last_batch_trains_in_both_frameworks_alike(training_setup):
     work, settings = training_setup
     settings = {**settings, "epochs": 1, "loader": {**settings["loader"], "drop_last": False}}
     curves = {}
-    for framework in ("torch", "jax"):
+    for framework in FRAMEWORKS:
         metrics = _train(work, settings, get_backend(framework, threads=2, precision="fp32"), 6, f"state-{framework}")
         assert metrics["partial_last_batch"]["padded_to"] == 6 and metrics["partial_last_batch"]["valid"] > 0
         assert "train_masked_first_call_extra_s" in metrics["compile_breakdown_s"]
         curves[framework] = metrics["epochs"][0]["loss_curve"]
-    assert len(curves["torch"]) == len(curves["jax"])
-    np.testing.assert_allclose(curves["jax"], curves["torch"], rtol=2e-3)
+    for framework in ("jax", "tensorflow"):
+        assert len(curves[framework]) == len(curves["torch"])
+        np.testing.assert_allclose(curves[framework], curves["torch"], rtol=2e-3, err_msg=framework)
 
 
-@pytest.mark.parametrize("framework", ["torch", "jax"])
+@pytest.mark.parametrize("framework", FRAMEWORKS)
 def test_training_rss_policy_and_checkpoints_outside_the_peak(training_setup, framework, monkeypatch):
     """The RSS sampler runs at the timed interval inside the step loop (as inference's timed loop), and a
     checkpoint's serialisation transient is kept out of the training peak (reported apart)."""
@@ -403,7 +417,7 @@ def test_training_rss_policy_and_checkpoints_outside_the_peak(training_setup, fr
     assert rss["increase"] == pytest.approx(rss["max"] - rss["initial"])
 
 
-@pytest.mark.parametrize("framework", ["torch", "jax"])
+@pytest.mark.parametrize("framework", FRAMEWORKS)
 def test_one_compile_time_measure_for_both_frameworks(training_setup, framework):
     """compile_s is defined once: every function's preparation + first call beyond a steady call, before the first
     timed step, for both frameworks (PyTorch's used to be an ordinary, already warm step; JAX's probe was left out)."""
@@ -416,5 +430,7 @@ def test_one_compile_time_measure_for_both_frameworks(training_setup, framework)
         assert f"{function}_first_call_extra_s" in breakdown, function
     if framework == "jax":
         assert {"train_compile_s", "probe_compile_s"} <= set(breakdown)
+    if framework == "tensorflow":  # traced ahead; XLA compiles in the first call, which the extra holds
+        assert {"train_trace_lower_s", "probe_trace_lower_s"} <= set(breakdown)
     assert metrics["epochs"][0]["compile_s"] == pytest.approx(sum(breakdown.values()))
     assert "compile_s" not in metrics["missing"] and "first call" in metrics["compile_definition"]

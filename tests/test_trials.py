@@ -244,6 +244,15 @@ def test_a_group_interleaves_its_trials_in_alternating_order(tmp_path):
     assert log.index("=== torch: trial 2 of 4") > log.index("=== jax: trial 2 of 4")
 
 
+def test_three_frameworks_rotate_through_every_position(tmp_path):
+    """With three frameworks the rounds rotate (a b c, b c a, c a b), so each framework runs first, second and
+    third once every three rounds; plain reversal would leave the middle one in the middle forever."""
+    results, order = _group(tmp_path, trials=3, frameworks=("torch", "jax", "tensorflow"))
+    assert order == ["torch", "jax", "tensorflow", "jax", "tensorflow", "torch", "tensorflow", "torch", "jax"]
+    for result in results:
+        assert sorted(t["order"] for t in result["metrics"]["trials"]) == [1, 2, 3], result["cell"]["framework"]
+
+
 def test_a_failed_trial_fails_only_its_own_cell(tmp_path):
     results, order = _group(tmp_path, trials=3, fail=("jax", 2))
     torch_, jax_ = results

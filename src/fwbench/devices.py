@@ -28,6 +28,7 @@ SETUP_HINT = "FWBENCH_ACCELERATOR=cuda bash setup.sh"
 INSTALL_HINTS = {
     "jax": f"install the CUDA plugin with {SETUP_HINT}",
     "torch": f"install PyTorch's CUDA wheel with {SETUP_HINT}",
+    "tensorflow": f"install TensorFlow's CUDA build with {SETUP_HINT}",
 }
 
 
@@ -47,7 +48,7 @@ def software_fingerprint() -> dict[str, str]:
     while Snakemake parses the workflow), so that reinstalling one reruns the device check."""
     from importlib import metadata
 
-    wanted = ("torch", "jax", "jaxlib", "jax-cuda")
+    wanted = ("torch", "jax", "jaxlib", "tensorflow", "tensorflow-cpu", "keras")
     found = {}
     for dist in metadata.distributions():
         name = (dist.metadata["Name"] or "").lower().replace("_", "-")

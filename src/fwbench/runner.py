@@ -459,7 +459,10 @@ def _run_rounds(
     headers = trials > 1 or len(cells) > 1 or bool(ladder)
     for round_ in range(trials):
         active = [i for i, run in enumerate(runs) if run.failure is None]
-        order = active if round_ % 2 == 0 else active[::-1]
+        # Rotated round by round (2 frameworks: a b, b a; 3: a b c, b c a, c a b), so that over the rounds each
+        # framework runs in every position alike and drift of the machine favours none of them.
+        shift = round_ % len(active) if active else 0
+        order = active[shift:] + active[:shift]
         for position, index in enumerate(order):
             cell, run = cells[index], runs[index]
             run.started_at = run.started_at or _now()

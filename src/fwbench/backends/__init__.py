@@ -10,6 +10,7 @@ from fwbench.backends.base import Framework
 FRAMEWORKS = {
     "torch": "fwbench.backends.torch:TorchBackend",
     "jax": "fwbench.backends.jax:JaxBackend",
+    "tensorflow": "fwbench.backends.tensorflow:TensorflowBackend",
     "numpy": "fwbench.backends.numpy:NumpyBackend",
 }
 

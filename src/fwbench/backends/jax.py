@@ -14,10 +14,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from fwbench.backends.base import Arrays, Backend
+from fwbench.backends.driver_identity import DriverIdentity
 from fwbench.models import flax_host_variables
-from fwbench.trackers.nvml import cuda_driver_identity
-
-ASSUMED_L2_BYTES = 128 * 1024**2  # where the device's L2 size is unknown (H100: 50 MiB)
 
 
 def _cache_state() -> dict[str, Any]:
@@ -95,7 +93,7 @@ class JaxArrays(Arrays):
         return np.asarray(outputs).astype(np.float64)
 
 
-class JaxBackend(Backend):
+class JaxBackend(DriverIdentity, Backend):
     name = "jax"
 
     def _apply_settings(self) -> dict[str, Any]:
@@ -217,32 +215,16 @@ class JaxBackend(Backend):
     def gpu_index(self) -> int | None:
         return int(self.device.id) if self._on_gpu() else None
 
-    _identity: dict[str, Any] | None = None
-
     def _on_gpu(self) -> bool:
         """JAX names a CUDA device's platform "gpu" (and "cuda" in some versions); every record says "cuda"."""
         return self.device.platform in ("gpu", "cuda")
 
-    def _driver_identity(self) -> dict[str, Any]:
-        """JAX exposes neither UUID, PCI bus id nor L2 size: asked of the CUDA driver for the device's CUDA ordinal
-        (local_hardware_id, as this process numbers its visible devices)."""
-        if self._identity is None:
-            ordinal = getattr(self.device, "local_hardware_id", None)
-            self._identity = cuda_driver_identity(int(self.device.id if ordinal is None else ordinal))
-        return self._identity
-
-    def device_identity(self) -> dict[str, Any] | None:
+    def _cuda_ordinal(self) -> int | None:
+        """The device's CUDA ordinal as this process numbers its visible devices (local_hardware_id)."""
         if not self._on_gpu():
             return None
-        return {k: v for k, v in self._driver_identity().items() if k != "l2_cache_bytes"}
-
-    def device_cache_bytes(self) -> tuple[int, str] | None:
-        if not self._on_gpu():
-            return None
-        identity = self._driver_identity()
-        if identity.get("l2_cache_bytes"):
-            return int(identity["l2_cache_bytes"]), "CUDA driver cuDeviceGetAttribute(L2_CACHE_SIZE) (device L2)"
-        return ASSUMED_L2_BYTES, f"assumed 128 MiB, above any current GPU's L2 ({identity.get('reason')})"
+        ordinal = getattr(self.device, "local_hardware_id", None)
+        return int(self.device.id if ordinal is None else ordinal)
 
     _load_peak: dict[str, int] | None = None  # memory_stats at the end of warm-up
 
