@@ -14,9 +14,27 @@ from tests.conftest import REPO
 
 def test_default_config_is_valid_and_defaults_are_filled():
     config = load_config(REPO / "config" / "config.yaml")
-    assert config["frameworks"] == ["torch", "jax"]
+    assert config["frameworks"] == ["torch", "jax", "tensorflow"]
     assert config["suites"] == ["inference", "training", "micro"]
+    assert config["training"]["models"] == ["small_cnn"]
     assert config["micro"]["batch_sizes"] == [1, 4, 16, 64, 256, 1024, 4096] and config["micro"]["hidden"] == 1024
+
+
+def test_training_models_are_a_subset_of_the_studys(tiny_config):
+    from fwbench.grid import cells
+
+    tiny_config["suites"] = ["inference", "training"]
+    tiny_config["training"] = {"models": ["resnet50"]}
+    with pytest.raises(ConfigError, match=r"training.models = \['resnet50'\]: resnet50 not in models"):
+        validate_config(tiny_config)
+    tiny_config["models"] = ["small_cnn", "resnet50"]
+    config = validate_config(tiny_config)
+    trained = {cell.model for cell in cells(config) if cell.suite == "training"}
+    timed = {cell.model for cell in cells(config) if cell.suite == "inference"}
+    assert trained == {"resnet50"} and timed == {"small_cnn", "resnet50"}
+    tiny_config["training"] = {}
+    trained = {cell.model for cell in cells(validate_config(tiny_config)) if cell.suite == "training"}
+    assert trained == {"small_cnn", "resnet50"}, "null trains every model"
 
 
 def test_defaults_filled_for_omitted_keys(tiny_config):

@@ -157,7 +157,7 @@ def test_paper_config_dry_run_lists_the_full_study(workdir, venv_bin):
     planned = _planned_jobs(_snakemake(workdir, venv_bin, "-n", "--configfile", "config/paper-h100.yaml"))
     expected = {"download_dataset": 1, "prepare_dataset": 1, "init_weights": 4, "model_facts": 4}
     expected |= {"inference_group": 4 * 4, "loader_throughput": 1, "loader_figure": 1, "paper": 1}
-    expected |= {"training_cell": 2 * 4 * 3, "aggregate_training": 1, "training_figure": 1}
+    expected |= {"training_cell": 3 * 4 * 3, "aggregate_training": 1, "training_figure": 1}  # 3 frameworks
     expected |= {"micro_operands": 1, "micro_group": 2 * 7, "micro_analysis": 1}
     assert {job: planned.get(job) for job in expected} == expected
 
@@ -229,7 +229,7 @@ def test_micro_suite_adds_cells_and_the_paper_section(workdir, venv_bin):
 def test_gpu_smoke_dry_run_lists_its_jobs(workdir, venv_bin):
     planned = _planned_jobs(_snakemake(workdir, venv_bin, "-n", "--configfile", "config/gpu-smoke.yaml"))
     expected = {"device_check": 1, "prepare_dataset": 1, "init_weights": 2, "model_facts": 2, "device_peak": 1}
-    expected |= {"inference_group": 2 * 2 * 2, "training_cell": 2 * 2 * 2, "paper": 1}
+    expected |= {"inference_group": 2 * 2 * 2, "training_cell": 3 * 2 * 2, "paper": 1}  # 3 frameworks
     expected |= {"micro_group": 2 * 2 * 7, "micro_analysis": 1}
     assert {job: planned.get(job) for job in expected} == expected
     assert "download_dataset" not in planned, "the smoke study is offline"

@@ -122,6 +122,11 @@ def _check_consistency(config: Mapping[str, Any]) -> None:
         if not Path(path).is_file():
             raise ConfigError(f"config error: pretrained.{model} = {path!r}: file not found")
     _check_fallbacks(config["fallbacks"])
+    trained = config["training"]["models"]
+    if trained is not None and (extra := [m for m in trained if m not in config["models"]]):
+        raise ConfigError(
+            f"config error: training.models = {trained}: {', '.join(extra)} not in models ({config['models']})"
+        )
     for suite in ("inference", "micro"):
         _check_stop_rule(suite, config[suite])
     micro = config["micro"]

@@ -71,8 +71,12 @@ def suite_frameworks(config: Mapping[str, Any], suite: str) -> list[str]:
 
 
 def suite_models(config: Mapping[str, Any], suite: str) -> list[str]:
-    """What a suite's cells run: the study's models, or the micro suite's operations."""
-    return list(config["micro"]["operations"]) if suite == "micro" else list(config["models"])
+    """What a suite's cells run: the study's models (training: `training.models` where it names a subset), or the
+    micro suite's operations."""
+    if suite == "micro":
+        return list(config["micro"]["operations"])
+    trained = config.get("training", {}).get("models") if suite == "training" else None
+    return list(trained or config["models"])
 
 
 def suite_image_size(config: Mapping[str, Any], suite: str) -> int | None:

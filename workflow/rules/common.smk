@@ -160,6 +160,7 @@ TRAINING_TABLES = (
     else []
 )
 TRAINING_FIGURE = f"{RESULTS}/figures/training_curves.pdf" if TRAINING else []
+TRAINING_REFERENCE = str(REPO_ROOT / "reference" / "published-l4-training.csv")
 
 
 def measurement_settings(suite):

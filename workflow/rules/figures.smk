@@ -69,6 +69,8 @@ rule paper_tables:
         preprocess=PREPROCESS_RECORD,
         loader=LOADER_RECORD,
         training=TRAINING_TABLES,
+        # the published L4 small-CNN training figures, copied into the repository (reference/README.md)
+        training_reference=TRAINING_REFERENCE,
         speedups=SPEEDUPS_CSV,
         cells=inference_cells(),
         facts=expand(FACTS, model=config["models"]),

@@ -21,4 +21,5 @@ with redirect_to(snakemake.log[0]):
             "fallbacks": snakemake.params.fallbacks,
         },
         outputs=dict(snakemake.output.items()),
+        training_reference=snakemake.input.training_reference,
     )

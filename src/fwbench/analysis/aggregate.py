@@ -9,6 +9,7 @@ from typing import Any
 import pandas as pd
 
 from fwbench.analysis.cells import cells_by_path, load_cells
+from fwbench.analysis.latex import BASELINE, ordered_frameworks
 from fwbench.analysis.partners import deviations_differ, failure_columns, flag_deviations, flag_partners
 from fwbench.io import atomic_write_text
 from fwbench.trackers.flops import peak_for
@@ -175,46 +176,70 @@ def ratio_interval(num: dict[str, Any], den: dict[str, Any]) -> tuple[Interval, 
     return interval, WITHIN, len(rounds), method
 
 
-def speedups(results: Iterable[dict[str, Any]], numerator: str = "jax", denominator: str = "torch") -> pd.DataFrame:
-    """Throughput ratio numerator/denominator with a 95% CI (see `ratio_interval`), for every (model, precision,
-    batch) where both cells succeeded. `resolved`: the CI excludes 1 and comes from paired, interleaved rounds; a
-    within-process or unpaired interval never resolves a comparison. `deviation_differs`: the two cells ran with
-    different workarounds from the fallback ladder (`deviation_detail` says which), so the ratio is marked and left
-    out of the summary statistics."""
+def _ok_cells_by_comparison(results: Iterable[dict[str, Any]]) -> dict[tuple, dict[str, dict[str, Any]]]:
+    """(model, precision, batch) -> {framework: result} of the successful cells: the cells a ratio can compare."""
     cells: dict[tuple, dict[str, dict[str, Any]]] = {}
     for result in results:
         if result["status"] != "ok":
             continue
         cell = result["cell"]
         cells.setdefault((cell["model"], cell["precision"], cell["batch_size"]), {})[cell["framework"]] = result
-    rows = []
-    for (model, precision, batch), by_framework in sorted(cells.items()):
-        if numerator in by_framework and denominator in by_framework:
-            num, den = by_framework[numerator], by_framework[denominator]
-            ci, scope, pairs, method = ratio_interval(num, den)
-            names = {fw: failure_columns(r)["deviations"] for fw, r in ((numerator, num), (denominator, den))}
-            differs = deviations_differ(*names.values())
-            rows.append(
-                {
-                    "model": model,
-                    "precision": precision,
-                    "batch_size": batch,
-                    "ratio": ci.estimate,
-                    "ci_low": ci.low,
-                    "ci_high": ci.high,
-                    "ci_scope": scope,
-                    "pairs": pairs,
-                    "resolved": bool(scope == PAIRED and (ci.low > 1 or ci.high < 1)),
-                    "method": method,
-                    "numerator": numerator,
-                    "denominator": denominator,
-                    "deviation_differs": differs,
-                    "deviation_detail": "; ".join(f"{fw}: {n or 'none'}" for fw, n in names.items())
-                    if differs
-                    else None,
-                }
-            )
+    return cells
+
+
+def _speedup_row(key: tuple, numerator: str, denominator: str, by_framework: dict[str, dict[str, Any]]) -> dict:
+    """One ratio numerator/denominator of one comparison, with its interval and deviation marks."""
+    model, precision, batch = key
+    num, den = by_framework[numerator], by_framework[denominator]
+    ci, scope, pairs, method = ratio_interval(num, den)
+    names = {fw: failure_columns(r)["deviations"] for fw, r in ((numerator, num), (denominator, den))}
+    differs = deviations_differ(*names.values())
+    return {
+        "model": model,
+        "precision": precision,
+        "batch_size": batch,
+        "ratio": ci.estimate,
+        "ci_low": ci.low,
+        "ci_high": ci.high,
+        "ci_scope": scope,
+        "pairs": pairs,
+        "resolved": bool(scope == PAIRED and (ci.low > 1 or ci.high < 1)),
+        "method": method,
+        "numerator": numerator,
+        "denominator": denominator,
+        "deviation_differs": differs,
+        "deviation_detail": "; ".join(f"{fw}: {n or 'none'}" for fw, n in names.items()) if differs else None,
+    }
+
+
+def speedups(
+    results: Iterable[dict[str, Any]], numerator: str | None = None, denominator: str = BASELINE
+) -> pd.DataFrame:
+    """Throughput ratio numerator/denominator with a 95% CI (see `ratio_interval`), for every (model, precision,
+    batch) where both cells succeeded; with no `numerator`, one row per other framework of the results against the
+    denominator (PyTorch), the framework in the `numerator` column, rows ordered by comparison and then framework
+    in the paper's order. `resolved`: the CI excludes 1 and comes from paired, interleaved rounds; a
+    within-process or unpaired interval never resolves a comparison. `deviation_differs`: the two cells ran with
+    different workarounds from the fallback ladder (`deviation_detail` says which), so the ratio is marked and left
+    out of the summary statistics."""
+    cells = _ok_cells_by_comparison(results)
+    present = {framework for by_framework in cells.values() for framework in by_framework}
+    numerators = [numerator] if numerator is not None else [f for f in ordered_frameworks(present) if f != denominator]
+    rows = [
+        _speedup_row(key, framework, denominator, by_framework)
+        for key, by_framework in sorted(cells.items())
+        for framework in numerators
+        if framework in by_framework and denominator in by_framework
+    ]
     return pd.DataFrame(rows, columns=SPEEDUP_COLUMNS)
+
+
+def ratios_for(ratios: pd.DataFrame, framework: str) -> pd.DataFrame:
+    """The ratios of one framework against the baseline. A speedups table without a `numerator` column (written
+    before there were more than two frameworks) holds JAX's."""
+    if "numerator" not in ratios:
+        return ratios if framework == "jax" else ratios.iloc[0:0]
+    return ratios[ratios["numerator"] == framework]
 
 
 def write_speedups(paths: Iterable[str | Path], out_csv: str | Path) -> pd.DataFrame:

@@ -14,7 +14,8 @@ import seaborn as sns  # noqa: E402
 
 from fwbench.analysis.latex import FRAMEWORK_LABELS  # noqa: E402
 
-PALETTE = {"PyTorch": "#ee4c2c", "JAX/Flax": "#5e97f6"}
+# One colour per framework label, the same in every figure (inference, training, micro).
+PALETTE = {"PyTorch": "#ee4c2c", "JAX/Flax": "#5e97f6", "TensorFlow/Keras": "#2e9e44"}
 
 
 def save_figure(fig: plt.Figure, pdf: str | Path, png: str | Path) -> None:

@@ -18,7 +18,44 @@ _SPECIAL = {
     "^": r"\textasciicircum{}",
 }
 
-FRAMEWORK_LABELS = {"torch": "PyTorch", "jax": "JAX/Flax"}
+# The paper's name for each framework; its order is the paper's order (PyTorch, the baseline of every ratio, first).
+FRAMEWORK_LABELS = {"torch": "PyTorch", "jax": "JAX/Flax", "tensorflow": "TensorFlow/Keras"}
+# Short names where a table header or a ratio's name must stay narrow ("JAX/PT [95% CI]", "TF compile s").
+SHORT_LABELS = {"torch": "PT", "jax": "JAX", "tensorflow": "TF"}
+# Every ratio is a framework's throughput over PyTorch's (fwbench.analysis.aggregate.speedups).
+BASELINE = "torch"
+
+
+def label(framework: str) -> str:
+    """The paper's name for a framework (its own name for one the label map does not know)."""
+    return FRAMEWORK_LABELS.get(framework, framework)
+
+
+def short_label(framework: str) -> str:
+    return SHORT_LABELS.get(framework, framework)
+
+
+def ratio_label(framework: str) -> str:
+    """The name of a framework's ratio to the baseline in prose, e.g. "JAX/PyTorch" or "TF/PyTorch"."""
+    return f"{short_label(framework)}/{label(BASELINE)}"
+
+
+def ordered_frameworks(frameworks) -> list[str]:
+    """The distinct frameworks in the paper's order (FRAMEWORK_LABELS), any other after them by name: tables and
+    macros list frameworks the same way whatever order the cells came in."""
+    known = list(FRAMEWORK_LABELS)
+    distinct = {str(f) for f in frameworks}
+    return sorted(distinct, key=lambda f: (known.index(f) if f in known else len(known), f))
+
+
+def others(frameworks) -> list[str]:
+    """The frameworks compared against the baseline, in the paper's order."""
+    return [f for f in ordered_frameworks(frameworks) if f != BASELINE]
+
+
+def join_words(items: list[str]) -> str:
+    """ "a", "a and b", "a, b and c": the frameworks a sentence names."""
+    return " and ".join(items) if len(items) < 3 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
 def escape(text: object) -> str:

@@ -6,7 +6,20 @@ from typing import Any
 
 import pandas as pd
 
-from fwbench.analysis.latex import FRAMEWORK_LABELS, define_macros, escape, macro_name, number
+from fwbench.analysis.aggregate import ratios_for
+from fwbench.analysis.latex import (
+    BASELINE,
+    FRAMEWORK_LABELS,
+    define_macros,
+    escape,
+    join_words,
+    label,
+    macro_name,
+    number,
+    ordered_frameworks,
+    others,
+    ratio_label,
+)
 
 
 def include_deviating(config: dict[str, Any]) -> bool:
@@ -69,6 +82,154 @@ def fallback_ladder(config: dict[str, Any]) -> str:
     return f"{len(rungs)} rung{'' if len(rungs) == 1 else 's'} in this study: {names}"
 
 
+def ratio_names(framework: str = "") -> dict[str, str]:
+    """The macro names of one framework's ratio summary, by role. Names end in the framework
+    (fwbSpeedupMedianTensorflow, fwbNumPairsTensorflow, fwbTensorflowFasterPairs, fwbTorchFasterThanTensorflowPairs);
+    without one they are the names the paper used when JAX was the only framework compared (fwbSpeedupMedian,
+    fwbNumPairs, fwbJaxFasterPairs, fwbTorchFasterPairs)."""
+
+    def name(*parts: str) -> str:
+        return macro_name(*parts, framework)
+
+    return {
+        "median": name("speedup", "median"),
+        "min": name("speedup", "min"),
+        "min_ci": name("speedup", "min", "CI"),
+        "min_cell": name("speedup", "min", "cell"),
+        "max": name("speedup", "max"),
+        "max_ci": name("speedup", "max", "CI"),
+        "max_cell": name("speedup", "max", "cell"),
+        "pairs": name("num", "pairs"),
+        "faster": macro_name(framework or "jax", "faster", "pairs"),
+        "slower": macro_name("torch", "faster", "than", framework, "pairs") if framework else "fwbTorchFasterPairs",
+        "unresolvable": name("num", "pairs", "unresolvable"),
+    }
+
+
+def _ratio_summary(ratios: pd.DataFrame) -> dict[str, str]:
+    """One framework's ratios against PyTorch by role (see `ratio_names`): median, extremes with their CIs and
+    cells, the number of pairs, how many resolve each way and how many cannot resolve."""
+    if ratios.empty:
+        none = dict.fromkeys(("median", "min", "max", "min_ci", "max_ci"), "---")
+        return (
+            none
+            | {"min_cell": "no cell pair", "max_cell": "no cell pair"}
+            | dict.fromkeys(("pairs", "faster", "slower", "unresolvable"), "0")
+        )
+    lo, hi = ratios.loc[ratios["ratio"].idxmin()], ratios.loc[ratios["ratio"].idxmax()]
+    # Resolved: the paired CI over interleaved rounds excludes 1 (a within-process or unpaired CI never counts).
+    resolved = ratios["resolved"].astype(str) == "True"
+    return {
+        "median": number(float(ratios["ratio"].median())),
+        "min": number(float(lo["ratio"])),
+        "min_ci": f"[{number(float(lo['ci_low']))}, {number(float(lo['ci_high']))}]",
+        "min_cell": escape(f"{lo['model']} at batch {lo['batch_size']}"),
+        "max": number(float(hi["ratio"])),
+        "max_ci": f"[{number(float(hi['ci_low']))}, {number(float(hi['ci_high']))}]",
+        "max_cell": escape(f"{hi['model']} at batch {hi['batch_size']}"),
+        "pairs": str(len(ratios)),
+        "faster": str(int((resolved & (ratios["ci_low"] > 1)).sum())),
+        "slower": str(int((resolved & (ratios["ci_high"] < 1)).sum())),
+        "unresolvable": str(int((ratios["ci_scope"] != "paired_rounds").sum())),
+    }
+
+
+def ratio_macros(ratios: pd.DataFrame, framework: str = "") -> dict[str, str]:
+    """One framework's ratio summary (deviating ratios already left out) under its macro names."""
+    names = ratio_names(framework)
+    return {names[role]: value for role, value in _ratio_summary(ratios).items()}
+
+
+def ratio_totals(ratios: pd.DataFrame) -> dict[str, str]:
+    """Over the ratios of every framework (deviating ones left out): fwbNumRatios, and fwbNumRatiosUnresolvable,
+    how many of them have only a within-process or unpaired interval."""
+    return {
+        "fwbNumRatios": str(len(ratios)),
+        "fwbNumRatiosUnresolvable": str(int((ratios["ci_scope"] != "paired_rounds").sum())) if len(ratios) else "0",
+    }
+
+
+def _excluded_note(excluded: int) -> str:
+    """After "the N pairs where both frameworks succeeded": the pairs left out for their workarounds, if any."""
+    if not excluded:
+        return ""
+    return f" (and with the same workarounds: {excluded} further pair{'' if excluded == 1 else 's'} left out)"
+
+
+def _compared(frameworks: list[str]) -> list[str]:
+    """The study's frameworks that have ratios against PyTorch (none when the study has no PyTorch), config order."""
+    return [f for f in frameworks if f != BASELINE] if BASELINE in frameworks else []
+
+
+def _speedup_clause(framework: str, values: dict[str, str], excluded: int, alone: bool) -> str:
+    if values["pairs"] == "0":
+        return f"no model and batch-size pair has both {label(framework)} and PyTorch results to compare"
+    both = "both frameworks" if alone else f"{label(framework)} and PyTorch both"
+    return (
+        f"across the {values['pairs']} model and batch-size pairs where {both} succeeded{_excluded_note(excluded)}, "
+        f"the median {ratio_label(framework)} throughput ratio is {values['median']}, ranging from {values['min']} "
+        f"(95\\% CI {values['min_ci']}, {values['min_cell']}) to {values['max']} (95\\% CI {values['max_ci']}, "
+        f"{values['max_cell']})"
+    )
+
+
+def _capitalised(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
+def speedup_sentence(defs: dict[str, str], frameworks: list[str], excluded: dict[str, int]) -> str:
+    """The abstract's summary of the ratios (fwbSpeedupSentence): for each framework against PyTorch, over how many
+    pairs (and how many were left out for their workarounds), the median and the extremes with their CIs."""
+    compared = _compared(frameworks)
+    if not compared:
+        return "The study has no framework to compare with PyTorch, so it reports no throughput ratio."
+    clauses = [_speedup_clause(f, _values(defs, f), excluded.get(f, 0), alone=len(compared) == 1) for f in compared]
+    return _capitalised("; ".join(clauses)) + "."
+
+
+def _values(defs: dict[str, str], framework: str) -> dict[str, str]:
+    return {role: defs[name] for role, name in ratio_names(framework).items()}
+
+
+def faster_sentence(defs: dict[str, str], frameworks: list[str]) -> str:
+    """The results' count of resolved ratios, each framework against PyTorch (fwbFasterSentence)."""
+    compared = _compared(frameworks)
+    if not compared:
+        return "No framework is compared with PyTorch in this study."
+    clauses = []
+    for framework in compared:
+        values = _values(defs, framework)
+        clauses.append(
+            f"of {values['pairs']} comparable cells, {label(framework)} is faster in {values['faster']} and PyTorch "
+            f"in {values['slower']}"
+        )
+    return _capitalised("; ".join(clauses)) + (
+        " (the paired 95\\% CI over interleaved rounds entirely above, respectively below, one); the rest are not "
+        "resolved."
+    )
+
+
+def peak_sentence(defs: dict[str, str], frameworks: list[str]) -> str:
+    """Each framework's peak throughput and the cell it was reached in (fwbPeakSentence)."""
+    clauses = [
+        f"{label(f)}'s {'peak throughput ' if index == 0 else ''}is {defs[macro_name('peak', f)]}~img/s "
+        f"({defs[macro_name('peak', f, 'cell')]})"
+        for index, f in enumerate(frameworks)
+    ]
+    return "; ".join(clauses) + "."
+
+
+def sentence_macros(defs: dict[str, str], frameworks: list[str], excluded: dict[str, int]) -> dict[str, str]:
+    """The sentences of the abstract and the results that name every framework of the study (config order):
+    fwbFrameworkList, fwbSpeedupSentence, fwbFasterSentence and fwbPeakSentence."""
+    return {
+        "fwbFrameworkList": join_words([label(f) for f in frameworks]),
+        "fwbSpeedupSentence": speedup_sentence(defs, frameworks, excluded),
+        "fwbFasterSentence": faster_sentence(defs, frameworks),
+        "fwbPeakSentence": peak_sentence(defs, frameworks),
+    }
+
+
 def macros(
     frame: pd.DataFrame,
     ratios: pd.DataFrame,
@@ -80,8 +241,13 @@ def macros(
 
     Ratios whose two cells ran with different workarounds from the fallback ladder (`deviation_differs`) are left
     out of every summary of the ratios (median, extremes, pair counts, resolved tallies) unless
-    `fallbacks.include_deviating_in_summary` is set; fwbNumPairsExcludedDeviating counts them."""
+    `fallbacks.include_deviating_in_summary` is set; fwbNumPairsExcludedDeviating counts them.
+
+    Every framework's ratios against PyTorch are summarised under its own names (`ratio_names`), JAX's also under
+    the names the paper used when it was the only one; the sentences naming the study's frameworks
+    (`sentence_macros`) follow the config's order."""
     ok = frame[frame["status"] == "ok"]
+    every_ratio = ratios
     ratios, deviation_defs = summary_ratios(ratios, config)
     defs = {
         "fwbStudyName": escape(config["study"]),
@@ -130,47 +296,35 @@ def macros(
         defs["fwbPeakGflopsFloat"] = number(float(fp32_peaks.max()) / 1e9) if len(fp32_peaks) else "---"
     else:
         defs["fwbMaxMFU"], defs["fwbMaxMFUCell"], defs["fwbPeakGflopsFloat"] = "---", "no cell", "---"
-    for key, label in (
+    for key, name in (
         ("CPU", "fwbCPU"),
         ("Device", "fwbDevice"),
         ("PyTorch", "fwbTorchVersion"),
         ("JAX", "fwbJaxVersion"),
         ("Flax", "fwbFlaxVersion"),
+        ("TensorFlow", "fwbTensorflowVersion"),
+        ("Keras", "fwbKerasVersion"),
         ("Python", "fwbPythonVersion"),
         ("Threads per cell", "fwbThreads"),
         ("fwbench commit", "fwbCommit"),
     ):
-        defs[label] = escape(env.get(key) if env.get(key) is not None else "---")
-    for framework, label in FRAMEWORK_LABELS.items():  # every framework defined, so the paper compiles for any subset
+        defs[name] = escape(env.get(key) if env.get(key) is not None else "---")
+    for framework, text in FRAMEWORK_LABELS.items():  # every framework defined, so the paper compiles for any subset
         mine = ok[ok["framework"] == framework]
         best = mine.sort_values("throughput_img_s").iloc[-1] if not mine.empty else None
         defs[macro_name("peak", framework)] = number(best["throughput_img_s"]) if best is not None else "---"
         defs[macro_name("peak", framework, "cell")] = (
             escape(f"{best['model']} at batch {best['batch_size']}") if best is not None else "no successful cell"
         )
-        defs[macro_name("label", framework)] = label
+        defs[macro_name("label", framework)] = text
     defs.update(deviation_defs)
     defs["fwbFallbackLadder"] = fallback_ladder(config)
-    if not ratios.empty:
-        lo, hi = ratios.loc[ratios["ratio"].idxmin()], ratios.loc[ratios["ratio"].idxmax()]
-        defs["fwbSpeedupMedian"] = number(float(ratios["ratio"].median()))
-        defs["fwbSpeedupMin"] = number(float(lo["ratio"]))
-        defs["fwbSpeedupMinCI"] = f"[{number(float(lo['ci_low']))}, {number(float(lo['ci_high']))}]"
-        defs["fwbSpeedupMinCell"] = escape(f"{lo['model']} at batch {lo['batch_size']}")
-        defs["fwbSpeedupMax"] = number(float(hi["ratio"]))
-        defs["fwbSpeedupMaxCI"] = f"[{number(float(hi['ci_low']))}, {number(float(hi['ci_high']))}]"
-        defs["fwbSpeedupMaxCell"] = escape(f"{hi['model']} at batch {hi['batch_size']}")
-        defs["fwbNumPairs"] = str(len(ratios))
-        # Resolved: the paired CI over interleaved rounds excludes 1 (a within-process or unpaired CI never counts).
-        resolved = ratios["resolved"].astype(str) == "True"
-        defs["fwbJaxFasterPairs"] = str(int((resolved & (ratios["ci_low"] > 1)).sum()))
-        defs["fwbTorchFasterPairs"] = str(int((resolved & (ratios["ci_high"] < 1)).sum()))
-        defs["fwbNumPairsUnresolvable"] = str(int((ratios["ci_scope"] != "paired_rounds").sum()))
-    else:
-        for name in ("fwbSpeedupMedian", "fwbSpeedupMin", "fwbSpeedupMax", "fwbSpeedupMinCI", "fwbSpeedupMaxCI"):
-            defs[name] = "---"
-        defs["fwbSpeedupMinCell"] = defs["fwbSpeedupMaxCell"] = "no cell pair"
-        defs["fwbNumPairs"] = defs["fwbJaxFasterPairs"] = defs["fwbTorchFasterPairs"] = "0"
-        defs["fwbNumPairsUnresolvable"] = "0"
+    for framework in others(FRAMEWORK_LABELS):  # every framework defined, so the paper compiles for any subset
+        defs |= ratio_macros(ratios_for(ratios, framework), framework)
+    defs |= ratio_macros(ratios_for(ratios, "jax"))  # the names the paper used when JAX was the only ratio
+    defs |= ratio_totals(ratios)
+    excluded = {f: len(ratios_for(every_ratio, f)) - len(ratios_for(ratios, f)) for f in others(FRAMEWORK_LABELS)}
+    frameworks = list(config.get("frameworks") or ordered_frameworks(frame["framework"]))
+    defs |= sentence_macros(defs, frameworks, excluded)
     defs.update(extra or {})
     return "% Generated by fwbench.analysis.macros from the study's results; do not edit.\n" + define_macros(defs)

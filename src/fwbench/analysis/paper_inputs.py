@@ -18,6 +18,7 @@ from fwbench.analysis.tables import (
     models_table,
 )
 from fwbench.analysis.training import training_macros, training_section
+from fwbench.analysis.training_reference import read_published
 from fwbench.io import atomic_write_text, read_json
 
 
@@ -34,7 +35,10 @@ def write_paper_inputs(
     training: list[str | Path],
     config: Mapping[str, Any],
     outputs: Mapping[str, str],
+    training_reference: str | Path | None = None,
 ) -> None:
+    """`training_reference`: the published L4 training figures (reference/published-l4-training.csv) the training
+    section sets the small-CNN cells beside; without it the section has no such table."""
     frame, ratios = read_tidy(csv), read_tidy(speedups_csv)
     env = study_environment(cell_paths)
     atomic_write_text(outputs["inference"], inference_table(frame, list(config["frameworks"]), ratios))
@@ -46,7 +50,8 @@ def write_paper_inputs(
     if training:
         epochs, agreement = read_tidy(training[0]), read_tidy(training[1])
         extra |= training_macros(epochs, agreement, include)
-        atomic_write_text(outputs["training"], training_section(epochs, agreement, include))
+        published = read_published(training_reference) if training_reference is not None else None
+        atomic_write_text(outputs["training"], training_section(epochs, agreement, include, published))
     else:
         atomic_write_text(outputs["training"], training_section(None, None))
     # Deviations and failures of every suite (the training table has one row per epoch, a failed cell one row).

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from fwbench.analysis.cells import load_cells
+from fwbench.analysis.latex import label, ordered_frameworks
 
 
 def _one(values: set[Any]) -> Any:
@@ -16,6 +17,20 @@ def _one(values: set[Any]) -> Any:
     return next(iter(values)) if len(values) == 1 else " / ".join(sorted(map(str, values))) + " (differs by cell)"
 
 
+# Library versions of the setup table, each row only when the study has cells of its framework: (label, framework,
+# key in the framework's `versions`).
+VERSION_ROWS = (
+    ("PyTorch", "torch", "torch"),
+    ("torchvision", "torch", "torchvision"),
+    ("JAX", "jax", "jax"),
+    ("jaxlib", "jax", "jaxlib"),
+    ("Flax", "jax", "flax"),
+    ("TensorFlow", "tensorflow", "tensorflow"),
+    ("Keras", "tensorflow", "keras"),
+)
+# Thread pools a framework sets beside the intra-op count every framework shares ("Threads per cell"), printed as
+# "intra / inter": (label, framework, intra-op key, inter-op key in its `settings`).
+THREAD_ROWS = (("TensorFlow threads (intra-op / inter-op)", "tensorflow", "intra_op_threads", "inter_op_threads"),)
 # Rows of the setup table that only mean something when cells ran on a GPU: (label, framework, where, key).
 GPU_ROWS = (
     ("GPU driver (CUDA API)", "jax", "versions", "cuda_driver"),
@@ -24,53 +39,101 @@ GPU_ROWS = (
     ("CUDA runtime (JAX)", "jax", "versions", "cuda"),
     ("cuDNN (JAX)", "jax", "versions", "cudnn"),
     ("JAX CUDA plugin", "jax", "versions", "plugins"),
+    ("CUDA runtime (TensorFlow)", "tensorflow", "versions", "cuda"),
+    ("cuDNN (TensorFlow)", "tensorflow", "versions", "cudnn"),
     ("PyTorch cuDNN benchmark", "torch", "settings", "cudnn_benchmark"),
     ("JAX preallocation", "jax", "settings", "preallocate"),
+    ("TensorFlow memory growth", "tensorflow", "settings", "memory_growth"),
 )
+# Frameworks that compile with XLA and so read XLA_FLAGS.
+XLA_FRAMEWORKS = ("jax", "tensorflow")
+
+
+def _framework(result: dict[str, Any]) -> dict[str, Any]:
+    return result["provenance"].get("framework") or {}
+
+
+def _present(results: list[dict[str, Any]]) -> set[str]:
+    """The frameworks the study has cells of (failed ones included: their rows then read "---")."""
+    return {result["cell"]["framework"] for result in results}
+
+
+def _tf32(results: list[dict[str, Any]]) -> set[str]:
+    """TF32 per precision: "fp32: off" where every framework agrees, otherwise each framework's state
+    ("fp32: PyTorch on, JAX/Flax off"), so a disagreement shows which framework it is."""
+    states: dict[str, dict[str, set[str]]] = {}
+    for result in results:
+        if not _framework(result):  # a failed cell: nothing ran, no TF32 state
+            continue
+        settings = _framework(result).get("settings") or {}
+        state = "on" if settings.get("tf32_in_effect") else "off"
+        states.setdefault(result["cell"]["precision"], {}).setdefault(result["cell"]["framework"], set()).add(state)
+    parts = set()
+    for precision, by_framework in states.items():
+        every = set().union(*by_framework.values())
+        if len(every) == 1:
+            parts.add(f"{precision}: {next(iter(every))}")
+        else:
+            shown = (f"{label(f)} {'/'.join(sorted(by_framework[f]))}" for f in ordered_frameworks(by_framework))
+            parts.add(f"{precision}: {', '.join(shown)}")
+    return {"; ".join(sorted(parts))} if parts else set()
 
 
 def _gpu_rows(results: list[dict[str, Any]]) -> dict[str, set[Any]]:
-    """CUDA stack and GPU knobs, each from the framework it belongs to, plus where cells ran (slots)."""
-    rows: dict[str, set[Any]] = {label: set() for label, *_ in GPU_ROWS}
-    rows |= {"Compute capability": set(), "TF32 in effect": set(), "XLA_FLAGS": set(), "GPU slots": set()}
+    """CUDA stack and GPU knobs, each from the framework it belongs to (rows of frameworks the study has), plus
+    where cells ran (slots)."""
+    present = _present(results)
+    gpu_rows = [row for row in GPU_ROWS if row[1] in present]
+    rows: dict[str, set[Any]] = {label_: set() for label_, *_ in gpu_rows}
+    rows |= {"Compute capability": set(), "TF32 in effect": _tf32(results), "XLA_FLAGS": set(), "GPU slots": set()}
     for result in results:
-        framework = result["provenance"].get("framework") or {}
-        for label, name, where, key in GPU_ROWS:
+        framework = _framework(result)
+        for label_, name, where, key in gpu_rows:
             if framework.get("name") == name:
-                rows[label].add((framework.get(where) or {}).get(key))
+                rows[label_].add((framework.get(where) or {}).get(key))
         settings = framework.get("settings") or {}
-        rows["TF32 in effect"].add(
-            f"{result['cell']['precision']}: {'on' if settings.get('tf32_in_effect') else 'off'}"
-        )
-        if framework.get("name") == "jax":
+        if framework.get("name") in XLA_FRAMEWORKS:
             rows["XLA_FLAGS"].add(settings.get("xla_flags") or "(none)")
         rows["Compute capability"].add((framework.get("device") or {}).get("compute_capability"))
         placement = result["provenance"].get("placement") or {}
         if placement.get("slots"):
             rows["GPU slots"].add(f"{placement['slots']} (one cell per GPU)")
-    rows["TF32 in effect"] = {"; ".join(sorted(rows["TF32 in effect"]))} if rows["TF32 in effect"] else set()
     return rows
 
 
+def _versions(results: list[dict[str, Any]], present: set[str]) -> dict[str, set[Any]]:
+    """The library versions of the frameworks the study has, each from its own cells."""
+    rows = [row for row in VERSION_ROWS if row[1] in present]
+    fields: dict[str, set[Any]] = {label_: set() for label_, *_ in rows}
+    for result in results:
+        framework = _framework(result)
+        for label_, name, key in rows:
+            if framework.get("name") in (None, name):  # a cell from before `name` was recorded counts for every row
+                fields[label_].add((framework.get("versions") or {}).get(key))
+    return fields
+
+
+def _thread_rows(results: list[dict[str, Any]], present: set[str]) -> dict[str, set[Any]]:
+    """A framework's intra-op and inter-op thread counts, "intra / inter", for the frameworks the study has."""
+    rows = [row for row in THREAD_ROWS if row[1] in present]
+    fields: dict[str, set[Any]] = {label_: set() for label_, *_ in rows}
+    for result in results:
+        framework = _framework(result)
+        settings = framework.get("settings") or {}
+        for label_, name, intra, inter in rows:
+            if framework.get("name") == name:
+                fields[label_].add(f"{settings.get(intra, '---')} / {settings.get(inter, '---')}")
+    return fields
+
+
 def study_environment(paths: Iterable[str | Path]) -> dict[str, Any]:
-    fields: dict[str, set[Any]] = {
-        k: set()
-        for k in (
-            "CPU",
-            "Device",
-            "Python",
-            "PyTorch",
-            "torchvision",
-            "JAX",
-            "jaxlib",
-            "Flax",
-            "NumPy",
-            "Threads per cell",
-            "Harness version",
-            "fwbench commit",
-        )
-    }
     results = load_cells(paths)
+    present = _present(results)
+    fields: dict[str, set[Any]] = {k: set() for k in ("CPU", "Device", "Python")}
+    fields |= _versions(results, present)
+    fields |= {"NumPy": set(), "Threads per cell": set()}
+    fields |= _thread_rows(results, present)
+    fields |= {"Harness version": set(), "fwbench commit": set()}
     for result in results:
         prov = result["provenance"]
         fields["CPU"].add(prov.get("cpu_model"))
@@ -82,19 +145,10 @@ def study_environment(paths: Iterable[str | Path]) -> dict[str, Any]:
         fields["fwbench commit"].add(f"{commit[:12]}{' (dirty)' if git.get('dirty') else ''}" if commit else None)
         framework = prov.get("framework")
         if framework:
-            versions = framework.get("versions", {})
-            for label, key in (
-                ("PyTorch", "torch"),
-                ("torchvision", "torchvision"),
-                ("JAX", "jax"),
-                ("jaxlib", "jaxlib"),
-                ("Flax", "flax"),
-            ):
-                fields[label].add(versions.get(key))
             fields["Device"].add((framework.get("device") or {}).get("name"))
             fields["Threads per cell"].add((framework.get("settings") or {}).get("intra_op_threads"))
     env = {key: _one(values) for key, values in fields.items()}
-    platforms = {((r["provenance"].get("framework") or {}).get("device") or {}).get("platform") for r in results}
+    platforms = {(_framework(r).get("device") or {}).get("platform") for r in results}
     if platforms & {"cuda", "gpu"}:
         env |= {key: _one(values) for key, values in _gpu_rows(results).items()}
     return env

@@ -6,7 +6,8 @@ from typing import Any
 
 import pandas as pd
 
-from fwbench.analysis.latex import FRAMEWORK_LABELS, escape, macro_name, number
+from fwbench.analysis.aggregate import ratios_for
+from fwbench.analysis.latex import BASELINE, FRAMEWORK_LABELS, escape, label, macro_name, number, short_label
 from fwbench.failures import KINDS
 
 FAILED = r"failed$^\dagger$"
@@ -45,16 +46,36 @@ def _ratio(row) -> str:
     return text + SCOPE_MARKS.get(str(row.get("ci_scope")), "") + deviating
 
 
+def compiled_frameworks(frame: pd.DataFrame, frameworks: list[str]) -> list[str]:
+    """The frameworks (in the given order) whose cells record a compile time: the ones that compile before timing
+    (JAX, TensorFlow with XLA), each of which gets a compile-time column; eager PyTorch records none."""
+    if "compile_s" not in frame:
+        return []
+    timed = set(frame.loc[frame["compile_s"].notna(), "framework"])
+    return [f for f in frameworks if f in timed]
+
+
+def _ratio_cell(ratios: pd.DataFrame, framework: str, model: str, precision: str, batch: int) -> str:
+    mine = ratios_for(ratios, framework)
+    match = mine[(mine["model"] == model) & (mine["precision"] == precision) & (mine["batch_size"] == batch)]
+    return _ratio(match.iloc[0]) if not match.empty else "---"
+
+
 def inference_table(frame: pd.DataFrame, frameworks: list[str], ratios: pd.DataFrame) -> str:
-    """Throughput, median latency and compile time per model and batch size, frameworks side by side."""
-    show_ratio = {"torch", "jax"} <= set(frameworks)
+    """Throughput, median latency and compile time per model and batch size, frameworks side by side (in the
+    config's order), with one ratio column per framework against PyTorch when the study has PyTorch."""
+    compared = [f for f in frameworks if f != BASELINE] if BASELINE in frameworks else []
+    compiled = compiled_frameworks(frame, frameworks)
+    # Beyond two frameworks the full names would make the scaled-down table unreadably small (the caption spells
+    # the short names out).
+    name = label if len(frameworks) <= 2 else short_label
     columns = ["Model", "Prec.", "BS"]
-    columns += [f"{FRAMEWORK_LABELS.get(f, f)} img/s" for f in frameworks]
-    columns += ["JAX/PT [95% CI]"] if show_ratio else []
-    columns += [f"{FRAMEWORK_LABELS.get(f, f)} p50 ms" for f in frameworks]
+    columns += [f"{name(f)} img/s" for f in frameworks]
+    columns += [f"{short_label(f)}/{short_label(BASELINE)} [95% CI]" for f in compared]
+    columns += [f"{name(f)} p50 ms" for f in frameworks]
     show_mfu = "mfu" in frame
-    columns += [f"{FRAMEWORK_LABELS.get(f, f)} MFU %" for f in frameworks] if show_mfu else []
-    columns += ["JAX compile s"] if "jax" in frameworks else []
+    columns += [f"{name(f)} MFU %" for f in frameworks] if show_mfu else []
+    columns += [f"{short_label(f)} compile s" for f in compiled]
     lines = [
         r"\begin{tabular}{ll r " + "r" * (len(columns) - 3) + "}",
         r"\toprule",
@@ -66,16 +87,11 @@ def inference_table(frame: pd.DataFrame, frameworks: list[str], ratios: pd.DataF
         for row_index, (batch, cells) in enumerate(group.groupby("batch_size", sort=True)):
             values = [escape(model) if row_index == 0 else "", escape(precision) if row_index == 0 else "", str(batch)]
             values += [_cell(cells, f, "throughput_img_s") for f in frameworks]
-            if show_ratio:
-                match = ratios[
-                    (ratios["model"] == model) & (ratios["precision"] == precision) & (ratios["batch_size"] == batch)
-                ]
-                values.append(_ratio(match.iloc[0]) if not match.empty else "---")
+            values += [_ratio_cell(ratios, f, model, precision, batch) for f in compared]
             values += [_cell(cells, f, "latency_p50_ms") for f in frameworks]
             if show_mfu:
                 values += [_cell(cells.assign(mfu=cells["mfu"] * 100), f, "mfu", 2) for f in frameworks]
-            if "jax" in frameworks:
-                values.append(_cell(cells, "jax", "compile_s"))
+            values += [_cell(cells, f, "compile_s") for f in compiled]
             lines.append(" & ".join(values) + r" \\")
         if index < len(groups) - 1:
             lines.append(r"\midrule")

@@ -1,5 +1,5 @@
-"""Training results → tidy per-epoch table, the step-0 agreement of each framework pair, the paper's training
-section (tables, and the loss/accuracy curves figure)."""
+"""Training results → tidy per-epoch table, the step-0 agreement of each framework with PyTorch, the paper's
+training section (tables, and the loss/accuracy curves figure), for every framework the study trains."""
 
 from __future__ import annotations
 
@@ -11,8 +11,20 @@ import pandas as pd
 
 from fwbench.analysis.cells import cells_by_path, load_cells
 from fwbench.analysis.figures import PALETTE, save_figure
-from fwbench.analysis.latex import FRAMEWORK_LABELS, escape, number
+from fwbench.analysis.latex import (
+    BASELINE,
+    FRAMEWORK_LABELS,
+    escape,
+    join_words,
+    label,
+    macro_name,
+    number,
+    ordered_frameworks,
+    others,
+    short_label,
+)
 from fwbench.analysis.partners import deviations_differ, failure_columns, flag_deviations
+from fwbench.analysis.training_reference import comparison_section
 from fwbench.io import atomic_write_text
 
 DEVIATION_MARK = r"$^{d}$"  # a cell that ran with a workaround; a pair whose cells ran with different ones
@@ -21,12 +33,18 @@ DEVIATION_MARK = r"$^{d}$"  # a cell that ran with a workaround; a pair whose ce
 # float64 probe where that is larger (the same yardstick as the parity tests).
 STEP0_TOLERANCE = 1e-3
 KEYS = ["model", "precision", "batch_size", "framework"]
+# The step-0 agreement's columns that do not name a framework (the others are `loss_<framework>` and so on).
+STEP0_COLUMNS = ["model", "precision", "batch_size", "torch_fp32_error_after_step", "rel_diff_loss"]
+STEP0_COLUMNS += ["rel_diff_loss_after_step", "rel_diff_grad_norm", "flagged", "deviation_differs"]
+STEP0_COLUMNS += ["numerator", "denominator"]
 
 
 def epoch_rows(paths: Iterable[str | Path]) -> pd.DataFrame:
     """One row per (cell, epoch); a failed cell is one row with its reason and no epoch. Every row carries its
-    cell's failure kind and deviations (`failure_columns`) and whether its partner cell in the other framework ran
-    with different workarounds (`deviation_differs`)."""
+    cell's failure kind and deviations (`failure_columns`) and whether its partner cells in the other frameworks ran
+    with different workarounds (`deviation_differs`). The cell-level columns after `resumed_from_epoch` (initial
+    RSS, initial device memory or why it is missing, the input layout) feed the comparison with the published L4
+    figures (`training_reference`) and the section's text."""
     rows = []
     for path, result in cells_by_path(paths):
         cell, metrics = result["cell"], result["metrics"] or {}
@@ -38,6 +56,7 @@ def epoch_rows(paths: Iterable[str | Path]) -> pd.DataFrame:
             continue
         rss = (metrics.get("rss_mb") or {}).get("max")
         memory = (metrics.get("device_memory") or {}).get("max") or {}
+        initial_memory = (metrics.get("device_memory") or {}).get("initial") or {}
         for epoch in metrics["epochs"]:
             energy = epoch.get("energy") or {}
             rows.append(
@@ -63,6 +82,11 @@ def epoch_rows(paths: Iterable[str | Path]) -> pd.DataFrame:
                     "time_to_target_s": metrics.get("time_to_target_s"),
                     "target_top1": metrics.get("target_top1"),
                     "resumed_from_epoch": metrics.get("resumed_from_epoch"),
+                    "rss_initial_mb": (metrics.get("rss_mb") or {}).get("initial"),
+                    # the allocator's peak once the model and optimizer are loaded (before the first batch, compiling)
+                    "device_initial_bytes": initial_memory.get("peak_allocated_bytes"),
+                    "device_memory_missing": (metrics.get("missing") or {}).get("device_memory"),
+                    "input_layout": metrics.get("input_layout"),
                 }
             )
     frame = pd.DataFrame(rows)
@@ -72,42 +96,71 @@ def epoch_rows(paths: Iterable[str | Path]) -> pd.DataFrame:
     return flag_deviations(frame, ["model", "precision", "batch_size"])
 
 
-def step0_agreement(frame: pd.DataFrame, numerator: str = "jax", denominator: str = "torch") -> pd.DataFrame:
-    """Per (model, precision, batch): both frameworks' step-0 figures and their relative differences;
-    `deviation_differs` where the two cells ran with different workarounds from the fallback ladder."""
-    first = frame[(frame["status"] == "ok") & (frame["epoch"] == 0)] if "epoch" in frame else frame.iloc[0:0]
-    rows = []
-    for (model, precision, batch), group in first.groupby(["model", "precision", "batch_size"]):
-        by = {row["framework"]: row for _, row in group.iterrows()}
-        if numerator not in by or denominator not in by:
-            continue
-        a, b = by[numerator], by[denominator]
-        diff = {
-            name: abs(a[f"step0_{name}"] - b[f"step0_{name}"]) / max(abs(b[f"step0_{name}"]), 1e-12)
+def _step0_row(key: tuple, a: pd.Series, b: pd.Series, numerator: str, denominator: str, frame: pd.DataFrame) -> dict:
+    """One framework's step-0 figures against the baseline's, for one (model, precision, batch)."""
+    model, precision, batch = key
+    diff = {
+        name: abs(a[f"step0_{name}"] - b[f"step0_{name}"]) / max(abs(b[f"step0_{name}"]), 1e-12)
+        for name in ("loss", "loss_after_step", "grad_norm")
+    }
+    exact = b["step0_fp64_loss_after_step"]  # PyTorch's float64 probe: the yardstick for fp32 rounding
+    own = abs(b["step0_loss_after_step"] - exact) / abs(exact) if exact is not None and exact == exact else None
+    bar = max(STEP0_TOLERANCE, 3 * own) if own is not None else STEP0_TOLERANCE
+    return {
+        "model": model,
+        "precision": precision,
+        "batch_size": batch,
+        "torch_fp32_error_after_step": own,
+        **{
+            f"{name}_{fw}": row[f"step0_{name}"]
+            for fw, row in ((numerator, a), (denominator, b))
             for name in ("loss", "loss_after_step", "grad_norm")
-        }
-        exact = b["step0_fp64_loss_after_step"]  # PyTorch's float64 probe: the yardstick for fp32 rounding
-        own = abs(b["step0_loss_after_step"] - exact) / abs(exact) if exact is not None and exact == exact else None
-        bar = max(STEP0_TOLERANCE, 3 * own) if own is not None else STEP0_TOLERANCE
-        rows.append(
-            {
-                "model": model,
-                "precision": precision,
-                "batch_size": batch,
-                "torch_fp32_error_after_step": own,
-                **{
-                    f"{name}_{fw}": row[f"step0_{name}"]
-                    for fw, row in ((numerator, a), (denominator, b))
-                    for name in ("loss", "loss_after_step", "grad_norm")
-                },
-                **{f"rel_diff_{name}": value for name, value in diff.items()},
-                "flagged": bool(diff["loss_after_step"] > bar and precision == "fp32"),
-                "final_top1_" + numerator: float(_final(frame, a)["top1"]),
-                "final_top1_" + denominator: float(_final(frame, b)["top1"]),
-                "deviation_differs": deviations_differ(a.get("deviations"), b.get("deviations")),
-            }
-        )
-    return pd.DataFrame(rows)
+        },
+        **{f"rel_diff_{name}": value for name, value in diff.items()},
+        "flagged": bool(diff["loss_after_step"] > bar and precision == "fp32"),
+        "final_top1_" + numerator: float(_final(frame, a)["top1"]),
+        "final_top1_" + denominator: float(_final(frame, b)["top1"]),
+        "deviation_differs": deviations_differ(a.get("deviations"), b.get("deviations")),
+        "numerator": numerator,
+        "denominator": denominator,
+    }
+
+
+def step0_agreement(frame: pd.DataFrame, numerator: str | None = None, denominator: str = BASELINE) -> pd.DataFrame:
+    """Per (model, precision, batch) and other framework (all of the frame's, in the paper's order, unless
+    `numerator` names one): its and the baseline's step-0 figures and their relative differences;
+    `deviation_differs` where the two cells ran with different workarounds from the fallback ladder. The framework
+    is in `numerator`; its own figures are in the columns named after it (`loss_jax`, `final_top1_tensorflow`)."""
+    first = frame[(frame["status"] == "ok") & (frame["epoch"] == 0)] if "epoch" in frame else frame.iloc[0:0]
+    numerators = [numerator] if numerator is not None else others(first["framework"])
+    rows = []
+    for key, group in first.groupby(["model", "precision", "batch_size"]):
+        by = {row["framework"]: row for _, row in group.iterrows()}
+        for framework in numerators:
+            if framework in by and denominator in by and framework != denominator:
+                rows.append(_step0_row(key, by[framework], by[denominator], framework, denominator, frame))
+    # With no pair (a study of PyTorch alone, or every pair failed) the CSV still gets a header to read back.
+    return pd.DataFrame(rows) if rows else pd.DataFrame(columns=STEP0_COLUMNS)
+
+
+def agreement_framework(row) -> str:
+    """The framework a step-0 row compares with PyTorch; a table written before there were more than two
+    frameworks (no `numerator` column) compares JAX."""
+    value = row.get("numerator")
+    return value if isinstance(value, str) and value else "jax"
+
+
+def agreement_for(agreement: pd.DataFrame, framework: str) -> pd.DataFrame:
+    if agreement.empty:
+        return agreement
+    return agreement[agreement.apply(agreement_framework, axis=1) == framework]
+
+
+def _top1_gap(agreement: pd.DataFrame) -> pd.Series:
+    """Points between each row's framework's final top-1 and PyTorch's."""
+    return agreement.apply(
+        lambda row: abs(row[f"final_top1_{agreement_framework(row)}"] - row[f"final_top1_{BASELINE}"]) * 100, axis=1
+    )
 
 
 def _final(frame: pd.DataFrame, row) -> pd.Series:
@@ -119,10 +172,6 @@ def write_training_tables(paths: Iterable[str | Path], epochs_csv: str | Path, s
     frame = epoch_rows(paths)
     atomic_write_text(epochs_csv, frame.to_csv(index=False))
     atomic_write_text(step0_csv, step0_agreement(frame).to_csv(index=False))
-
-
-def _label(framework: str) -> str:
-    return FRAMEWORK_LABELS.get(framework, framework)
 
 
 def training_table(frame: pd.DataFrame) -> str:
@@ -140,7 +189,7 @@ def training_table(frame: pd.DataFrame) -> str:
     for (model, framework, batch), group in frame.groupby(["model", "framework", "batch_size"], sort=True):
         ok = group[group["status"] == "ok"]
         deviated = not ok.empty and _present(ok["deviations"].iloc[0] if "deviations" in ok else None)
-        head = f"{escape(model)} & {_label(framework)}{DEVIATION_MARK if deviated else ''} & {batch}"
+        head = f"{escape(model)} & {label(framework)}{DEVIATION_MARK if deviated else ''} & {batch}"
         if ok.empty:
             kind = group["failure_kind"].iloc[0] if "failure_kind" in group else None
             failed = f"failed ({escape(kind)})" if _present(kind) else "failed"
@@ -162,23 +211,32 @@ def training_table(frame: pd.DataFrame) -> str:
 
 
 def step0_table(agreement: pd.DataFrame) -> str:
+    """Step-0 agreement of each framework with PyTorch; a Framework column only when more than one framework is
+    compared (with one, the table is the two-framework table it always was)."""
+    frameworks = list(dict.fromkeys(agreement.apply(agreement_framework, axis=1)))
+    several = len(frameworks) > 1
+    final = "Final top-1 (framework/PyTorch)" if several else f"Final top-1 {short_label(frameworks[0])}/PyTorch"
     lines = [
-        r"\begin{tabular}{l l r r r r r r r}",
+        r"\begin{tabular}{l l r " + ("l " if several else "") + "r r r r r r}",
         r"\toprule",
-        r"\textbf{Model} & \textbf{Prec.} & \textbf{Batch} & \textbf{Loss (PyTorch)} & \textbf{$\Delta$ loss} & "
+        r"\textbf{Model} & \textbf{Prec.} & \textbf{Batch} & "
+        + (r"\textbf{Framework} & " if several else "")
+        + r"\textbf{Loss (PyTorch)} & \textbf{$\Delta$ loss} & "
         r"\textbf{$\Delta$ loss after step} & \textbf{PyTorch fp32 vs fp64} & \textbf{$\Delta$ grad norm} & "
-        r"\textbf{Final top-1 JAX/PyTorch} \\",
+        rf"\textbf{{{final}}} \\",
         r"\midrule",
     ]
     for _, row in agreement.iterrows():
-        flag = r"$^\ast$" if row["flagged"] else ""
+        framework = agreement_framework(row)
+        flag = r"$^\ast$" if str(row["flagged"]) == "True" else ""
         own = row.get("torch_fp32_error_after_step")
         deviating = DEVIATION_MARK if str(row.get("deviation_differs")) == "True" else ""
         lines.append(
             f"{escape(row['model'])}{deviating} & {row['precision']} & {row['batch_size']} & "
-            f"{number(row['loss_torch'], 5)} & "
+            + (f"{escape(label(framework))} & " if several else "")
+            + f"{number(row['loss_torch'], 5)} & "
             f"{row['rel_diff_loss']:.1e} & {row['rel_diff_loss_after_step']:.1e}{flag} & {_sci(own)} & "
-            f"{row['rel_diff_grad_norm']:.1e} & {number(100 * row['final_top1_jax'])} / "
+            f"{row['rel_diff_grad_norm']:.1e} & {number(100 * row[f'final_top1_{framework}'])} / "
             f"{number(100 * row['final_top1_torch'])}\\% \\\\"
         )
     lines += [r"\bottomrule", r"\end{tabular}"]
@@ -210,17 +268,17 @@ def training_figure(paths: Iterable[str | Path], pdf: str | Path, png: str | Pat
         loss_ax, top1_ax = axes[0, column], axes[1, column]
         for result in (r for r in results if r["cell"]["model"] == model):
             framework, batch = result["cell"]["framework"], result["cell"]["batch_size"]
-            color = PALETTE.get(_label(framework), "#555555")
+            color = PALETTE.get(label(framework), "#555555")
             epochs = result["metrics"]["epochs"]
             curve = [v for e in epochs for v in e["loss_curve"]]
-            label = f"{_label(framework)} bs{batch}" if len(batches) > 1 else _label(framework)
-            loss_ax.plot(np.arange(1, len(curve) + 1), curve, styles[batch], color=color, linewidth=0.8, label=label)
+            series = f"{label(framework)} bs{batch}" if len(batches) > 1 else label(framework)
+            loss_ax.plot(np.arange(1, len(curve) + 1), curve, styles[batch], color=color, linewidth=0.8, label=series)
             # Time to accuracy: top-1 at each epoch end against the cell's cumulative training time (BatchNorm
             # recalibration included, evaluation excluded).
             elapsed = [0.0] + [e["elapsed_s"] for e in epochs]
             initial = result["metrics"]["step0"]["initial_eval"]["top1"]
             top1 = [100 * initial] + [100 * e["top1"] for e in epochs]
-            top1_ax.plot(elapsed, top1, styles[batch], marker="o", color=color, markersize=3, label=label)
+            top1_ax.plot(elapsed, top1, styles[batch], marker="o", color=color, markersize=3, label=series)
             target = result["metrics"].get("target_top1")
         if target:
             top1_ax.axhline(100 * target, color="#999999", linestyle="--", linewidth=0.8, label="target")
@@ -241,9 +299,32 @@ def _present(value) -> bool:
     return value is not None and not (not isinstance(value, str) and pd.isna(value)) and str(value) != ""
 
 
+def _agreement_macros(agreement: pd.DataFrame, framework: str = "") -> dict[str, str]:
+    """Step-0 and top-1 summary of some pairs: the largest relative difference of the loss after the step, how many
+    fp32 pairs are flagged, the largest top-1 gap (points) and the number of pairs. Names end in the framework for
+    its own pairs (fwbStepZeroMaxDiffTensorflow); without one they cover every pair (fwbStepZeroMaxDiff)."""
+    if agreement.empty:
+        values = {
+            "step zero max diff": "---",
+            "step zero flagged": "0",
+            "top one max gap": "---",
+            "num train pairs": "0",
+        }
+    else:
+        values = {
+            "step zero max diff": f"{agreement['rel_diff_loss_after_step'].max():.1e}",
+            "step zero flagged": str(int((agreement["flagged"].astype(str) == "True").sum())),
+            "top one max gap": number(float(_top1_gap(agreement).max())),
+            "num train pairs": str(len(agreement)),
+        }
+    return {macro_name(role, framework): value for role, value in values.items()}
+
+
 def training_macros(frame: pd.DataFrame, agreement: pd.DataFrame, include_deviating: bool = False) -> dict[str, str]:
     """The training section's numbers. Pairs whose two cells ran with different workarounds are left out of the
-    step-0 and top-1 summaries unless `include_deviating` (`fallbacks.include_deviating_in_summary`)."""
+    step-0 and top-1 summaries unless `include_deviating` (`fallbacks.include_deviating_in_summary`). The step-0 and
+    top-1 summaries cover every framework's pairs with PyTorch, and each framework's own under names ending in it
+    (defined for every framework, so the paper compiles for any subset)."""
     ok = frame[frame["status"] == "ok"]
     cells = frame.drop_duplicates("path")
     deviating = (
@@ -264,27 +345,19 @@ def training_macros(frame: pd.DataFrame, agreement: pd.DataFrame, include_deviat
         "fwbTrainTime": number(float(ok["time_s"].sum())) if not ok.empty else "---",
         "fwbBnRecalBatches": str(int(ok["bn_recalibration_batches"].max())) if not ok.empty else "0",
     }
-    if not agreement.empty:
-        gap = (agreement["final_top1_jax"] - agreement["final_top1_torch"]).abs() * 100
-        defs |= {
-            "fwbStepZeroMaxDiff": f"{agreement['rel_diff_loss_after_step'].max():.1e}",
-            "fwbStepZeroFlagged": str(int(agreement["flagged"].sum())),
-            "fwbTopOneMaxGap": number(float(gap.max())),
-            "fwbNumTrainPairs": str(len(agreement)),
-        }
-    else:
-        defs |= {"fwbStepZeroMaxDiff": "---", "fwbStepZeroFlagged": "0", "fwbTopOneMaxGap": "---"}
-        defs["fwbNumTrainPairs"] = "0"
+    defs |= _agreement_macros(agreement)
+    for framework in others(FRAMEWORK_LABELS):
+        defs |= _agreement_macros(agreement_for(agreement, framework), framework)
     return defs
 
 
-def _recalibration_text(batches: str) -> str:
+def _recalibration_text(batches: str, twins: str = "the same average in the Flax twins") -> str:
     if batches == "0":
         return "Evaluation uses the running BatchNorm statistics that training left behind."
     return (
         "Before each evaluation (and before the initial one), the recipe recomputes BatchNorm's statistics as the "
         f"plain average over the first {batches} training batches of the epoch's order, in train mode with dropout "
-        "and stochastic depth off and no gradients (torch's cumulative mode; the same average in the Flax twins), "
+        f"and stochastic depth off and no gradients (torch's cumulative mode; {twins}), "
         "so top-1 reflects the weights rather than a running average that lags behind them; its time is reported "
         "apart from the epoch's and counts towards the time to accuracy, and top-1$^r$ gives the running "
         "statistics' figure beside it. ViT-B/16 has no BatchNorm and skips it."
@@ -314,43 +387,128 @@ def _deviation_text(defs: dict[str, str]) -> str:
     )
 
 
+def _frameworks_subject(frameworks: list[str]) -> str:
+    """ "Both frameworks train", "All three frameworks train", or the one framework's name."""
+    if len(frameworks) == 1:
+        return f"{label(frameworks[0])} trains"
+    return "Both frameworks train" if len(frameworks) == 2 else f"All {_count_word(len(frameworks))} frameworks train"
+
+
+def _count_word(count: int) -> str:
+    return {3: "three", 4: "four", 5: "five"}.get(count, str(count))
+
+
+def _by_framework(defs: dict[str, str], compared: list[str], role: str, unit: str = "") -> str:
+    """ " (JAX/Flax: a; TensorFlow/Keras: b)" after a figure over every pair, when more than one framework is
+    compared with PyTorch."""
+    if len(compared) < 2:
+        return ""
+    return " (" + "; ".join(f"{label(f)}: {defs[macro_name(role, f)]}{unit}" for f in compared) + ")"
+
+
+def _top1_text(defs: dict[str, str], compared: list[str], frameworks: list[str]) -> str:
+    if len(frameworks) < 2:
+        return "With one framework there is no pair to compare."
+    if len(compared) < 2:
+        return (
+            f"The final top-1 accuracies of the two frameworks differ by at most {defs['fwbTopOneMaxGap']} points "
+            f"over {defs['fwbNumTrainPairs']} pairs."
+        )
+    return (
+        f"The final top-1 accuracy of each framework differs from PyTorch's by at most {defs['fwbTopOneMaxGap']} "
+        f"points over {defs['fwbNumTrainPairs']} pairs{_by_framework(defs, compared, 'top one max gap', ' points')}."
+    )
+
+
+# How each framework that compiles does it, for the compile-time sentence (PyTorch runs eagerly).
+COMPILE_TEXT = {
+    "jax": "JAX",
+    "tensorflow": r"TensorFlow/Keras's XLA compilation of \texttt{tf.function(jit\_compile=True)}",
+}
+
+
+def _compile_text(frameworks: list[str]) -> str:
+    compiled = [COMPILE_TEXT[f] for f in frameworks if f in COMPILE_TEXT]
+    eager = ["none in eager PyTorch"] if BASELINE in frameworks else []
+    return "; ".join(compiled + eager)
+
+
+def _layout_text(frame: pd.DataFrame) -> str:
+    """Which layout each framework's batches come in, read from the cells (" (NCHW for PyTorch, NHWC for ...)"),
+    or nothing for a table from before the cells recorded it."""
+    if "input_layout" not in frame or frame["input_layout"].isna().all():
+        return ""
+    cells = frame.dropna(subset=["input_layout"]).drop_duplicates("framework")
+    by_layout: dict[str, list[str]] = {}
+    for framework in ordered_frameworks(cells["framework"]):
+        layout = cells.loc[cells["framework"] == framework, "input_layout"].iloc[0]
+        by_layout.setdefault(str(layout), []).append(label(framework))
+    return " (" + ", ".join(f"{escape(layout)} for {join_words(names)}" for layout, names in by_layout.items()) + ")"
+
+
+def _twins_text(frameworks: list[str]) -> str:
+    """The model libraries of the frameworks other than PyTorch (the label's part after the slash: Flax, Keras)."""
+    libraries = [label(f).split("/")[-1] for f in frameworks if f != BASELINE and "/" in label(f)]
+    return f"the same average in the {join_words(libraries)} twins" if libraries else "the same average elsewhere"
+
+
+def _step0_caption(compared: list[str]) -> str:
+    what = (
+        f"relative {short_label(compared[0])}--PyTorch differences"
+        if len(compared) == 1
+        else "relative differences of each framework from PyTorch"
+    )
+    return (
+        rf"\caption{{Step-0 agreement: {what} on the first batch. $^{{d}}$: the two cells ran with different "
+        r"workarounds from the fallback ladder (Section~\ref{sec:failures}).}"
+    )
+
+
 def training_section(
-    frame: pd.DataFrame | None, agreement: pd.DataFrame | None, include_deviating: bool = False
+    frame: pd.DataFrame | None,
+    agreement: pd.DataFrame | None,
+    include_deviating: bool = False,
+    published: pd.DataFrame | None = None,
 ) -> str:
     """The paper's training section, or one sentence when the study has no training suite (so the paper compiles
-    for any config without stale figures)."""
+    for any config without stale figures). Every framework of the training table is named; with `published` (the
+    reference's L4 rows, `training_reference.read_published`) the small-CNN cells are set beside them."""
     if frame is None:
         return "\\section{Training}\nThis study has no training suite (\\texttt{suites} in its config).\n"
     defs = training_macros(frame, agreement, include_deviating)
+    frameworks = ordered_frameworks(frame["framework"])
+    compared = agreement_frameworks(agreement)
+    two = len(frameworks) == 2
     body = [
         r"\section{Training}",
-        "Both frameworks train every model from the same converted weights on the same batches in the same order "
-        "(the shared loader), with the same recipe: cross-entropy, Adam with identical hyperparameters and the same "
-        "learning rate at every step (computed once and passed to both). "
+        f"{_frameworks_subject(frameworks)} every model from the same converted weights on the same batches in the "
+        "same order (the shared loader), with the same recipe: cross-entropy, Adam with identical hyperparameters "
+        f"and the same learning rate at every step (computed once and passed to {'both' if two else 'each'}). "
         f"{defs['fwbNumTrainOk']} of {defs['fwbNumTrainCells']} training cells completed "
         f"{defs['fwbTrainEpochs']} epochs ({defs['fwbTrainTime']}~s of training in all). "
         "On the first batch, with dropout and stochastic depth off, each framework records its loss, gradient norm "
         "and the loss after one optimiser step (Table~\\ref{tab:step0}); the largest relative difference of the "
-        f"loss after the step is {defs['fwbStepZeroMaxDiff']}. PyTorch also runs the probe in float64: the "
+        f"loss after the step is {defs['fwbStepZeroMaxDiff']}{_by_framework(defs, compared, 'step zero max diff')}. "
+        "PyTorch also runs the probe in float64: the "
         "difference between its own fp32 and float64 results is the yardstick for fp32 rounding (Adam's first step "
         "moves every parameter by about the learning rate whatever the size of its gradient, so ill-conditioned "
         "gradients, as in randomly initialised BatchNorm networks, amplify rounding), and a pair is flagged $^\\ast$ "
-        "when the frameworks differ by more than $10^{-3}$ and by more than three times that yardstick "
-        f"({defs['fwbStepZeroFlagged']} fp32 pairs). The final top-1 accuracies of the two frameworks differ by at "
-        f"most {defs['fwbTopOneMaxGap']} points over {defs['fwbNumTrainPairs']} pairs.{_deviation_text(defs)} "
+        f"when {'the frameworks differ' if len(compared) < 2 else 'a framework differs from PyTorch'} by more than "
+        "$10^{-3}$ and by more than three times that yardstick "
+        f"({defs['fwbStepZeroFlagged']} fp32 pairs). {_top1_text(defs, compared, frameworks)}{_deviation_text(defs)} "
         "Beyond the first step, "
         "training amplifies fp32 rounding differences, so short runs from scratch can end several points apart even "
         "within one framework when only the rounding changes (another thread count, or starting weights moved by "
         "one ulp); \\texttt{benchmarks/rounding\\_control.py} measures that spread, the yardstick for this gap. "
         "Throughput excludes the first "
-        "steps of each epoch. Compile time is one measure for both frameworks: for every function a cell runs "
-        "(train step, evaluation, recalibration, step-0 probe), its ahead-of-time compilation (JAX; none in eager "
-        "PyTorch) plus its first call's time beyond a steady-state call, taken before the first timed step. Each "
-        "framework receives batches in its own layout (NCHW for PyTorch, NHWC for JAX), transposed by the shared "
-        "loader's threads, so no layout change falls inside a timed step. RSS max is the peak over the training "
-        "window without the checkpoint writes (sampled every 250~ms inside the step loops); "
+        f"steps of each epoch. Compile time is one measure for {'both frameworks' if two else 'every framework'}: "
+        "for every function a cell runs (train step, evaluation, recalibration, step-0 probe), its ahead-of-time "
+        f"compilation ({_compile_text(frameworks)}) plus its first call's time beyond a steady-state call, taken "
+        f"before the first timed step. Each framework receives batches in its own layout{_layout_text(frame)}, "
+        "transposed by the shared loader's threads, so no layout change falls inside a timed step. RSS max is the "
+        "peak over the training window without the checkpoint writes (sampled every 250~ms inside the step loops); "
         "$^w$ marks cells that spent more than 5\\% of their step time waiting for data. "
-        + _recalibration_text(defs["fwbBnRecalBatches"]),
+        + _recalibration_text(defs["fwbBnRecalBatches"], _twins_text(frameworks)),
         "",
         r"\begin{figure*}[t]",
         r"\centering",
@@ -378,15 +536,28 @@ def training_section(
         r"\end{adjustbox}",
         r"\end{table*}",
         "",
+        *([comparison_section(frame, published).rstrip(), ""] if published is not None else []),
         r"\begin{table*}[t]",
         r"\centering",
-        r"\caption{Step-0 agreement: relative JAX--PyTorch differences on the first batch. $^{d}$: the two cells "
-        r"ran with different workarounds from the fallback ladder (Section~\ref{sec:failures}).}",
+        _step0_caption(compared or others(frameworks)),
         r"\label{tab:step0}",
         r"\footnotesize",
         r"\begin{adjustbox}{max width=\textwidth}",
-        step0_table(agreement).rstrip() if not agreement.empty else "No cell pair completed in both frameworks.",
+        step0_table(agreement).rstrip() if not agreement.empty else _no_pairs_text(frameworks),
         r"\end{adjustbox}",
         r"\end{table*}",
     ]
     return "\n".join(body) + "\n"
+
+
+def agreement_frameworks(agreement: pd.DataFrame | None) -> list[str]:
+    """The frameworks a step-0 agreement table compares with PyTorch, in the paper's order."""
+    if agreement is None or agreement.empty:
+        return []
+    return ordered_frameworks(agreement.apply(agreement_framework, axis=1))
+
+
+def _no_pairs_text(frameworks: list[str]) -> str:
+    if len(frameworks) == 2:
+        return "No cell pair completed in both frameworks."
+    return "No cell completed both in PyTorch and in another framework."
