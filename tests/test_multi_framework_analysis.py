@@ -446,7 +446,10 @@ def test_two_framework_step0_table_is_unchanged(trained):
     # a step-0 table written before there were three frameworks (no numerator column) reads as JAX's
     assert step0_table(agreement.drop(columns=["numerator", "denominator"])) == table
     section = training_section(two, agreement)
-    assert "Both frameworks train every model" in section and "relative JAX--PyTorch differences" in section
+    assert (
+        r"Both frameworks train \texttt{resnet50} and \texttt{small\_cnn} from" in section
+        and "relative JAX--PyTorch differences" in section
+    )
     assert "TensorFlow" not in section
 
 
@@ -464,12 +467,25 @@ def test_training_macros_per_framework(trained):
 def test_training_section_names_every_framework(trained):
     _, frame, agreement = trained
     section = training_section(frame, agreement)
-    assert "All three frameworks train every model" in section
+    assert r"All three frameworks train \texttt{resnet50} and \texttt{small\_cnn} from" in section
     assert "(JAX/Flax: 0.0e+00; TensorFlow/Keras: 4.5e-03)" in section
     assert "(NCHW for PyTorch, NHWC for JAX/Flax and TensorFlow/Keras)" in section
     assert r"small\_cnn & TensorFlow/Keras & 32" in section
     assert "relative differences of each framework from PyTorch" in section
     assert "tab:l4" not in section, "no published reference given, no table beside it"
+
+
+def test_training_section_sizes_its_figure_and_names_models_without_batch_norm(trained):
+    _, frame, agreement = trained
+    frame = frame.assign(bn_recalibration_batches=16, bn_recalibration_s=0.1)
+    section = training_section(frame, agreement)
+    assert r"\begin{figure}[t]" in section and r"\includegraphics[width=\columnwidth]{training_curves}" in section
+    assert "no BatchNorm" not in section, "both trained models recalibrated"
+    vit = frame[frame["model"] == "small_cnn"].assign(model="vit_b_16", bn_recalibration_s=None)
+    mobilenet = frame[frame["model"] == "small_cnn"].assign(model="mobilenet_v3_small")
+    section = training_section(pd.concat([frame, vit, mobilenet], ignore_index=True), agreement)
+    assert r"\begin{figure*}[t]" in section and r"\includegraphics[width=\textwidth]{training_curves}" in section
+    assert r"\texttt{vit\_b\_16} has no BatchNorm and skips it." in section
 
 
 def test_training_figure_overlays_three_frameworks(trained, tmp_path):
@@ -600,7 +616,10 @@ def test_a_study_of_pytorch_alone_still_writes_its_training_section(tmp_path):
     frame, agreement = read_tidy(tmp_path / "training.csv"), read_tidy(tmp_path / "step0.csv")
     assert agreement.empty and "numerator" in agreement, "an empty agreement still has its header"
     section = training_section(frame, agreement, published=read_published(PUBLISHED))
-    assert "PyTorch trains every model" in section and "With one framework there is no pair to compare." in section
+    assert (
+        r"PyTorch trains \texttt{resnet50} and \texttt{small\_cnn} from" in section
+        and "With one framework there is no pair to compare." in section
+    )
     assert "No cell completed both in PyTorch and in another framework." in section
     assert section.count("published (NVIDIA L4)") == 1 and "JAX" not in section
     assert training_macros(frame, agreement)["fwbNumTrainPairs"] == "0"

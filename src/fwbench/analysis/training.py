@@ -351,7 +351,10 @@ def training_macros(frame: pd.DataFrame, agreement: pd.DataFrame, include_deviat
     return defs
 
 
-def _recalibration_text(batches: str, twins: str = "the same average in the Flax twins") -> str:
+def _recalibration_text(
+    batches: str, twins: str = "the same average in the Flax twins", without_batch_norm: list[str] = ()
+) -> str:
+    """The recalibration sentence; names the trained models that have no BatchNorm (and skip it), if any."""
     if batches == "0":
         return "Evaluation uses the running BatchNorm statistics that training left behind."
     return (
@@ -360,8 +363,46 @@ def _recalibration_text(batches: str, twins: str = "the same average in the Flax
         f"and stochastic depth off and no gradients (torch's cumulative mode; {twins}), "
         "so top-1 reflects the weights rather than a running average that lags behind them; its time is reported "
         "apart from the epoch's and counts towards the time to accuracy, and top-1$^r$ gives the running "
-        "statistics' figure beside it. ViT-B/16 has no BatchNorm and skips it."
+        "statistics' figure beside it."
+        + (
+            f" {_model_list(without_batch_norm)} {_verb(without_batch_norm, 'has', 'have')} no BatchNorm and "
+            f"{_verb(without_batch_norm, 'skips', 'skip')} it."
+            if without_batch_norm
+            else ""
+        )
     )
+
+
+def _curves_figure(wide: bool) -> list[str]:
+    """The training-curves float: one panel column per model, so across both columns only when more than two
+    models would not fit one (a single model's panels stretched to the page width would fill a page)."""
+    environment, width = ("figure*", r"\textwidth") if wide else ("figure", r"\columnwidth")
+    return [
+        rf"\begin{{{environment}}}[t]",
+        r"\centering",
+        rf"\includegraphics[width={width}]{{training_curves}}",
+        r"\caption{Training loss per step (top) and time to accuracy (bottom): validation top-1 at each epoch end "
+        r"against cumulative training time, starting from the measured top-1 of the initial weights, with the "
+        r"target top-1 dashed; frameworks overlaid.}",
+        r"\label{fig:training}",
+        rf"\end{{{environment}}}",
+    ]
+
+
+def _model_list(models: list[str]) -> str:
+    return join_words([f"\\texttt{{{escape(model)}}}" for model in models])
+
+
+def _verb(subjects: list, singular: str, plural: str) -> str:
+    return singular if len(subjects) == 1 else plural
+
+
+def _without_batch_norm(frame: pd.DataFrame) -> list[str]:
+    """Trained models whose cells recalibrated nothing: no epoch recorded a recalibration time."""
+    if "bn_recalibration_s" not in frame:
+        return []
+    recalibrated = frame.groupby("model")["bn_recalibration_s"].apply(lambda times: times.notna().any())
+    return sorted(model for model, any_time in recalibrated.items() if not any_time)
 
 
 def _deviation_text(defs: dict[str, str]) -> str:
@@ -481,8 +522,9 @@ def training_section(
     two = len(frameworks) == 2
     body = [
         r"\section{Training}",
-        f"{_frameworks_subject(frameworks)} every model from the same converted weights on the same batches in the "
-        "same order (the shared loader), with the same recipe: cross-entropy, Adam with identical hyperparameters "
+        f"{_frameworks_subject(frameworks)} {_model_list(sorted(frame['model'].unique()))} from the same "
+        "converted weights on the same batches in the same order (the shared loader), with the same recipe: "
+        "cross-entropy, Adam with identical hyperparameters "
         f"and the same learning rate at every step (computed once and passed to {'both' if two else 'each'}). "
         f"{defs['fwbNumTrainOk']} of {defs['fwbNumTrainCells']} training cells completed "
         f"{defs['fwbTrainEpochs']} epochs ({defs['fwbTrainTime']}~s of training in all). "
@@ -508,17 +550,9 @@ def training_section(
         "transposed by the shared loader's threads, so no layout change falls inside a timed step. RSS max is the "
         "peak over the training window without the checkpoint writes (sampled every 250~ms inside the step loops); "
         "$^w$ marks cells that spent more than 5\\% of their step time waiting for data. "
-        + _recalibration_text(defs["fwbBnRecalBatches"], _twins_text(frameworks)),
+        + _recalibration_text(defs["fwbBnRecalBatches"], _twins_text(frameworks), _without_batch_norm(frame)),
         "",
-        r"\begin{figure*}[t]",
-        r"\centering",
-        r"\includegraphics[width=\textwidth]{training_curves}",
-        r"\caption{Training loss per step (top) and time to accuracy (bottom): validation top-1 at each epoch end "
-        r"against cumulative training time, starting from the measured top-1 of the initial weights, with the "
-        r"target top-1 dashed; "
-        r"frameworks overlaid.}",
-        r"\label{fig:training}",
-        r"\end{figure*}",
+        *_curves_figure(wide=frame["model"].nunique() > 2),
         "",
         r"\begin{table*}[t]",
         r"\centering",
