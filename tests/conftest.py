@@ -9,6 +9,18 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
+# Everything a study reads from the repository besides the installed package: a copy of these runs the workflow.
+WORKFLOW_PARTS = ("workflow", "report", "profiles", "config", "envs", "reference")
+
+
+def copy_workflow(root: Path) -> Path:
+    """Copy the workflow into `root` (an empty temporary directory) so that a test study writes only there."""
+    import shutil
+
+    for part in WORKFLOW_PARTS:
+        shutil.copytree(REPO / part, root / part)
+    return root
+
 
 # The test process imports all three frameworks, which no measuring process ever does. TensorFlow and Triton (which
 # torch._dynamo imports, e.g. from torch.optim) each bundle LLVM, and Triton's extension segfaults on import when

@@ -246,7 +246,7 @@ def test_a_measuring_process_loads_only_its_own_framework(tmp_path, framework):
 
     top_modules = {"torch": {"torch", "torchvision"}, "jax": {"jax", "flax"}, "tensorflow": {"tensorflow", "keras"}}
     others = sorted(set().union(*(modules for name, modules in top_modules.items() if name != framework)))
-    assert set(FRAMEWORKS) == set(top_modules), "a new framework belongs in this test"
+    assert set(FRAMEWORKS) - {"numpy"} == set(top_modules), "a new framework belongs in this test"
     script = f"""
 import sys
 import numpy as np

@@ -22,7 +22,7 @@ from fwbench.grid import Cell, cells
 from fwbench.memlimit import MemoryLimit, system_oom_kills
 from fwbench.results import load_result
 from fwbench.runner import run_cell
-from tests.conftest import TINY_CONFIG, prepare_tiny_study
+from tests.conftest import TINY_CONFIG, copy_workflow, prepare_tiny_study
 
 DEFAULT_LADDER = validate_config(TINY_CONFIG)["fallbacks"]
 
@@ -326,14 +326,9 @@ def test_a_measuring_child_dies_with_its_runner(study, tmp_path):
 def test_a_study_with_two_injected_faults_builds_its_paper_listing_them(tmp_path, venv_bin):
     """A crash and an autotuner failure (fixed by the ladder) in one study: the study completes, the crash is a
     failed cell of kind crash, the other cell ran with its workaround, and the paper's table lists both."""
-    import shutil
-
     import yaml
 
-    from tests.conftest import REPO
-
-    for part in ("workflow", "report", "profiles", "config", "envs"):
-        shutil.copytree(REPO / part, tmp_path / part)
+    copy_workflow(tmp_path)
     (tmp_path / "config" / "config.yaml").write_text(yaml.safe_dump(TINY_CONFIG))
     crash, autotune = "inference/torch/small_cnn/fp32/bs2", "inference/jax/small_cnn/fp32/bs1"
     env = {

@@ -21,7 +21,7 @@ from fwbench.analysis.cells import CellFileError, cells_by_path, load_cells
 from fwbench.io import atomic_write_json
 from fwbench.params import canonical
 from fwbench.results import load_result
-from tests.conftest import REPO, TINY_CONFIG
+from tests.conftest import TINY_CONFIG, copy_workflow
 from tests.test_analysis import _result
 
 # --- canonical params -------------------------------------------------------------------------------------------
@@ -261,8 +261,7 @@ def killed_study(tmp_path_factory, venv_bin):
     """A study (inference + training) SIGKILLed while a training cell is between epoch checkpoints, with at least
     one other cell finished, then rerun with the same command; returns what the tests check."""
     root = tmp_path_factory.mktemp("killed")
-    for part in ("workflow", "report", "profiles", "config", "envs"):
-        shutil.copytree(REPO / part, root / part)
+    copy_workflow(root)
     config = {
         **TINY_CONFIG,
         "suites": ["inference", "training"],

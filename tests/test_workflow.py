@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 
@@ -13,7 +12,7 @@ import pytest
 import yaml
 
 from fwbench.results import load_result
-from tests.conftest import REPO
+from tests.conftest import REPO, copy_workflow
 
 
 def _snakemake(workdir, venv_bin, *args, timeout=900):
@@ -50,8 +49,7 @@ def workdir(tmp_path_factory, venv_bin):
     from tests.conftest import TINY_CONFIG
 
     root = tmp_path_factory.mktemp("clone")
-    for part in ("workflow", "report", "profiles", "config", "envs", "reference"):
-        shutil.copytree(REPO / part, root / part)
+    copy_workflow(root)
     # Two trials: every comparison group runs interleaved rounds, as the default study's do.
     config = {**TINY_CONFIG, "inference": {**TINY_CONFIG["inference"], "trials": 2}}
     (root / "config" / "config.yaml").write_text(yaml.safe_dump(config))
@@ -188,7 +186,7 @@ def test_training_suite_adds_cells_and_the_paper_section(workdir, venv_bin):
         cells = sorted((workdir / "results" / "cells" / "training").rglob("*.json"))
         assert [load_result(p)["status"] for p in cells] == ["ok", "ok"]
         section = (workdir / "results" / "tables" / "training_section.tex").read_text()
-        assert r"\includegraphics[width=\textwidth]{training_curves}" in section and "small" in section
+        assert r"\includegraphics[width=\columnwidth]{training_curves}" in section and "small" in section
         assert (workdir / "results" / "figures" / "training_curves.pdf").stat().st_size > 0
         assert _planned_jobs(_snakemake(workdir, venv_bin, "-n")) == {}
     finally:
@@ -240,8 +238,7 @@ def test_device_cuda_without_a_gpu_stops_before_any_cell(tmp_path, venv_bin):
     """On this CPU machine a study that must run on a GPU stops at the device check with one line; no cell runs."""
     from tests.conftest import TINY_CONFIG
 
-    for part in ("workflow", "report", "profiles", "config", "envs", "reference"):
-        shutil.copytree(REPO / part, tmp_path / part)
+    copy_workflow(tmp_path)
     (tmp_path / "config" / "config.yaml").write_text(yaml.safe_dump({**TINY_CONFIG, "device": "cuda"}))
     env = {**os.environ, "PATH": f"{venv_bin}{os.pathsep}{os.environ['PATH']}"}
     proc = subprocess.run(

@@ -19,15 +19,12 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-os.environ.setdefault("KERAS_BACKEND", "tensorflow")
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")  # TensorFlow's info lines (CPU features) are not warnings
+import numpy as np
 
-import numpy as np  # noqa: E402
-import tensorflow as tf  # noqa: E402
-
-from fwbench.backends.base import Arrays, Backend  # noqa: E402
-from fwbench.backends.driver_identity import DriverIdentity  # noqa: E402
-from fwbench.training.firstcall import first_call_extra  # noqa: E402
+from fwbench.backends.base import Arrays, Backend
+from fwbench.backends.driver_identity import DriverIdentity
+from fwbench.tensorflow_import import keras, tf
+from fwbench.training.firstcall import first_call_extra
 
 MODE = "tf.function(jit_compile=True) (XLA)"
 
@@ -169,8 +166,6 @@ class TensorflowBackend(DriverIdentity, Backend):
         return report
 
     def versions(self) -> dict[str, str | None]:
-        import keras
-
         stack = _build_info()
         return {
             "tensorflow": tf.__version__,

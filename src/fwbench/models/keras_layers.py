@@ -25,14 +25,10 @@ from __future__ import annotations
 
 import contextlib
 import math
-import os
 from collections.abc import Callable, Iterator
 from typing import NamedTuple
 
-os.environ.setdefault("KERAS_BACKEND", "tensorflow")
-
-import keras  # noqa: E402
-import tensorflow as tf  # noqa: E402
+from fwbench.tensorflow_import import keras, tf
 
 # Counter-based RNG named explicitly: "auto_select" leaves the choice to the device, and a seed should draw the same
 # masks wherever a twin runs.

@@ -6,17 +6,13 @@ CPU, where TensorFlow never uses it).
 
 from __future__ import annotations
 
-import os
+import numpy as np
 
-os.environ.setdefault("KERAS_BACKEND", "tensorflow")
-
-import numpy as np  # noqa: E402
-import tensorflow as tf  # noqa: E402
-
-from fwbench.models import keras_model, load_torch_weights, tf_forward  # noqa: E402
-from fwbench.models.keras_convert import arrays_to_torch, keras_to_torch  # noqa: E402
-from fwbench.models.keras_layers import update_running_statistics  # noqa: E402
-from fwbench.models.parity_core import eval_parity_of, train_step_parity_of  # noqa: E402
+from fwbench.models import keras_model, load_torch_weights, tf_forward
+from fwbench.models.keras_convert import arrays_to_torch, keras_to_torch
+from fwbench.models.keras_layers import update_running_statistics
+from fwbench.models.parity_core import eval_parity_of, train_step_parity_of
+from fwbench.tensorflow_import import tf
 
 tf.config.experimental.enable_tensor_float_32_execution(False)
 

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import math
 
-import tensorflow as tf
-
 from fwbench.models.keras_layers import (
     BatchNorm,
     Conv2d,
@@ -18,6 +16,7 @@ from fwbench.models.keras_layers import (
     global_average_pool,
 )
 from fwbench.models.resnet_shape import BN_EPS, BN_MOMENTUM, EXPANSION, PLANES, RESNET50_BLOCKS
+from fwbench.tensorflow_import import tf
 
 
 def _bn(name: str, features: int) -> BatchNorm:

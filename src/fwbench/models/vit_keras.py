@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import math
 
-import tensorflow as tf
-
 from fwbench.models.keras_layers import (
     Conv2d,
     Dense,
@@ -25,6 +23,7 @@ from fwbench.models.keras_layers import (
     normal_init,
 )
 from fwbench.models.vit_shape import LN_EPS, VIT_B_16, ViTConfig, check_image_size
+from fwbench.tensorflow_import import tf
 
 
 class SelfAttention(Module):

@@ -16,10 +16,10 @@ from collections.abc import Mapping
 from types import SimpleNamespace
 
 import numpy as np
-import tensorflow as tf
 
 from fwbench.backends.base import STATISTICS, Trainer
 from fwbench.io import atomic_stream
+from fwbench.tensorflow_import import tf
 from fwbench.training.checkpoint import read_arrays, write_arrays
 from fwbench.training.firstcall import first_call_extra
 from fwbench.training.recipe import Recipe
