@@ -5,7 +5,7 @@ result with status "failed", the reason and the tail of the child's output; the 
 shows the failure instead of the study stopping.
 
 The cells of one comparison (every framework at one model, precision and batch size) run as one group: trial
-rounds, one fresh child per cell per round, in alternating order, so that drift of the machine over time affects
+rounds, one fresh child per cell per round, in rotating order, so that drift of the machine over time affects
 the frameworks alike and their ratio can be taken round by round (see `run_group`).
 """
 
@@ -305,8 +305,9 @@ def run_group(
     interleaved rounds and write each cell's result JSON atomically to its `out_paths` entry.
 
     An inference group runs `settings["trials"]` rounds; a round runs one fresh child per cell, in alternating
-    order (round 1: A, B; round 2: B, A; ...), so that drift of the machine over time hits every cell alike and
-    round k of two cells can be compared as a pair. A cell whose trial fails becomes a failed result (its reason,
+    order (round 1: A, B, C; round 2: B, C, A; round 3: C, A, B; ...; with two cells A, B then B, A), so that drift
+    of the machine over time hits every cell alike, each takes every position, and round k of two cells can be
+    compared as a pair. A cell whose trial fails becomes a failed result (its reason,
     "trial k of T: ...") and leaves the later rounds; the other cells go on. A training cell runs once. With the
     study's `device_record` (results/device.json) the group takes one of `gpu_slots` slots in `slot_dir` (its GPU
     and its share of the cores, see fwbench.slots) for all its children, and a child fails its cell if it computes
@@ -432,7 +433,7 @@ def _run_rounds(
     t0,
     ladder: Sequence[Workaround] = (),
 ) -> tuple[list[_CellRun], list[str]]:
-    """The group's trial rounds in alternating order; a cell leaves at its first failed trial. Returns each cell's
+    """The group's trial rounds in rotating order; a cell leaves at its first failed trial. Returns each cell's
     run and the group's log (every child's output, in the order they ran)."""
     trials = int(settings.get("trials", 1)) if cells[0].suite != "training" else 1
     runs = [_CellRun() for _ in cells]

@@ -1,9 +1,10 @@
 # Inference cells, measured by comparison group: one job per model, precision and batch size runs the cells of every
-# framework in interleaved trial rounds (round 1: torch, jax; round 2: jax, torch; ...), each trial a fresh,
-# isolated, supervised process, so drift of the machine over time hits the frameworks alike. Adding a batch size or a
-# model runs only the new groups; adding a framework reruns every group, because a comparison needs its cells measured
-# interleaved. With --resources gpu=N up to N groups run at once, each on its own GPU slot (a GPU and 1/N of the
-# cores, see fwbench.slots); with gpu=1 nothing runs beside a timed cell.
+# framework in interleaved trial rounds whose order rotates (round 1: torch, jax, tensorflow; round 2: jax,
+# tensorflow, torch; ...), each trial a fresh, isolated, supervised process, so drift of the machine over time hits
+# the frameworks alike. Adding a batch size or a model runs only the new groups; adding a framework reruns every
+# group, because a comparison needs its cells measured interleaved. With --resources gpu=N up to N groups run at
+# once, each on its own GPU slot (a GPU and 1/N of the cores, see fwbench.slots); with gpu=1 nothing runs beside a
+# timed cell.
 
 
 rule inference_group:
