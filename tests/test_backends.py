@@ -19,8 +19,9 @@ def weights():
     return torch_state_dict_numpy(torch_model("small_cnn", num_classes=6, image_size=16))
 
 
-def _logits(framework, weights, batch):
-    backend = get_backend(framework, threads=1, precision="fp32")
+def _logits(framework, weights, batch, precision="fp32"):
+    """Build, place, compile and run the small CNN through the backend interface: (backend, compile times, logits)."""
+    backend = get_backend(framework, threads=1, precision=precision)
     backend.build("small_cnn", weights, num_classes=6, image_size=16)
     inputs = backend.to_device(batch)
     compile_times = backend.compile(inputs)

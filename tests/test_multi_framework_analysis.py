@@ -31,26 +31,11 @@ from fwbench.analysis.training_reference import comparison, comparison_section, 
 from fwbench.config import validate_config
 from fwbench.io import atomic_write_json
 from fwbench.results import load_result
+from tests.test_analysis import BASE
 
 REPO = Path(__file__).resolve().parents[1]
 PUBLISHED = REPO / "reference" / "published-l4-training.csv"
 THREE = ["torch", "jax", "tensorflow"]
-BASE = {
-    "schema_version": 2,
-    "failure": None,
-    "deviations": [],
-    "settings": {},
-    "stderr_tail": None,
-    "inputs": {},
-    "provenance": {
-        "python": "3.11.7",
-        "harness_version": "1",
-        "cpu_model": "Test CPU",
-        "git": {"commit": "abc", "dirty": False},
-        "env": {},
-        "libraries": {"numpy": "2.0"},
-    },
-}
 VERSIONS = {
     "torch": {"torch": "2.9.0", "torchvision": "0.24.0", "cuda": None, "cudnn": None},
     "jax": {"jax": "0.7.0", "jaxlib": "0.7.0", "flax": "0.12.0", "cuda": None, "cudnn": None},

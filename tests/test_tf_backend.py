@@ -13,6 +13,7 @@ import torch
 from fwbench.backends import get_backend
 from fwbench.data.inputs import normalize
 from fwbench.models import torch_model, torch_state_dict_numpy
+from tests.test_backends import _logits
 
 pytest.importorskip("tensorflow")
 
@@ -25,16 +26,6 @@ def weights():
 
 def _batch(seed: int, rows: int = 3) -> np.ndarray:
     return normalize(np.random.default_rng(seed).integers(0, 256, (rows, 16, 16, 3), dtype=np.uint8))
-
-
-def _logits(framework, weights, batch, precision="fp32"):
-    backend = get_backend(framework, threads=1, precision=precision)
-    backend.build("small_cnn", weights, num_classes=6, image_size=16)
-    inputs = backend.to_device(batch)
-    compile_times = backend.compile(inputs)
-    out = backend.forward(inputs)
-    backend.synchronize(out)
-    return backend, compile_times, backend.to_numpy(out)
 
 
 def test_tensorflow_agrees_with_torch_through_the_interface(weights):
