@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Idempotent set-up for a fresh machine: .venv with the pinned package, and LaTeX from Debian if missing.
+# Idempotent set-up for a fresh machine: .venv with the pinned package, and LaTeX and Chromium from Debian if
+# missing.
 # Used by both README commands and by .ci/run; a second call is a no-op check (seconds).
 #
 # Accelerator: cuda where an NVIDIA driver answers `nvidia-smi -L` with at least one GPU, else cpu;
@@ -109,12 +110,23 @@ EOF
   echo "$wanted" > "$stamp"
 fi
 
+# From Debian, each only if missing: LaTeX for the paper, and Chromium, the headless browser that checks the HTML
+# report (fwbench.report_check drives it through Playwright, which downloads no browser of its own).
+apt_packages=()
+apt_what=""
 if ! command -v latexmk >/dev/null 2>&1 || ! kpsewhich IEEEtran.cls >/dev/null 2>&1; then
-  echo "setup.sh: installing LaTeX (latexmk, IEEEtran) from Debian"
+  apt_packages+=(latexmk texlive-latex-extra texlive-publishers texlive-fonts-recommended poppler-utils)
+  apt_what="LaTeX (latexmk, IEEEtran)"
+fi
+if ! command -v chromium >/dev/null 2>&1; then
+  apt_packages+=(chromium)
+  apt_what="${apt_what:+$apt_what and }Chromium"
+fi
+if [ "${#apt_packages[@]}" -gt 0 ]; then
+  echo "setup.sh: installing $apt_what from Debian"
   sudo=""
   [ "$(id -u)" -eq 0 ] || sudo="sudo"
   $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq \
-    latexmk texlive-latex-extra texlive-publishers texlive-fonts-recommended poppler-utils >/dev/null
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${apt_packages[@]}" >/dev/null
 fi
 echo "setup.sh: ready ($(.venv/bin/python -c 'import fwbench; print("fwbench", fwbench.__version__)'), $accelerator)"

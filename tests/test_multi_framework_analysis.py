@@ -18,7 +18,7 @@ from fwbench.analysis.figures import throughput_figure
 from fwbench.analysis.latex import number
 from fwbench.analysis.macros import macros
 from fwbench.analysis.provenance import study_environment
-from fwbench.analysis.tables import inference_table
+from fwbench.analysis.tables import inference_table, latency_table, stacked_header, throughput_table
 from fwbench.analysis.training import (
     step0_agreement,
     step0_table,
@@ -179,54 +179,47 @@ def _row(table: str, batch: int) -> list[str]:
     return next(cells for cells in rows if cells[2].strip() == str(batch))
 
 
-def test_inference_table_has_a_ratio_and_a_compile_column_per_other_framework(three):
+def _groups(table: str) -> list[tuple[str, int]]:
+    """The column groups of an inference tabular's first header row: (title, number of columns)."""
+    line = next(line for line in table.splitlines() if r"\multicolumn" in line and r"\textbf" in line)
+    return [(title, int(n)) for n, title in re.findall(r"\\multicolumn\{(\d+)\}\{c\}\{\\textbf\{(.*?)\}\}", line)]
+
+
+def test_inference_tables_have_a_ratio_and_a_compile_column_per_other_framework(three):
     _, frame, ratios = three
-    table = inference_table(frame, THREE, ratios)
-    assert _header(table) == [
-        "Model",
-        "Prec.",
-        "BS",
-        "PT img/s",
-        "JAX img/s",
-        "TF img/s",
-        r"JAX/PT [95\% CI]",
-        r"TF/PT [95\% CI]",
-        "PT p50 ms",
-        "JAX p50 ms",
-        "TF p50 ms",
-        "JAX compile s",
-        "TF compile s",
-    ]
-    assert table.startswith(r"\begin{tabular}{ll r " + "r" * 10 + "}")
-    bs1, bs8 = _row(table, 1), _row(table, 8)
-    assert len(bs1) == len(bs8) == 13
+    throughput, latency = throughput_table(frame, THREE, ratios), latency_table(frame, THREE)
+    assert _groups(throughput) == [("Throughput (img/s)", 3), (r"Ratio to PT [95\% CI]", 2)]
+    assert _header(throughput) == ["Model", "Prec.", "BS", "PT", "JAX", "TF", "JAX/PT", "TF/PT"]
+    assert _groups(latency) == [("p50 latency (ms)", 3), ("Compile (s)", 2)]
+    assert _header(latency) == ["Model", "Prec.", "BS", "PT", "JAX", "TF", "JAX", "TF"]
+    assert throughput.startswith(r"\begin{tabular}{ll r " + "r" * 5 + "}")
+    bs1, bs8 = _row(throughput, 1), _row(throughput, 8)
+    assert len(bs1) == len(bs8) == 8
     assert bs1[6].startswith(r"\textbf{1.50$\times$") and bs1[7].startswith(r"\textbf{0.500$\times$")
-    assert bs1[11:] == ["0.200", r"0.300 \\"]
-    assert bs8[5] == r"failed$^\dagger$" and bs8[7] == "---", "a failed TensorFlow cell: no ratio"
+    assert bs8[5] == r"failed$^\dagger$" and bs8[7] == r"--- \\", "a failed TensorFlow cell: no ratio"
     assert not bs8[6].startswith(r"\textbf"), "an unresolved ratio is not bold"
+    assert _row(latency, 1)[6:] == ["0.200", r"0.300 \\"]
+    # The paper's input holds both, each a full-width float with its own caption and label, at 8 pt, unscaled; with
+    # three frameworks the captions spell out the short names.
+    table = inference_table(frame, THREE, ratios)
+    assert throughput in table and latency in table and table.count(r"\begin{table*}") == 2
+    assert r"\label{tab:inference}" in table and r"\label{tab:inference-latency}" in table
+    assert "adjustbox" not in table and table.count(r"\footnotesize") == 2
+    assert table.count("The columns name the frameworks PT for PyTorch, JAX for JAX/Flax, TF for TensorFlow/Keras") == 2
     # the columns follow the config's order
-    assert _header(inference_table(frame, ["torch", "tensorflow", "jax"], ratios))[6:8] == [
-        r"TF/PT [95\% CI]",
-        r"JAX/PT [95\% CI]",
-    ]
+    assert _header(throughput_table(frame, ["torch", "tensorflow", "jax"], ratios))[6:8] == ["TF/PT", "JAX/PT"]
 
 
 def test_two_framework_inputs_give_the_two_framework_table(two):
     _, frame, ratios = two
     assert set(ratios["numerator"]) == {"jax"}
+    throughput, latency = throughput_table(frame, ["torch", "jax"], ratios), latency_table(frame, ["torch", "jax"])
+    assert _groups(throughput) == [("Throughput (img/s)", 2), (r"Ratio to PT [95\% CI]", 1)]
+    assert _header(throughput) == ["Model", "Prec.", "BS", "PyTorch", "JAX/Flax", "JAX/PT"]
+    assert _header(latency) == ["Model", "Prec.", "BS", "PyTorch", "JAX/Flax", "JAX/Flax"]
+    assert "TF" not in throughput + latency and "TensorFlow" not in throughput + latency
     table = inference_table(frame, ["torch", "jax"], ratios)
-    assert _header(table) == [
-        "Model",
-        "Prec.",
-        "BS",
-        "PyTorch img/s",
-        "JAX/Flax img/s",
-        r"JAX/PT [95\% CI]",
-        "PyTorch p50 ms",
-        "JAX/Flax p50 ms",
-        "JAX compile s",
-    ]
-    assert "TF" not in table and "TensorFlow" not in table
+    assert "TensorFlow" not in table and "The columns name" not in table
     # a speedups table from before there were three frameworks (no numerator column) reads as JAX's
     legacy = ratios.drop(columns=["numerator", "denominator"])
     assert inference_table(frame, ["torch", "jax"], legacy) == table
@@ -236,6 +229,7 @@ def test_a_study_without_pytorch_has_no_ratio_column(three):
     _, frame, ratios = three
     table = inference_table(frame[frame["framework"] != "torch"], ["jax", "tensorflow"], ratios.iloc[0:0])
     assert not any("/PT" in column for column in _header(table))
+    assert "ratio to PyTorch" not in table and "Ratios in bold" not in table, "the caption has no ratio to explain"
 
 
 def test_macros_for_every_framework(three, tiny_config):
@@ -415,7 +409,7 @@ def test_step0_agreement_compares_every_framework_with_pytorch(trained):
     assert step0_agreement(frame, "tensorflow")["numerator"].tolist() == ["tensorflow", "tensorflow"]
 
     table = step0_table(agreement)
-    assert r"\textbf{Framework}" in table and r"\textbf{Final top-1 (framework/PyTorch)}" in table
+    assert r"\textbf{Framework}" in table and stacked_header("Final top-1", "framework/", "PyTorch") in table
     line = next(line for line in table.splitlines() if line.startswith(r"small\_cnn & fp32 & 32 & TensorFlow/Keras"))
     assert r"4.5e-03$^\ast$" in line and line.endswith(r"62.0 / 60.0\% \\")
     assert sum("JAX/Flax" in line for line in table.splitlines()) == 2
@@ -426,7 +420,7 @@ def test_two_framework_step0_table_is_unchanged(trained):
     two = frame[frame["framework"] != "tensorflow"]
     agreement = step0_agreement(two)
     table = step0_table(agreement)
-    assert "Framework" not in table and r"\textbf{Final top-1 JAX/PyTorch}" in table
+    assert "Framework" not in table and stacked_header("Final top-1", "JAX/PyTorch") in table
     assert table.startswith(r"\begin{tabular}{l l r r r r r r r}")
     # a step-0 table written before there were three frameworks (no numerator column) reads as JAX's
     assert step0_table(agreement.drop(columns=["numerator", "denominator"])) == table

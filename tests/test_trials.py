@@ -11,7 +11,7 @@ import pytest
 
 from fwbench.analysis.aggregate import speedups, tidy
 from fwbench.analysis.macros import macros
-from fwbench.analysis.tables import inference_table
+from fwbench.analysis.tables import inference_table, throughput_table
 from fwbench.config import validate_config
 from fwbench.grid import Cell
 from fwbench.io import atomic_write_json
@@ -159,7 +159,7 @@ def test_a_single_trial_never_resolves_a_ratio(tmp_path):
     frame = tidy(paths)
     assert frame["ci_scope"].tolist() == ["within_process"] * 2 and frame["trials"].tolist() == [1, 1]
     ratios = speedups(results)
-    table = inference_table(frame, ["torch", "jax"], ratios)
+    table = throughput_table(frame, ["torch", "jax"], ratios)
     assert r"\textbf{" not in table.split(r"\midrule")[1] and r"$\times$ {\scriptsize[" in table and "$^{w}$" in table
     config = _config(batch_sizes=[8])
     text = macros(frame, ratios, {}, config)

@@ -8,6 +8,7 @@ import re
 import subprocess
 import sys
 
+import pandas as pd
 import pytest
 import yaml
 
@@ -38,8 +39,13 @@ NEW_BATCH_SIZE_JOBS = {
     "inference_figure": 1,
     "loader_figure": 1,
     "paper_tables": 1,
+    # the generated sections read the new cells too (the parity logits read only data and weights: not rerun)
+    "published_comparison": 1,
+    "fairness_ledger": 1,
+    "conclusions": 1,
     "study_time": 1,
     "paper": 1,
+    "paper_check": 1,
     "all": 1,
 }
 
@@ -93,6 +99,18 @@ def test_full_run_produces_the_paper(workdir):
 
 
 @pytest.mark.slow
+def test_the_paper_passes_its_check_as_a_reader_sees_it(workdir):
+    """The paper_check job ran after the PDF and found nothing: no undefined reference, "??", unexpanded macro,
+    overfull box, unreferenced float or text below 7 pt; every page was rendered to an image."""
+    report = json.loads((workdir / "results" / "report" / "paper_check.json").read_text())
+    assert report["problems"] == [], report["problems"]
+    assert report["pages"] > 1 and len(report["images"]) == report["pages"]
+    for number in range(1, report["pages"] + 1):
+        image = workdir / "results" / "report" / "pages" / f"page-{number}.png"
+        assert image.read_bytes().startswith(b"\x89PNG") and image.stat().st_size > 1000, image
+
+
+@pytest.mark.slow
 def test_time_to_report_covers_every_job_and_reaches_the_paper(workdir):
     """Every job left its time (a benchmark file, or its own record for the measuring jobs), every measuring process
     its phases, and the paper's table adds up to the study's wall time."""
@@ -115,6 +133,29 @@ def test_time_to_report_covers_every_job_and_reaches_the_paper(workdir):
         [sys.executable, str(REPO / "benchmarks" / "study_time.py"), str(results)], capture_output=True, text=True
     )
     assert done.returncode == 0 and "study wall time" in done.stdout, done.stderr
+
+
+@pytest.mark.slow
+def test_the_paper_has_its_ledger_published_comparison_and_conclusions(workdir):
+    """The study measured its own parity, its ledger read the fresh cells' digests, and the generated sections are in
+    the PDF (the tiny study matches no published figure: the section says so)."""
+    tables = workdir / "results" / "tables"
+    parity = pd.read_csv(tables / "parity.csv")
+    assert list(parity["framework"]) == ["jax"] and parity["holds"].all()
+    ledger = pd.read_csv(tables / "ledger.csv").set_index("control")["status"]
+    for control in ("Same weights in every framework", "Same input bytes and order", "Same threads"):
+        assert ledger[control] == "held", ledger
+    assert pd.read_csv(tables / "published.csv").empty
+    text = subprocess.run(
+        ["pdftotext", str(workdir / "results" / "report" / "paper.pdf"), "-"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    text = " ".join(text.split())
+    for heading in ("Fairness ledger", "Published vs reproduced", "Conclusions and limitations"):
+        assert heading.upper() in text.upper(), heading
+    assert "No published figure matches a cell of this study" in text
 
 
 @pytest.mark.slow
@@ -296,3 +337,26 @@ def test_params_do_not_depend_on_key_order_or_number_spelling(workdir, venv_bin)
         assert _planned_jobs(_snakemake(workdir, venv_bin, "-n")) == baseline, "0 and 0.0 are the same setting"
     finally:
         path.write_text(original)
+
+
+@pytest.mark.slow
+def test_html_report_opens_in_a_browser_with_every_figure(workdir, venv_bin, tmp_path):
+    """`snakemake --report` after the study, opened in headless Chromium (fwbench.report_check): the page loads
+    without errors and lists the paper, figures and tables by category, each with its description, every figure
+    decodes, and a screenshot is saved."""
+    from fwbench.report_check import check_report
+
+    _snakemake(workdir, venv_bin, "--report", "results/report/report.html")
+    expected = {
+        "Paper": ["paper.pdf"],
+        "Inference": ["inference_throughput.png", "inference.csv", "speedups.csv"],
+        "Data": ["loader_throughput.png", "manifest.json", "throughput.json"],
+    }
+    shot = tmp_path / "report.png"
+    check = check_report(
+        workdir / "results" / "report" / "report.html", expected, screenshot=shot, show="inference_throughput.png"
+    )
+    assert check.ok, check.summary()
+    figures = {"Inference: results/figures/inference_throughput.png", "Data: results/figures/loader_throughput.png"}
+    assert figures <= set(check.figures), check.summary()
+    assert shot.read_bytes().startswith(b"\x89PNG") and shot.stat().st_size > 10_000

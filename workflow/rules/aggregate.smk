@@ -7,8 +7,18 @@ rule aggregate_inference:
         facts=expand(FACTS, model=config["models"]),
         peak=PEAK_RECORD,
     output:
-        csv=INFERENCE_CSV,
-        speedups=SPEEDUPS_CSV,
+        csv=report(
+            INFERENCE_CSV,
+            caption="../report/inference_table.rst",
+            category="Inference",
+            subcategory="Tables",
+        ),
+        speedups=report(
+            SPEEDUPS_CSV,
+            caption="../report/speedups_table.rst",
+            category="Inference",
+            subcategory="Tables",
+        ),
     log:
         f"{RESULTS}/logs/aggregate/inference.log",
     benchmark:
@@ -23,8 +33,18 @@ rule aggregate_training:
     input:
         cells=training_cells(),
     output:
-        epochs=f"{RESULTS}/tables/training.csv",
-        step0=f"{RESULTS}/tables/training_step0.csv",
+        epochs=report(
+            f"{RESULTS}/tables/training.csv",
+            caption="../report/training_table.rst",
+            category="Training",
+            subcategory="Tables",
+        ),
+        step0=report(
+            f"{RESULTS}/tables/training_step0.csv",
+            caption="../report/training_step0.rst",
+            category="Training",
+            subcategory="Tables",
+        ),
     log:
         f"{RESULTS}/logs/aggregate/training.log",
     benchmark:

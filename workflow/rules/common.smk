@@ -161,6 +161,19 @@ TRAINING_TABLES = (
 )
 TRAINING_FIGURE = f"{RESULTS}/figures/training_curves.pdf" if TRAINING else []
 TRAINING_REFERENCE = str(REPO_ROOT / "reference" / "published-l4-training.csv")
+# Published vs reproduced: the published figure sets and how each was measured (reference/sources.yaml), and the
+# fairness ledger with the study's own parity measurement; both feed the generated conclusions.
+PUBLISHED_SOURCES = str(REPO_ROOT / "reference" / "sources.yaml")
+PUBLISHED_CSV = f"{RESULTS}/tables/published.csv"
+PARITY_CSV = f"{RESULTS}/tables/parity.csv"
+LEDGER_CSV = f"{RESULTS}/tables/ledger.csv"
+
+
+def published_files():
+    """The files reference/sources.yaml names: editing one reruns the comparison."""
+    from fwbench.analysis.published import read_sources
+
+    return [str(source.path) for source in read_sources(PUBLISHED_SOURCES)]
 
 
 def measurement_settings(suite):

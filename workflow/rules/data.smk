@@ -24,8 +24,18 @@ rule prepare_dataset:
     input:
         DOWNLOAD_RECORD or [],
     output:
-        manifest=DATASET_FILES[0],
-        timing=PREPROCESS_RECORD,
+        manifest=report(
+            DATASET_FILES[0],
+            caption="../report/dataset_manifest.rst",
+            category="Data",
+            subcategory="Dataset",
+        ),
+        timing=report(
+            PREPROCESS_RECORD,
+            caption="../report/preprocess.rst",
+            category="Data",
+            subcategory="Dataset",
+        ),
     log:
         f"{RESULTS}/logs/data/prepare_dataset.log",
     benchmark:
@@ -44,7 +54,12 @@ rule loader_throughput:
     input:
         DATASET_FILES,
     output:
-        LOADER_RECORD,
+        report(
+            LOADER_RECORD,
+            caption="../report/loader_record.rst",
+            category="Data",
+            subcategory="Loader",
+        ),
     log:
         f"{RESULTS}/logs/data/loader_throughput.log",
     benchmark:
@@ -65,7 +80,12 @@ rule init_weights:
         pretrained=lambda wildcards: config["pretrained"].get(wildcards.model, []),
     output:
         weights=WEIGHTS,
-        provenance=WEIGHTS_PROVENANCE,
+        provenance=report(
+            WEIGHTS_PROVENANCE,
+            caption="../report/weights_provenance.rst",
+            category="Data",
+            subcategory="Starting weights",
+        ),
     log:
         f"{RESULTS}/logs/weights/{{model}}.log",
     benchmark:
@@ -83,7 +103,12 @@ rule init_weights:
 
 rule model_facts:
     output:
-        FACTS,
+        report(
+            FACTS,
+            caption="../report/model_facts.rst",
+            category="Data",
+            subcategory="Model facts",
+        ),
     log:
         f"{RESULTS}/logs/facts/{{model}}.log",
     benchmark:

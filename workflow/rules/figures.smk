@@ -10,6 +10,7 @@ rule inference_figure:
             f"{RESULTS}/figures/inference_throughput.png",
             caption="../report/inference_throughput.rst",
             category="Inference",
+            subcategory="Figures",
         ),
     log:
         f"{RESULTS}/logs/figures/inference_throughput.log",
@@ -31,6 +32,7 @@ rule loader_figure:
             f"{RESULTS}/figures/loader_throughput.png",
             caption="../report/loader_throughput.rst",
             category="Data",
+            subcategory="Loader",
         ),
     log:
         f"{RESULTS}/logs/figures/loader_throughput.log",
@@ -51,6 +53,7 @@ rule training_figure:
             f"{RESULTS}/figures/training_curves.png",
             caption="../report/training_curves.rst",
             category="Training",
+            subcategory="Figures",
         ),
     log:
         f"{RESULTS}/logs/figures/training_curves.log",

@@ -12,8 +12,17 @@ rule paper:
         loader_figure=LOADER_FIGURE,
         training_figure=TRAINING_FIGURE,
         micro=list(MICRO_OUTPUTS.values()),
+        published=rules.published_comparison.output.section,
+        published_figure=rules.published_comparison.output.pdf,
+        ledger=rules.fairness_ledger.output.section,
+        conclusions=rules.conclusions.output,
     output:
-        PAPER_PDF,
+        report(
+            PAPER_PDF,
+            caption="../report/paper.rst",
+            category="Paper",
+            subcategory="PDF",
+        ),
     log:
         f"{RESULTS}/logs/report/paper.log",
     benchmark:
@@ -28,3 +37,30 @@ rule paper:
         ),
     script:
         "../scripts/paper.py"
+
+
+# The paper as a reader sees it: its LaTeX log, its sources (report/paper.tex and the generated inputs) and the PDF,
+# every page rendered (fwbench.analysis.pdf_check). A paper with an undefined reference, a "??", an overfull box, an
+# unreferenced float or text below 7 pt fails here, so a study whose PDF is broken does not finish silently.
+PAPER_CHECK = f"{RESULTS}/report/paper_check.json"
+
+
+rule paper_check:
+    input:
+        pdf=PAPER_PDF,
+        tex=REPO_ROOT / "report" / "paper.tex",
+    output:
+        report=PAPER_CHECK,
+        pages=directory(f"{RESULTS}/report/pages"),
+    log:
+        f"{RESULTS}/logs/report/paper_check.log",
+    benchmark:
+        benchmark_file("paper_check")
+    conda:
+        ENV
+    params:
+        latex_log=f"{RESULTS}/report/build/paper.log",
+        search_path=[rules.paper.params.build_dir]
+        + rules.paper.params.search_path.split(":"),
+    script:
+        "../scripts/paper_check.py"

@@ -8,6 +8,11 @@ rule study_time:
         cells=inference_cells() + training_cells() + micro_cells(),
         tables=list(PAPER_TABLES.values()),
         micro=list(MICRO_OUTPUTS.values()),
+        generated=[
+            rules.published_comparison.output.section,
+            rules.fairness_ledger.output.section,
+            rules.conclusions.output[0],
+        ],
         figures=[INFERENCE_FIGURE, LOADER_FIGURE]
         + ([TRAINING_FIGURE] if TRAINING else []),
     output:

@@ -11,7 +11,7 @@ from typing import Any
 
 import pandas as pd
 
-from fwbench.analysis.latex import define_macros, escape, macro_name, number
+from fwbench.analysis.latex import define_macros, escape, macro_name, number, short_label
 from fwbench.analysis.micro import (
     FAILED,
     NUMPY,
@@ -43,6 +43,7 @@ from fwbench.analysis.micro_reference import (
     reference_baselines,
     reference_flatness,
 )
+from fwbench.analysis.tables import stacked, stacked_header
 from fwbench.io import atomic_write_text
 from fwbench.trackers.stats import BOOTSTRAP_RESAMPLES
 
@@ -77,38 +78,44 @@ def _lookup(speedups: pd.DataFrame, **key: Any) -> dict[str, Any] | None:
     return rows.iloc[0].to_dict() if not rows.empty else None
 
 
-def _table_header(frame: pd.DataFrame, frameworks: list[str]) -> tuple[list[str], int]:
-    """The two header rows (framework groups, then per-variant columns) and the number of columns."""
-    groups, columns, rules, position = [], [], [], 5
+def _table_header(frameworks: list[str]) -> tuple[list[str], int]:
+    """The two header rows (framework groups, then each framework's time and speedup) and the number of columns."""
+    groups, rules, position = [], [], 3
     for framework in frameworks:
-        variants = _variants_of(frame, framework)
-        groups.append(rf"\multicolumn{{{2 * len(variants)}}}{{c}}{{\textbf{{{escape(label(framework))}}}}}")
-        rules.append(rf"\cmidrule(lr){{{position}-{position + 2 * len(variants) - 1}}}")
-        position += 2 * len(variants)
-        for variant in variants:
-            columns += [rf"\textbf{{{VARIANT_LABELS.get(variant, escape(variant))} ms}}", r"\textbf{$\times$ NumPy}"]
-    head = [r"\textbf{Op.}", r"\textbf{Prec.}", r"\textbf{BS}", r"\textbf{NumPy ms}"]
-    lines = [" & ".join(["", "", "", "", *groups]) + r" \\", "".join(rules)] if frameworks else []
+        groups.append(rf"\multicolumn{{2}}{{c}}{{\textbf{{{escape(label(framework))}}}}}")
+        rules.append(rf"\cmidrule(lr){{{position}-{position + 1}}}")
+        position += 2
+    head = [r"\textbf{BS}", r"\textbf{NumPy ms}"]
+    columns = [r"\textbf{ms}", r"\textbf{$\times$ NumPy [95\% CI]}"] * len(frameworks)
+    lines = [" & ".join(["", "", *groups]) + r" \\", "".join(rules)] if frameworks else []
     return [*lines, " & ".join(head + columns) + r" \\"], position - 1
 
 
-def micro_table(frame: pd.DataFrame, speedups: pd.DataFrame) -> str:
-    """Per operation, precision and batch size: NumPy's median ms per call and, per framework and variant, its
-    median ms per call and speedup over NumPy [95% CI] (booktabs tabular)."""
-    frameworks = [f for f in framework_order(frame["framework"]) if f != NUMPY]
-    header, ncols = _table_header(frame, frameworks)
-    lines = [r"\begin{tabular}{ll r r " + "r" * (ncols - 4) + "}", r"\toprule", *header, r"\midrule"]
+def micro_variants(frame: pd.DataFrame) -> list[str]:
+    """The variants the frameworks besides NumPy were measured in (resident first), one table each; ["resident"]
+    when NumPy is all there is."""
+    found = {v for f in set(frame["framework"]) - {NUMPY} for v in _variants_of(frame, f)}
+    return [v for v in VARIANTS if v in found] + sorted(found - set(VARIANTS)) or ["resident"]
+
+
+def micro_table(frame: pd.DataFrame, speedups: pd.DataFrame, variant: str = "resident") -> str:
+    """Per operation, precision and batch size: NumPy's median ms per call and, per framework measured in `variant`
+    (resident: inputs on the device; transfer: with the host-to-device copy of the input batch), its median ms
+    per call and speedup over NumPy [95% CI] (booktabs tabular). One table per variant keeps it within the page at
+    8 pt."""
+    frameworks = [f for f in framework_order(frame["framework"]) if f != NUMPY and variant in _variants_of(frame, f)]
+    header, ncols = _table_header(frameworks)
+    lines = [r"\begin{tabular}{r r " + "r" * (ncols - 2) + "}", r"\toprule", *header, r"\midrule"]
     groups = list(frame.groupby(["operation", "precision"], sort=True))
     for index, ((operation, precision), group) in enumerate(groups):
-        for row_index, (batch, cells) in enumerate(group.groupby("batch_size", sort=True)):
-            first = row_index == 0
-            values = [rf"\texttt{{{escape(operation)}}}" if first else "", escape(precision) if first else ""]
-            values += [str(batch), _time_text(cells, NUMPY, "resident")]
+        # the operation and precision head their rows, across the table (two columns fewer)
+        lines.append(rf"\multicolumn{{{ncols}}}{{l}}{{\texttt{{{escape(operation)}}}, {escape(precision)}}} \\")
+        for batch, cells in group.groupby("batch_size", sort=True):
+            values = [str(batch), _time_text(cells, NUMPY, "resident")]
             for framework in frameworks:
-                for variant in _variants_of(frame, framework):
-                    key = {"framework": framework, "operation": operation, "precision": precision}
-                    match = _lookup(speedups, **key, variant=variant, batch_size=batch)
-                    values += [_time_text(cells, framework, variant), _speedup_text(match)]
+                key = {"framework": framework, "operation": operation, "precision": precision}
+                match = _lookup(speedups, **key, variant=variant, batch_size=batch)
+                values += [_time_text(cells, framework, variant), _speedup_text(match)]
             lines.append(" & ".join(values) + r" \\")
         if index < len(groups) - 1:
             lines.append(r"\midrule")
@@ -116,12 +123,21 @@ def micro_table(frame: pd.DataFrame, speedups: pd.DataFrame) -> str:
     return "\n".join(lines) + "\n"
 
 
+def micro_label(variant: str) -> str:
+    """The LaTeX label of a variant's table: tab:micro for the resident one (the main table), tab:micro-<variant>
+    for the others."""
+    return "tab:micro" if variant == "resident" else f"tab:micro-{variant}"
+
+
 def _at_largest(row: Mapping[str, Any]) -> str:
+    """The speedup at the largest batch size over its CI, on two lines."""
     if not is_measured(row.get("speedup_at_largest")):
         return "---"
-    return (
-        rf"{number(row['speedup_at_largest'])}$\times$ {{\scriptsize[{number(row['ci_low_at_largest'])}, "
-        rf"{number(row['ci_high_at_largest'])}]}} at {int(row['largest_batch'])}"
+    return stacked(
+        rf"{number(row['speedup_at_largest'])}$\times$ at {int(row['largest_batch'])}",
+        rf"{{\scriptsize[{number(row['ci_low_at_largest'])}, {number(row['ci_high_at_largest'])}]}}",
+        align="l",
+        position="t",
     )
 
 
@@ -129,22 +145,36 @@ def _text(value: Any) -> str:
     return escape(value) if is_measured_text(value) else "---"
 
 
+def _wrapped(width: str) -> str:
+    """A column spec whose text wraps, left-aligned, at `width`."""
+    return rf">{{\raggedright\arraybackslash}}p{{{width}}}"
+
+
 def crossover_table(comparison: pd.DataFrame) -> str:
     """Our crossovers (with the speedup at the largest batch size) beside the reference's, the devices, and the
-    agreement (booktabs tabular)."""
-    lines = [
-        r"\begin{tabular}{l l l l l l l l l l l}",
-        r"\toprule",
-        r"\textbf{Framework} & \textbf{Op.} & \textbf{Prec.} & \textbf{Variant} & \textbf{Crossover} & "
-        r"\textbf{Speedup at largest BS} & \textbf{Device} & \textbf{Reference series} & \textbf{Ref.\ crossover} & "
-        r"\textbf{Ref.\ device} & \textbf{Agreement} \\",
-        r"\midrule",
+    agreement (booktabs tabular). Short framework names (`crossover_names` spells them out for the caption),
+    two-line headers and wrapping text columns keep its eleven columns within the page at 8 pt (nothing scaled)."""
+    header = [
+        stacked_header("Frame-", "work", align="l"),
+        r"\textbf{Op.}",
+        r"\textbf{Prec.}",
+        r"\textbf{Variant}",
+        stacked_header("Cross-", "over", align="l"),
+        stacked_header("Speedup at", "largest BS", align="l"),
+        r"\textbf{Device}",
+        stacked_header("Reference", "series", align="l"),
+        stacked_header("Ref.", "crossover", align="l"),
+        r"\textbf{Ref.\ device}",
+        r"\textbf{Agreement}",
     ]
+    text = _wrapped("1.25cm")
+    spec = f"l l l l {text} l {text} {_wrapped('1.5cm')} {_wrapped('1.5cm')} {_wrapped('1.9cm')} {_wrapped('1.7cm')}"
+    lines = [rf"\begin{{tabular}}{{{spec}}}", r"\toprule", " & ".join(header) + r" \\", r"\midrule"]
     for _, row in comparison.iterrows():
         measured = row["kind"] != "not measured"
         series = SERIES.get(row["reference"]) if is_measured_text(row["reference"]) else None
         values = [
-            escape(label(row["framework"])),
+            escape(short_label(row["framework"])),
             rf"\texttt{{{escape(row['operation'])}}}",
             _text(row["precision"]),
             escape(VARIANT_LABELS.get(row["variant"], row["variant"])) if measured else "---",
@@ -159,6 +189,14 @@ def crossover_table(comparison: pd.DataFrame) -> str:
         lines.append(" & ".join(values) + r" \\")
     lines += [r"\bottomrule", r"\end{tabular}"]
     return "\n".join(lines) + "\n"
+
+
+def crossover_names(comparison: pd.DataFrame) -> str:
+    """The caption's key to the crossover table's short framework names, e.g. " Framework: PT for PyTorch, ..."."""
+    frameworks = list(dict.fromkeys(comparison["framework"])) if not comparison.empty else []
+    if not frameworks:
+        return ""
+    return " Framework: " + ", ".join(f"{escape(short_label(f))} for {escape(label(f))}" for f in frameworks) + "."
 
 
 @dataclass
@@ -411,17 +449,29 @@ def _listed(rows: pd.DataFrame, several: bool, what) -> str:
     return _and([f"{_series_name(row, several)} {what(row)}".rstrip() for _, row in rows.iterrows()])
 
 
+def _tables_ref(frame: pd.DataFrame) -> str:
+    """ "Table~\\ref{tab:micro}", or all the variants' tables ("Tables~\\ref{tab:micro} and~\\ref{...}")."""
+    labels = [micro_label(variant) for variant in micro_variants(frame)]
+    if len(labels) == 1:
+        return f"Table~\\ref{{{labels[0]}}}"
+    refs = [f"\\ref{{{name}}}" for name in labels]
+    return "Tables~" + ", ".join(refs[:-1]) + " and~" + refs[-1]
+
+
 def _results(analysis: MicroAnalysis) -> str:
     """How many series cross over, which never do, and the range of speedups at the largest batch: only counts and
     numbers from the crossovers table."""
     crossovers = analysis.crossovers
     if crossovers.empty:
-        return "No framework besides NumPy was measured, so there is no speedup to report."
+        return (
+            "No framework besides NumPy was measured, so there is no speedup to report "
+            f"({_tables_ref(analysis.frame)} gives NumPy's times)."
+        )
     several = analysis.frame["precision"].nunique() > 1
     crossed = crossovers[crossovers["kind"] == "crossover"]
     text = (
         f"Of {plural(len(crossovers), 'speedup series', 'speedup series')} (framework, operation, "
-        f"{'precision, ' if several else ''}variant; Figure~\\ref{{fig:micro}}, Table~\\ref{{tab:micro}}), "
+        f"{'precision, ' if several else ''}variant; Figure~\\ref{{fig:micro}}, {_tables_ref(analysis.frame)}), "
         f"{len(crossed)} cross{'es' if len(crossed) == 1 else ''} over within the measured batch sizes"
     )
     if len(crossed):
@@ -555,14 +605,13 @@ def _comparison_text(analysis: MicroAnalysis) -> str:
 
 def _float(kind: str, caption: str, label_: str, body: str) -> list[str]:
     return [
-        rf"\begin{{{kind}*}}[t]",
+        rf"\begin{{{kind}*}}[tp]",
         r"\centering",
         rf"\caption{{{caption}}}",
         rf"\label{{{label_}}}",
         r"\footnotesize",
-        r"\begin{adjustbox}{max width=\textwidth}",
+        r"\setlength{\tabcolsep}{4pt}",  # with 8 pt text: the widest table fits the page unscaled
         body.rstrip(),
-        r"\end{adjustbox}",
         rf"\end{{{kind}*}}",
     ]
 
@@ -581,12 +630,18 @@ def _figure(figure: str) -> list[str]:
     ]
 
 
-def _micro_caption(frame: pd.DataFrame) -> str:
+def _micro_caption(frame: pd.DataFrame, variant: str = "resident") -> str:
+    if variant == "resident":
+        what = "inputs resident on the device"
+    elif variant == "transfer":
+        what = "with the host-to-device copy of the input batch included in every call"
+    else:
+        what = f"variant {escape(variant)}"
     caption = (
-        r"Micro-benchmarks: NumPy's median time per call and, per framework and variant (resident: inputs on the "
-        r"device; with copy: the host-to-device copy of the input batch included), its median time per call and "
-        r"speedup over NumPy [95\% CI]; bold: the CI lies above 1. failed$^\dagger$: the cell failed (its reason "
-        r"is in the suite's tidy table); ---: no cell, or no speedup because a cell of the pair failed."
+        rf"Micro-benchmarks, {what}: NumPy's median time per call (the baseline of every variant) and, per "
+        r"framework, its median time per call and speedup over NumPy [95\% CI]; bold: the CI lies above 1. "
+        r"failed$^\dagger$: the cell failed (its reason is in the suite's tidy table); ---: no cell, or no speedup "
+        r"because a cell of the pair failed."
     )
     if set(frame["precision"]) - {"fp32"}:
         caption += r" NumPy computes in float32 at every precision label."
@@ -620,13 +675,27 @@ def micro_section(analysis: MicroAnalysis | None, figure: str = "micro") -> str:
         "",
         *_figure(figure),
         "",
-        *_float("table", _micro_caption(analysis.frame), "tab:micro", micro_table(analysis.frame, analysis.speedups)),
+        *[
+            line
+            for variant in micro_variants(analysis.frame)
+            for line in _float(
+                "table",
+                _micro_caption(analysis.frame, variant),
+                micro_label(variant),
+                micro_table(analysis.frame, analysis.speedups, variant),
+            )
+        ],
         "",
         r"\paragraph{Results} " + _results(analysis),
         "",
         r"\paragraph{Published against reproduced} " + _comparison_text(analysis),
         "",
-        *_float("table", CROSSOVER_CAPTION, "tab:micro-crossover", crossover_table(analysis.comparison)),
+        *_float(
+            "table",
+            CROSSOVER_CAPTION + crossover_names(analysis.comparison),
+            "tab:micro-crossover",
+            crossover_table(analysis.comparison),
+        ),
     ]
     return "\n".join(body) + "\n"
 

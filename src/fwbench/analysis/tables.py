@@ -15,6 +15,18 @@ FAILED = r"failed$^\dagger$"
 DEVIATION_MARK = r"$^{d}$"
 
 
+def stacked(*lines: str, align: str = "c", position: str = "b") -> str:
+    """A table cell of several lines (a header "RSS max (MB)" as "RSS max" over "(MB)"), aligned `align` (l, c, r):
+    tables stay narrow enough for 8 pt without scaling. `position` "b" (a header) puts the last line on the row's
+    baseline, "t" (a body cell) the first."""
+    return rf"\begin{{tabular}}[{position}]{{@{{}}{align}@{{}}}}" + r" \\ ".join(lines) + r"\end{tabular}"
+
+
+def stacked_header(*lines: str, align: str = "r") -> str:
+    """A bold header of several lines (`stacked`)."""
+    return r"\textbf{" + stacked(*lines, align=align) + "}"
+
+
 def _cell(frame: pd.DataFrame, framework: str, column: str, digits: int = 3) -> str:
     if frame.empty or framework not in set(frame["framework"]):
         return "---"
@@ -61,41 +73,171 @@ def _ratio_cell(ratios: pd.DataFrame, framework: str, model: str, precision: str
     return _ratio(match.iloc[0]) if not match.empty else "---"
 
 
-def inference_table(frame: pd.DataFrame, frameworks: list[str], ratios: pd.DataFrame) -> str:
-    """Throughput, median latency and compile time per model and batch size, frameworks side by side (in the
-    config's order), with one ratio column per framework against PyTorch when the study has PyTorch."""
-    compared = [f for f in frameworks if f != BASELINE] if BASELINE in frameworks else []
-    compiled = compiled_frameworks(frame, frameworks)
-    # Beyond two frameworks the full names would make the scaled-down table unreadably small (the caption spells
-    # the short names out).
-    name = label if len(frameworks) <= 2 else short_label
-    columns = ["Model", "Prec.", "BS"]
-    columns += [f"{name(f)} img/s" for f in frameworks]
-    columns += [f"{short_label(f)}/{short_label(BASELINE)} [95% CI]" for f in compared]
-    columns += [f"{name(f)} p50 ms" for f in frameworks]
-    show_mfu = "mfu" in frame
-    columns += [f"{name(f)} MFU %" for f in frameworks] if show_mfu else []
-    columns += [f"{short_label(f)} compile s" for f in compiled]
-    lines = [
-        r"\begin{tabular}{ll r " + "r" * (len(columns) - 3) + "}",
-        r"\toprule",
-        " & ".join(rf"\textbf{{{escape(c)}}}" for c in columns) + r" \\",
-        r"\midrule",
-    ]
+def _framework_names(frameworks: list[str]) -> tuple[Any, str]:
+    """How the inference tables name the frameworks in their headers, and the caption's words for it: the full
+    names with up to two frameworks; beyond, the short names (PT, JAX, TF), spelt out in the caption, so that
+    every column stays readable at the table's 8 pt."""
+    if len(frameworks) <= 2:
+        return label, ""
+    spelt = ", ".join(f"{short_label(f)} for {label(f)}" for f in frameworks)
+    return short_label, f" The columns name the frameworks {spelt}."
+
+
+def _inference_rows(frame: pd.DataFrame, row: Any) -> list[str]:
+    """The body of an inference tabular: one line per model, precision and batch size, `row(cells, model,
+    precision, batch)` giving its values after the first three; a rule between model/precision groups."""
+    lines = []
     groups = list(frame.groupby(["model", "precision"], sort=True))
     for index, ((model, precision), group) in enumerate(groups):
         for row_index, (batch, cells) in enumerate(group.groupby("batch_size", sort=True)):
             values = [escape(model) if row_index == 0 else "", escape(precision) if row_index == 0 else "", str(batch)]
-            values += [_cell(cells, f, "throughput_img_s") for f in frameworks]
-            values += [_ratio_cell(ratios, f, model, precision, batch) for f in compared]
-            values += [_cell(cells, f, "latency_p50_ms") for f in frameworks]
-            if show_mfu:
-                values += [_cell(cells.assign(mfu=cells["mfu"] * 100), f, "mfu", 2) for f in frameworks]
-            values += [_cell(cells, f, "compile_s") for f in compiled]
+            values += row(cells, model, precision, batch)
             lines.append(" & ".join(values) + r" \\")
         if index < len(groups) - 1:
             lines.append(r"\midrule")
-    lines += [r"\bottomrule", r"\end{tabular}"]
+    return lines
+
+
+def _tabular(groups: list[tuple[str, list[str]]], body: list[str]) -> str:
+    """An inference tabular: Model, Prec., BS, then each group's columns under its title (a frameworks' name per
+    column, e.g. "Throughput (img/s)" over PT, JAX, TF), so that each column is only as wide as its numbers."""
+    groups = [(title, columns) for title, columns in groups if columns]
+    titles, rules, names, position = ["", "", ""], [], [], 4
+    for title, columns in groups:
+        titles.append(rf"\multicolumn{{{len(columns)}}}{{c}}{{\textbf{{{escape(title)}}}}}")
+        rules.append(rf"\cmidrule(lr){{{position}-{position + len(columns) - 1}}}")
+        names += columns
+        position += len(columns)
+    lines = [
+        r"\begin{tabular}{ll r " + "r" * len(names) + "}",
+        r"\toprule",
+        " & ".join(titles) + r" \\",
+        "".join(rules),
+        " & ".join(rf"\textbf{{{escape(c)}}}" for c in ["Model", "Prec.", "BS", *names]) + r" \\",
+        r"\midrule",
+        *body,
+        r"\bottomrule",
+        r"\end{tabular}",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def throughput_table(frame: pd.DataFrame, frameworks: list[str], ratios: pd.DataFrame) -> str:
+    """The tabular of Table tab:inference: throughput per model, precision and batch size, frameworks side by side
+    (in the config's order), then one ratio column per framework against PyTorch when the study has PyTorch."""
+    compared = [f for f in frameworks if f != BASELINE] if BASELINE in frameworks else []
+    name, _ = _framework_names(frameworks)
+    groups = [
+        ("Throughput (img/s)", [name(f) for f in frameworks]),
+        (f"Ratio to {short_label(BASELINE)} [95% CI]", [f"{short_label(f)}/{short_label(BASELINE)}" for f in compared]),
+    ]
+
+    def row(cells: pd.DataFrame, model: str, precision: str, batch: int) -> list[str]:
+        values = [_cell(cells, f, "throughput_img_s") for f in frameworks]
+        return values + [_ratio_cell(ratios, f, model, precision, batch) for f in compared]
+
+    return _tabular(groups, _inference_rows(frame, row))
+
+
+def latency_table(frame: pd.DataFrame, frameworks: list[str]) -> str:
+    """The tabular of Table tab:inference-latency: median latency, model FLOP utilisation (when the tidy table has
+    it) and the compile time of each framework that compiles, per model, precision and batch size."""
+    compiled = compiled_frameworks(frame, frameworks)
+    name, _ = _framework_names(frameworks)
+    show_mfu = "mfu" in frame
+    groups = [
+        ("p50 latency (ms)", [name(f) for f in frameworks]),
+        ("MFU (%)", [name(f) for f in frameworks] if show_mfu else []),
+        ("Compile (s)", [name(f) for f in compiled]),
+    ]
+
+    def row(cells: pd.DataFrame, model: str, precision: str, batch: int) -> list[str]:
+        values = [_cell(cells, f, "latency_p50_ms") for f in frameworks]
+        if show_mfu:
+            values += [_cell(cells.assign(mfu=cells["mfu"] * 100), f, "mfu", 2) for f in frameworks]
+        return values + [_cell(cells, f, "compile_s") for f in compiled]
+
+    return _tabular(groups, _inference_rows(frame, row))
+
+
+RATIO_NOTES = (
+    r" Ratios in bold are resolved (the paired CI over interleaved rounds excludes 1); $^w$: the CI comes from within "
+    r"one process only (one trial), $^u$: from trials not interleaved; neither can resolve a ratio."
+)
+CELL_NOTES = (
+    r" $^n$: noisy (IQR $>$ 10\% of the median); $^c$: the CI target was not reached; $^s$: a GPU cell whose "
+    r"comparable settings (GPU model, TF32 in effect, dtype, CUDA major version) differ from its partner in another "
+    r"framework (\fwbNumSettingsDiffer{} cells; details in \texttt{inference.csv}); $^{d}$: on a throughput, the "
+    r"cell ran with a workaround from the fallback ladder"
+)
+DEVIATING_RATIO_NOTE = (
+    r"; on a ratio, its two cells ran with different workarounds, and the ratio is left out of the summary figures "
+    r"in the text (\fwbNumPairsDeviating{} ratios; \fwbNumPairsExcludedDeviating{} left out)"
+)
+
+
+def _latency_contents(frame: pd.DataFrame, frameworks: list[str]) -> str:
+    """What the latency table holds, in words (its caption's and the throughput caption's pointer to it)."""
+    parts = ["median latency (p50 of the timed steps, ms)"]
+    if "mfu" in frame:
+        parts.append("model FLOP utilisation (MFU, % of the measured peak at the cell's precision)")
+    compiled = compiled_frameworks(frame, frameworks)
+    if compiled:
+        who = label(compiled[0]) if len(compiled) == 1 else "each framework that compiles"
+        parts.append(f"the compile time (s) of {who}")
+    return escape(", ".join(parts[:-1]) + " and " + parts[-1] if len(parts) > 1 else parts[0])
+
+
+def _throughput_caption(frame: pd.DataFrame, frameworks: list[str], names: str) -> str:
+    with_ratios = BASELINE in frameworks and len(frameworks) > 1
+    head = r"Inference throughput (img/s, batch size over the median step)"
+    head += r" and each framework's throughput ratio to PyTorch (PT) with its 95\% CI." if with_ratios else "."
+    return (
+        head
+        + names
+        + (RATIO_NOTES if with_ratios else "")
+        + CELL_NOTES
+        + (DEVIATING_RATIO_NOTE if with_ratios else "")
+        + r"; $^\dagger$: the cell failed; both see Section~\ref{sec:failures}. Table~\ref{tab:inference-latency} "
+        + f"gives the same cells' {_latency_contents(frame, frameworks)}."
+    )
+
+
+def _latency_caption(frame: pd.DataFrame, frameworks: list[str], names: str) -> str:
+    return (
+        f"Inference: {_latency_contents(frame, frameworks)}, for the cells of Table~\\ref{{tab:inference}}.{names} "
+        r"$^\dagger$: the cell failed (Section~\ref{sec:failures})."
+    )
+
+
+def _table_float(caption: str, label_: str, tabular: str) -> list[str]:
+    # [tp]: a page top, or a page of floats; with the paper's many full-width tables, top-only placement holds the
+    # single-column figures back for pages.
+    return [
+        r"\begin{table*}[tp]",
+        r"\centering",
+        rf"\caption{{{caption}}}",
+        rf"\label{{{label_}}}",
+        r"\footnotesize",
+        tabular.rstrip(),
+        r"\end{table*}",
+    ]
+
+
+def inference_table(frame: pd.DataFrame, frameworks: list[str], ratios: pd.DataFrame) -> str:
+    """The paper's inference tables, two full-width floats at 8 pt with nothing scaled: throughput with the ratios
+    to PyTorch (Table tab:inference, `throughput_table`), then median latency, MFU and compile time (Table
+    tab:inference-latency, `latency_table`), each caption explaining exactly its own marks."""
+    _, names = _framework_names(frameworks)
+    lines = [
+        *_table_float(
+            _throughput_caption(frame, frameworks, names), "tab:inference", throughput_table(frame, frameworks, ratios)
+        ),
+        "",
+        *_table_float(
+            _latency_caption(frame, frameworks, names), "tab:inference-latency", latency_table(frame, frameworks)
+        ),
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -187,15 +329,21 @@ def _shorten(text: Any, limit: int = 200) -> str:
     return escape(text if len(text) <= limit else text[: limit - 3].rstrip() + "...")
 
 
+# A reason spans the table's eight columns, indented, as wide as the page allows.
+REASON_ROW = r"\multicolumn{8}{@{\hspace{\tabcolsep}\quad}p{\dimexpr\textwidth-2\tabcolsep-1em\relax}}"
+
+
 def deviations_table(cells: pd.DataFrame) -> str:
     """The tabular of every failed or deviating cell (see `failures_table`)."""
     listed = cells[(cells["status"] != "ok") | _deviating(cells)]
     listed = listed.sort_values(["suite", "model", "precision", "batch_size", "framework"], kind="stable")
+    # Eight columns, each cell's reason on a row of its own across the table: the table fits the page at 8 pt.
     lines = [
-        r"\begin{tabular}{l l l l r l l l p{8cm}}",
+        r"\begin{tabular}{l l l l r l l >{\raggedright\arraybackslash}p{3.5cm}}",
         r"\toprule",
         r"\textbf{Suite} & \textbf{Framework} & \textbf{Model} & \textbf{Prec.} & \textbf{BS} & \textbf{Status} & "
-        r"\textbf{Failure kind} & \textbf{Workaround} & \textbf{Reason} \\",
+        r"\textbf{Failure kind} & \textbf{Workaround} \\",
+        r"\multicolumn{8}{l}{\textbf{Reason}} \\",
         r"\midrule",
     ]
     for _, row in listed.iterrows():
@@ -212,9 +360,20 @@ def deviations_table(cells: pd.DataFrame) -> str:
             status, workaround = r"ok$^{d}$", _names(row["deviations"])
             kind = _names(row["deviation_first_failure"])  # one kind per workaround, in the order they applied
             reason = _shorten(row["deviation_detail"], 300)
-        lines.append(f"{head} & {status} & {kind} & {workaround} & \\footnotesize {reason} \\\\")
+        lines.append(f"{head} & {status} & {kind} & {workaround} \\\\ {REASON_ROW}{{{reason}}} \\\\[2pt]")
     lines += [r"\bottomrule", r"\end{tabular}"]
     return "\n".join(lines) + "\n"
+
+
+def _framework_order(framework: str) -> tuple[int, str]:
+    order = list(FRAMEWORK_LABELS)
+    return (order.index(framework) if framework in order else len(order), framework)
+
+
+def _short_names(frameworks: list[str]) -> str:
+    """The caption's key to short framework names, e.g. "Frameworks: PT PyTorch, JAX JAX/Flax." after a space."""
+    names = [f"{escape(short_label(f))} {escape(label(f))}" for f in frameworks if short_label(f) != label(f)]
+    return f" Frameworks: {', '.join(names)}." if names else ""
 
 
 def largest_batch_table(frame: pd.DataFrame) -> str:
@@ -240,13 +399,21 @@ def largest_batch_table(frame: pd.DataFrame) -> str:
         r"\begin{table}[t]",
         r"\centering",
         r"\caption{Largest batch size that fit: the largest batch size whose inference cell succeeded and the "
-        r"smallest that ran out of device or host memory (never worked around: the batch size is an axis).}",
+        r"smallest that ran out of device or host memory (never worked around: the batch size is an axis)."
+        + _short_names(sorted(set(cells["framework"]), key=_framework_order))
+        + "}",
         r"\label{tab:largest_batch}",
         r"\footnotesize",
-        r"\begin{adjustbox}{max width=\columnwidth}",
+        r"\setlength{\tabcolsep}{4pt}",  # with the longest model name, the table fits its column at 8 pt
         r"\begin{tabular}{l l l r l}",
         r"\toprule",
-        r"\textbf{Model} & \textbf{Prec.} & \textbf{Framework} & \textbf{Largest OK} & \textbf{Smallest OOM} \\",
+        r"\textbf{Model} & \textbf{Prec.} & "
+        + stacked_header("Frame-", "work", align="l")
+        + " & "
+        + stacked_header("Largest", "OK")
+        + " & "
+        + stacked_header("Smallest", "OOM", align="l")
+        + r" \\",
         r"\midrule",
     ]
     for (model, precision, framework), group in cells.groupby(["model", "precision", "framework"], sort=True):
@@ -257,9 +424,11 @@ def largest_batch_table(frame: pd.DataFrame) -> str:
         if not out.empty:
             first = out.iloc[0]
             smallest = f"{int(first['batch_size'])} ({'device' if first['failure_kind'] == 'device_oom' else 'host'})"
-        label = FRAMEWORK_LABELS.get(framework, framework)
-        lines.append(f"{escape(model)} & {escape(precision)} & {escape(label)} & {largest} & {smallest} \\\\")
-    lines += [r"\bottomrule", r"\end{tabular}", r"\end{adjustbox}", r"\end{table}"]
+        # short framework names (the caption spells them out): the table fits its column at 8 pt
+        lines.append(
+            f"{escape(model)} & {escape(precision)} & {escape(short_label(framework))} & {largest} & {smallest} \\\\"
+        )
+    lines += [r"\bottomrule", r"\end{tabular}", r"\end{table}"]
     return "\n".join(lines) + "\n"
 
 
@@ -286,9 +455,7 @@ def failures_table(frame: pd.DataFrame, training: pd.DataFrame | None = None) ->
         r"of the failure that made it apply and why it applied).}",
         r"\label{tab:failures}",
         r"\footnotesize",
-        r"\begin{adjustbox}{max width=\textwidth}",
         deviations_table(cells).rstrip(),
-        r"\end{adjustbox}",
         r"\end{table*}",
         "",
     ]

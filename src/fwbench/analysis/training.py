@@ -24,6 +24,7 @@ from fwbench.analysis.latex import (
     short_label,
 )
 from fwbench.analysis.partners import deviations_differ, failure_columns, flag_deviations
+from fwbench.analysis.tables import stacked_header
 from fwbench.analysis.training_reference import comparison_section
 from fwbench.io import atomic_write_text
 
@@ -174,16 +175,58 @@ def write_training_tables(paths: Iterable[str | Path], epochs_csv: str | Path, s
     atomic_write_text(step0_csv, step0_agreement(frame).to_csv(index=False))
 
 
-def training_table(frame: pd.DataFrame) -> str:
-    """Model x framework x batch size: time/epoch, steady img/s, final train loss, top-1/5, energy, memory,
-    data-wait, time to the target top-1."""
+# The two training tables' columns after Model, Framework and Batch: time and cost (tab:training), then loss and
+# accuracy (tab:training-accuracy). Split in two, each fits the page at 8 pt with nothing scaled.
+TRAINING_PARTS = {
+    "time": [
+        r"\textbf{s/epoch}",
+        r"\textbf{img/s}",
+        stacked_header("Compile", "(s)"),
+        r"\textbf{J/epoch}",
+        stacked_header("RSS max", "(MB)"),
+        stacked_header("To target", "(s)"),
+    ],
+    "accuracy": [
+        r"\textbf{Loss}",
+        r"\textbf{Top-1}",
+        r"\textbf{Top-5}",
+        r"\textbf{Top-1$^r$}",
+        r"\textbf{Top-1$^b$}",
+    ],
+}
+
+
+def _training_values(ok: pd.DataFrame, part: str) -> list[str]:
+    last = ok.sort_values("epoch").iloc[-1]
+    if part == "accuracy":
+        return [
+            number(last["train_loss"]),
+            f"{number(100 * last['top1'])}\\%",
+            f"{number(100 * last['top5'])}\\%",
+            _percent(last.get("top1_running_statistics")),
+            _percent(last.get("top1_batch_statistics")),
+        ]
+    wait = r"$^w$" if (ok["data_wait_frac"] > 0.05).any() else ""
+    energy = number(ok["energy_j"].mean()) if ok["energy_j"].notna().any() else "---"
+    return [
+        number(ok["time_s"].mean()),
+        f"{number(ok['img_s'].iloc[-1])}{wait}",
+        number(ok["compile_s"].iloc[0]),
+        energy,
+        number(last["rss_max_mb"]),
+        number(last["time_to_target_s"]),
+    ]
+
+
+def training_table(frame: pd.DataFrame, part: str = "time") -> str:
+    """Model x framework x batch size, `part` "time": time/epoch, steady img/s (data-wait marked), compile time,
+    energy, memory and time to the target top-1; "accuracy": final train loss and top-1/5 (with the running and
+    the batch statistics)."""
+    columns = TRAINING_PARTS[part]
     lines = [
-        r"\begin{tabular}{l l r r r r r r r r r r r r}",
+        r"\begin{tabular}{l l r " + "r " * len(columns) + "}",
         r"\toprule",
-        r"\textbf{Model} & \textbf{Framework} & \textbf{Batch} & \textbf{s/epoch} & \textbf{img/s} & "
-        r"\textbf{Compile (s)} & \textbf{Loss} & \textbf{Top-1} & \textbf{Top-5} & \textbf{Top-1$^r$} & "
-        r"\textbf{Top-1$^b$} & \textbf{J/epoch} & "
-        r"\textbf{RSS max (MB)} & \textbf{To target (s)} \\",
+        r"\textbf{Model} & \textbf{Framework} & \textbf{Batch} & " + " & ".join(columns) + r" \\",
         r"\midrule",
     ]
     for (model, framework, batch), group in frame.groupby(["model", "framework", "batch_size"], sort=True):
@@ -194,18 +237,9 @@ def training_table(frame: pd.DataFrame) -> str:
             kind = group["failure_kind"].iloc[0] if "failure_kind" in group else None
             failed = f"failed ({escape(kind)})" if _present(kind) else "failed"
             reason = escape(str(group["reason"].iloc[0])[:60])
-            lines.append(rf"{head} & \multicolumn{{11}}{{l}}{{{failed}: {reason}}} \\")
+            lines.append(rf"{head} & \multicolumn{{{len(columns)}}}{{l}}{{{failed}: {reason}}} \\")
             continue
-        last = ok.sort_values("epoch").iloc[-1]
-        wait = r"$^w$" if (ok["data_wait_frac"] > 0.05).any() else ""
-        energy = number(ok["energy_j"].mean()) if ok["energy_j"].notna().any() else "---"
-        lines.append(
-            f"{head} & {number(ok['time_s'].mean())} & {number(ok['img_s'].iloc[-1])}{wait} & "
-            f"{number(ok['compile_s'].iloc[0])} & {number(last['train_loss'])} & {number(100 * last['top1'])}\\% & "
-            f"{number(100 * last['top5'])}\\% & {_percent(last.get('top1_running_statistics'))} & "
-            f"{_percent(last.get('top1_batch_statistics'))} & {energy} & "
-            f"{number(last['rss_max_mb'])} & {number(last['time_to_target_s'])} \\\\"
-        )
+        lines.append(f"{head} & " + " & ".join(_training_values(ok, part)) + r" \\")
     lines += [r"\bottomrule", r"\end{tabular}"]
     return "\n".join(lines) + "\n"
 
@@ -215,15 +249,27 @@ def step0_table(agreement: pd.DataFrame) -> str:
     compared (with one, the table is the two-framework table it always was)."""
     frameworks = list(dict.fromkeys(agreement.apply(agreement_framework, axis=1)))
     several = len(frameworks) > 1
-    final = "Final top-1 (framework/PyTorch)" if several else f"Final top-1 {short_label(frameworks[0])}/PyTorch"
+    final = (
+        stacked_header("Final top-1", "framework/", "PyTorch")
+        if several
+        else stacked_header("Final top-1", f"{short_label(frameworks[0])}/PyTorch")
+    )
     lines = [
         r"\begin{tabular}{l l r " + ("l " if several else "") + "r r r r r r}",
         r"\toprule",
         r"\textbf{Model} & \textbf{Prec.} & \textbf{Batch} & "
         + (r"\textbf{Framework} & " if several else "")
-        + r"\textbf{Loss (PyTorch)} & \textbf{$\Delta$ loss} & "
-        r"\textbf{$\Delta$ loss after step} & \textbf{PyTorch fp32 vs fp64} & \textbf{$\Delta$ grad norm} & "
-        rf"\textbf{{{final}}} \\",
+        + " & ".join(
+            [
+                stacked_header("Loss", "(PyTorch)"),
+                r"\textbf{$\Delta$ loss}",
+                stacked_header(r"$\Delta$ loss", "after step"),
+                stacked_header("PyTorch fp32", "vs fp64"),
+                stacked_header(r"$\Delta$ grad", "norm"),
+                final,
+            ]
+        )
+        + r" \\",
         r"\midrule",
     ]
     for _, row in agreement.iterrows():
@@ -527,7 +573,9 @@ def training_section(
         "cross-entropy, Adam with identical hyperparameters "
         f"and the same learning rate at every step (computed once and passed to {'both' if two else 'each'}). "
         f"{defs['fwbNumTrainOk']} of {defs['fwbNumTrainCells']} training cells completed "
-        f"{defs['fwbTrainEpochs']} epochs ({defs['fwbTrainTime']}~s of training in all). "
+        f"{defs['fwbTrainEpochs']} epochs ({defs['fwbTrainTime']}~s of training in all); Tables~\\ref{{tab:training}} "
+        "and~\\ref{tab:training-accuracy} give each cell's time, cost, loss and accuracy, and Fig.~\\ref{fig:training} "
+        "its loss and accuracy curves. "
         "On the first batch, with dropout and stochastic depth off, each framework records its loss, gradient norm "
         "and the loss after one optimiser step (Table~\\ref{tab:step0}); the largest relative difference of the "
         f"loss after the step is {defs['fwbStepZeroMaxDiff']}{_by_framework(defs, compared, 'step zero max diff')}. "
@@ -554,31 +602,38 @@ def training_section(
         "",
         *_curves_figure(wide=frame["model"].nunique() > 2),
         "",
-        r"\begin{table*}[t]",
+        r"\begin{table*}[tp]",
         r"\centering",
-        r"\caption{Training: mean time per epoch, steady-state img/s of the last epoch, compile time, final "
-        r"training loss, validation top-1/top-5 (eval mode, as inference runs, with the BatchNorm statistics the "
-        r"recipe delivers: recalibrated where it recalibrates), top-1$^r$ with the running statistics training left "
-        r"behind, top-1$^b$ with each batch's own statistics (a diagnostic: where it is far above top-1$^r$, the "
-        r"running statistics have not caught up with the weights), energy per epoch, peak host memory and time to "
-        r"the target top-1 (training plus recalibration). $^{d}$: the cell ran with a workaround from the fallback "
-        r"ladder (Section~\ref{sec:failures}).}",
+        r"\caption{Training time and cost: mean time per epoch, steady-state img/s of the last epoch ($^w$: the "
+        r"cell spent more than 5\% of its step time waiting for data), compile time, energy per epoch, peak host "
+        r"memory and time to the target top-1 (training plus recalibration). $^{d}$: the cell ran with a workaround "
+        r"from the fallback ladder (Section~\ref{sec:failures}). Loss and accuracy: "
+        r"Table~\ref{tab:training-accuracy}.}",
         r"\label{tab:training}",
         r"\footnotesize",
-        r"\begin{adjustbox}{max width=\textwidth}",
-        training_table(frame).rstrip(),
-        r"\end{adjustbox}",
+        training_table(frame, "time").rstrip(),
+        r"\end{table*}",
+        "",
+        r"\begin{table*}[tp]",
+        r"\centering",
+        r"\caption{Training loss and accuracy: final training loss, validation top-1/top-5 (eval mode, as "
+        r"inference runs, with the BatchNorm statistics the recipe delivers: recalibrated where it recalibrates), "
+        r"top-1$^r$ with the running statistics training left behind, top-1$^b$ with each batch's own statistics (a "
+        r"diagnostic: where it is far above top-1$^r$, the running statistics have not caught up with the weights). "
+        r"$^{d}$: the cell ran with a workaround from the fallback ladder (Section~\ref{sec:failures}).}",
+        r"\label{tab:training-accuracy}",
+        r"\footnotesize",
+        training_table(frame, "accuracy").rstrip(),
         r"\end{table*}",
         "",
         *([comparison_section(frame, published).rstrip(), ""] if published is not None else []),
-        r"\begin{table*}[t]",
+        r"\begin{table*}[tp]",
         r"\centering",
         _step0_caption(compared or others(frameworks)),
         r"\label{tab:step0}",
         r"\footnotesize",
-        r"\begin{adjustbox}{max width=\textwidth}",
+        r"\setlength{\tabcolsep}{4pt}",  # with 8 pt text: ten columns fit the page unscaled
         step0_table(agreement).rstrip() if not agreement.empty else _no_pairs_text(frameworks),
-        r"\end{adjustbox}",
         r"\end{table*}",
     ]
     return "\n".join(body) + "\n"

@@ -13,6 +13,7 @@ from fwbench.backends.base import Backend
 from fwbench.data.inputs import batch_of, normalize
 from fwbench.data.store import load_split
 from fwbench.grid import Cell
+from fwbench.operations import digest
 from fwbench.trackers.energy import energy_meter, idle_baseline
 from fwbench.trackers.latency import (
     DEVICE_PASS_ITERS,
@@ -90,6 +91,9 @@ def run(
             raise ValueError(f"dataset resolution {images.shape[1]} != cell image_size {cell.image_size}")
         buffers, cold = input_buffers(backend, images, cell.batch_size, bool(settings.get("cold_inputs", False)))
         inputs = buffers[0]
+        # The bytes every framework's first (warm) batch is made from, before any layout or device transfer: equal
+        # across the frameworks' cells of a model and batch size when their inputs are identical (fairness ledger).
+        input_sha256 = digest(normalize(batch_of(images, cell.batch_size)))
         rss_loaded = rss_mb()
         if isinstance(gpu, NvmlDevice):
             # The same point for every framework: weights and inputs on the device (each holds its CUDA context),
@@ -215,6 +219,7 @@ def run(
         "device_memory": device_memory,
         "energy": energy,
         "isolation": isolation,
+        "input_sha256": input_sha256,
         "logits_checksum": float(np.float64(logits.astype(np.float64).sum())),
         "missing": missing,
         # Where this process's scenario time went (the worker adds start-up and imports): building the model and

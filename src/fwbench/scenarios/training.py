@@ -26,6 +26,7 @@ from fwbench.data.loader import Loader, pad_rows, to_layout
 from fwbench.data.store import load_split
 from fwbench.grid import Cell
 from fwbench.io import atomic_write_json, read_json
+from fwbench.operations import digest
 from fwbench.scenarios.inference import load_weights
 from fwbench.trackers.energy import energy_meter, idle_baseline
 from fwbench.trackers.memory import LOAD_INTERVAL_S, TIMED_INTERVAL_S, RssSampler, peak_rss_mb, rss_mb
@@ -320,6 +321,9 @@ def run(
         "step0": step0,
         "recipe": recipe.describe(),
         "steps_per_epoch": steps_per_epoch,
+        # Every epoch's order (the permutation drawn from the seed and the epoch): equal across the frameworks' cells
+        # when they were fed the same batches in the same order (fairness ledger).
+        "loader_order_sha256": digest(np.concatenate([loader.order(e) for e in range(recipe.epochs)])),
         "num_classes": num_classes,
         "compile_breakdown_s": compile_breakdown,
         "compile_wall_s": compile_wall_s,

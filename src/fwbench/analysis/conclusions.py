@@ -1,0 +1,263 @@
+"""Conclusions and limitations, generated: every sentence is chosen from the results and carries its uncertainty.
+
+A reader should not meet "JAX is faster" where the data say "faster in 2 of 10 pairs, slower in 4, the median ratio
+1.02 [0.64, 1.39]". So the summary counts resolved pairs each way, gives the median ratio with a bootstrap interval
+over the pairs, names the largest resolved difference with its paired CI, and states the training comparison
+(step-0 agreement, time per epoch, time to the target accuracy) as measured. The limitations paragraph lists what
+this study lacked, read from the same results: the device, the number of trials, the resolution, the data, missing
+energy or memory with the recorded reason, failed and noisy cells, and how far published figures could be compared.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from fwbench.analysis.latex import escape, join_words, label, number, ordered_frameworks, ratio_label
+from fwbench.analysis.macros import summary_ratios
+from fwbench.analysis.published import summary_sentence as published_sentence
+from fwbench.analysis.published import training_times
+
+BASELINE = "torch"
+BOOTSTRAP_SAMPLES = 10_000
+BOOTSTRAP_SEED = 0
+REFERENCE_RESOLUTION = 224  # torchvision's and the published studies' input size
+
+
+def median_ci(ratios: np.ndarray, samples: int = BOOTSTRAP_SAMPLES, seed: int = BOOTSTRAP_SEED) -> tuple[float, float]:
+    """Percentile 95% bootstrap interval of the median ratio, resampling the pairs (the study's model and batch-size
+    configurations are what varies); medians are taken on the log scale, as ratios are multiplicative."""
+    logs = np.log(np.asarray(ratios, dtype=float))
+    if len(logs) < 2:
+        return float("nan"), float("nan")
+    draws = np.random.default_rng(seed).choice(logs, size=(samples, len(logs)), replace=True)
+    lo, hi = np.percentile(np.median(draws, axis=1), [2.5, 97.5])
+    return float(np.exp(lo)), float(np.exp(hi))
+
+
+def _plural(count: int, word: str, plural: str | None = None) -> str:
+    return f"{count} {word if count == 1 else (plural or word + 's')}"
+
+
+def _resolved(ratios: pd.DataFrame) -> pd.Series:
+    return (ratios["resolved"].astype(str) == "True") & (ratios["ci_scope"] == "paired_rounds")
+
+
+def inference_sentences(ratios: pd.DataFrame, frameworks: list[str]) -> list[str]:
+    """Per framework against PyTorch: resolved pairs each way, the median ratio with its bootstrap CI, the largest
+    resolved difference, and how the direction depends on the batch size where it does."""
+    sentences = []
+    for framework in [f for f in ordered_frameworks(frameworks) if f != BASELINE]:
+        mine = ratios[ratios["numerator"] == framework] if "numerator" in ratios else ratios
+        mine = mine.dropna(subset=["ratio"])
+        name = label(framework)
+        if mine.empty:
+            sentences.append(f"{name} has no ratio to PyTorch in this study.")
+            continue
+        resolved = _resolved(mine)
+        faster = int((resolved & (mine["ci_low"] > 1)).sum())
+        slower = int((resolved & (mine["ci_high"] < 1)).sum())
+        median = float(np.exp(np.median(np.log(mine["ratio"]))))
+        lo, hi = median_ci(mine["ratio"].to_numpy())
+        interval = f" [{number(lo)}, {number(hi)}]" if np.isfinite(lo) else " (one pair: no interval)"
+        text = (
+            f"{name} was faster than PyTorch in {faster} and slower in {slower} of "
+            f"{_plural(len(mine), 'model and batch-size pair')} ({int(resolved.sum())} resolved by their paired 95\\% "
+            f"CI); the median {ratio_label(framework)} throughput ratio is {number(median)}{interval} (bootstrap over "
+            "the pairs)"
+        )
+        if resolved.any():
+            strongest = mine[resolved].loc[(np.log(mine[resolved]["ratio"])).abs().idxmax()]
+            text += (
+                f", and the largest resolved difference is {number(strongest['ratio'])} "
+                f"[{number(strongest['ci_low'])}, {number(strongest['ci_high'])}] on {escape(strongest['model'])} at "
+                f"batch {int(strongest['batch_size'])}"
+            )
+        sentences.append(text + "." + _batch_pattern(mine, name))
+    return sentences
+
+
+def _batch_pattern(ratios: pd.DataFrame, name: str) -> str:
+    """Where the resolved direction differs between batch sizes, one sentence saying how."""
+    resolved = _resolved(ratios)
+    parts, directions = [], set()
+    for batch, group in ratios.groupby("batch_size"):
+        r = resolved.loc[group.index]
+        faster, slower = int((r & (group["ci_low"] > 1)).sum()), int((r & (group["ci_high"] < 1)).sum())
+        parts.append(f"at batch {int(batch)} faster in {faster} and slower in {slower} of {len(group)}")
+        if faster > slower:
+            directions.add("faster")
+        elif slower > faster:
+            directions.add("slower")
+    if len(directions) < 2:
+        return ""
+    return f" The direction depends on the batch size: {escape(name)} was " + "; ".join(parts) + "."
+
+
+def training_sentences(epochs: pd.DataFrame | None, agreement: pd.DataFrame | None, target: float | None) -> list[str]:
+    """Step-0 agreement, time per epoch against PyTorch, and the time to the target accuracy, per trained model."""
+    if epochs is None or epochs.empty:
+        return ["The study trained no model."]
+    sentences = []
+    if agreement is not None and not agreement.empty and "rel_diff_loss_after_step" in agreement:
+        worst = agreement["rel_diff_loss_after_step"].astype(float).max()
+        flagged = int((agreement.get("flagged", pd.Series(dtype=str)).astype(str) == "True").sum())
+        sentences.append(
+            f"After one identical training step from the same weights on the same batch, the frameworks' losses "
+            f"agree to {worst:.1e} (largest relative difference to PyTorch over "
+            f"{_plural(len(agreement), 'comparison')}; {flagged} flagged)."
+        )
+    last = epochs.sort_values("epoch").groupby(["framework", "model", "precision", "batch_size"]).tail(1)
+    for (model, batch), _ in training_times(epochs).groupby(["model", "batch_size"]):
+        steady = last[(last["model"] == model) & (last["batch_size"] == batch)].set_index("framework")
+        if BASELINE not in steady.index or steady.loc[BASELINE, "status"] != "ok":
+            continue
+        base = float(steady.loc[BASELINE, "time_s"])
+        parts = []
+        for framework in [f for f in ordered_frameworks(steady.index) if f != BASELINE]:
+            if steady.loc[framework, "status"] == "ok":
+                t = float(steady.loc[framework, "time_s"])
+                parts.append(f"{label(framework)} {number(t)}~s ({number(base / t)}$\\times$ PyTorch's speed)")
+            else:
+                parts.append(f"{label(framework)} failed")
+        if parts:
+            sentences.append(
+                f"Training {escape(model)} at batch {int(batch)}, the last epoch took PyTorch {number(base)}~s and "
+                + join_words(parts)
+                + " (one run per framework, so no interval)."
+            )
+        if target is not None:
+            reached = []
+            for framework in ordered_frameworks(steady.index):
+                value = steady.loc[framework].get("time_to_target_s")
+                reached.append(
+                    f"{label(framework)} in {number(float(value))}~s"
+                    if value is not None and pd.notna(value)
+                    else f"{label(framework)} not within the run"
+                )
+            sentences.append(
+                f"The target of {number(100 * target)}\\% top-1 was reached by " + join_words(reached) + "."
+            )
+    return sentences
+
+
+def _distinct(frame: pd.DataFrame, column: str) -> list[str]:
+    return sorted({str(v) for v in frame.get(column, pd.Series(dtype=str)).dropna()})
+
+
+def limitations(
+    inference: pd.DataFrame,
+    epochs: pd.DataFrame | None,
+    published: pd.DataFrame,
+    ledger: pd.DataFrame,
+    config: Mapping[str, Any],
+) -> list[str]:
+    """What the study lacked, each read from the results or the configuration that produced them."""
+    items = []
+    ok = inference[inference["status"] == "ok"]
+    platforms = set(_distinct(ok, "platform"))
+    if platforms and platforms <= {"cpu"}:
+        cpu = _distinct(ok, "cpu_model")
+        items.append(
+            f"every cell ran on a CPU ({escape(', '.join(cpu) or 'unnamed')}), so nothing here measures a GPU, where "
+            "the published comparisons ran"
+        )
+    trials = sorted({int(t) for t in ok.get("trials", pd.Series(dtype=float)).dropna()})
+    if trials == [1]:
+        items.append("each cell ran in a single process, so no ratio can be resolved")
+    elif trials:
+        items.append(
+            f"each cell ran in {trials[0]} processes, so a ratio's paired interval has {trials[0] - 1} degrees of "
+            "freedom and only large differences resolve"
+        )
+    size = int(config["dataset"]["image_size"])
+    if size < REFERENCE_RESOLUTION:
+        items.append(
+            f"images are {size}~px, {number((REFERENCE_RESOLUTION / size) ** 2)}$\\times$ fewer pixels than the "
+            f"{REFERENCE_RESOLUTION}~px the models were designed for, so per-call overheads weigh more than at full "
+            "size"
+        )
+    if config["dataset"].get("source") == "synthetic":
+        items.append("the dataset is synthetic (generated from the seed), so accuracies say nothing about real images")
+    precisions = list(config.get("precisions", []))
+    if precisions == ["fp32"]:
+        items.append("only fp32 was measured (no TF32 or bf16 cells)")
+    energy = _distinct(inference, "energy_missing")
+    if energy and ok.get("energy_j_per_image", pd.Series(dtype=float)).isna().all():
+        items.append("energy was not measured: " + escape("; ".join(energy)))
+    memory = _distinct(inference, "device_memory_missing")
+    if memory and ok.get("device_peak_bytes", pd.Series(dtype=float)).isna().all():
+        items.append("device memory was not measured (" + escape("; ".join(memory)) + "); host memory was")
+    failed = inference[inference["status"] != "ok"]
+    failed_training = (
+        epochs[epochs["status"] != "ok"].drop_duplicates(["framework", "model", "batch_size"])
+        if epochs is not None and not epochs.empty
+        else []
+    )
+    if len(failed) or len(failed_training):
+        items.append(f"{_plural(len(failed) + len(failed_training), 'cell')} failed (Section~\\ref{{sec:failures}})")
+    noisy = int((ok.get("noisy", pd.Series(dtype=str)).astype(str) == "True").sum())
+    if noisy:
+        items.append(f"{noisy} of {len(ok)} inference cells were noisy (IQR above 10\\% of the median)")
+    if epochs is not None and not epochs.empty:
+        trained = sorted(set(epochs["model"]))
+        untrained = [m for m in config.get("models", []) if m not in trained]
+        runs = epochs.groupby(["framework", "model", "batch_size"]).ngroups
+        text = (
+            f"training ran once per framework and model ({_plural(runs, 'run')} of "
+            f"{_plural(int(epochs['epoch'].max()) + 1, 'epoch')}), without an interval"
+        )
+        if untrained:
+            text += f", and only for {escape(join_words(trained))} ({escape(join_words(untrained))} not trained)"
+        items.append(text)
+    if len(published) and not published["absolute_comparable"].astype(bool).all():
+        items.append(
+            "published figures come from other devices and resolutions, so only their ratios and directions "
+            "could be compared"
+        )
+    missing = ledger[ledger["status"] == "not measured"]["control"].tolist()
+    if missing:
+        items.append("the ledger could not check " + escape(join_words([c.lower() for c in missing])))
+    return items
+
+
+def conclusions_section(
+    *,
+    ratios: pd.DataFrame,
+    inference: pd.DataFrame,
+    epochs: pd.DataFrame | None,
+    agreement: pd.DataFrame | None,
+    published: pd.DataFrame,
+    ledger: pd.DataFrame,
+    config: Mapping[str, Any],
+) -> str:
+    """The paper's closing section: results summary, training, published comparison, ledger, then limitations."""
+    target = (config.get("training") or {}).get("target_top1")
+    # The ratios the paper's summary figures count (those between cells with different workarounds left out unless
+    # the configuration counts them), so that these sentences and the abstract agree.
+    summary = inference_sentences(summary_ratios(ratios, dict(config))[0], list(config["frameworks"]))
+    training = training_sentences(epochs, agreement, target) if "training" in config.get("suites", []) else []
+    held = int((ledger["status"] == "held").sum())
+    ledger_text = f"Of the {len(ledger)} fairness controls, {held} held (Section~\\ref{{sec:ledger}})."
+    items = limitations(inference, epochs, published, ledger, config)
+    limits = (
+        "This study has these limitations: " + "; ".join(items) + "."
+        if items
+        else "The study records no limitation of the kinds it checks."
+    )
+    return (
+        "\n\n".join(
+            [
+                r"\section{Conclusions and limitations}",
+                r"\label{sec:conclusions}",
+                r"\paragraph{Inference} " + " ".join(summary),
+                *([r"\paragraph{Training} " + " ".join(training)] if training else []),
+                r"\paragraph{Against published figures} " + published_sentence(published) + " " + ledger_text,
+                r"\paragraph{Limitations} " + limits,
+            ]
+        )
+        + "\n"
+    )

@@ -1,0 +1,66 @@
+"""The published-vs-reproduced figure: per model and batch size, the published speed ratio to PyTorch (open
+marker) beside this study's with its 95% CI (filled marker, bars), on a log axis around 1."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from fwbench.analysis.figures import PALETTE, save_figure  # noqa: E402
+from fwbench.analysis.latex import label  # noqa: E402
+
+
+def published_figure(rows: pd.DataFrame, pdf: str | Path, png: str | Path) -> None:
+    """One x position per matched (model, batch size, framework); an empty comparison draws a note saying so."""
+    rows = rows.sort_values(["model", "batch_size", "framework"]).reset_index(drop=True)
+    fig, ax = plt.subplots(figsize=(3.5, 2.6))
+    if rows.empty:
+        ax.text(0.5, 0.5, "no published figure matches a cell of this study", ha="center", va="center", fontsize=8)
+        ax.set_axis_off()
+        save_figure(fig, pdf, png)
+        return
+    x = range(len(rows))
+    for framework, part in rows.groupby("framework"):
+        colour = PALETTE.get(label(framework), "tab:purple")
+        ax.scatter(
+            part.index - 0.12,
+            part["published_ratio"],
+            marker="o",
+            facecolors="none",
+            edgecolors=colour,
+            s=22,
+            label=f"{label(framework)} published",
+        )
+        measured = part.dropna(subset=["ratio"])
+        lower = (measured["ratio"] - measured["ci_low"]).where(measured["ci_low"].notna(), 0)
+        upper = (measured["ci_high"] - measured["ratio"]).where(measured["ci_high"].notna(), 0)
+        ax.errorbar(
+            measured.index + 0.12,
+            measured["ratio"],
+            yerr=[lower, upper],
+            fmt="o",
+            color=colour,
+            markersize=4,
+            capsize=2,
+            linewidth=0.8,
+            label=f"{label(framework)} here",
+        )
+    ax.axhline(1.0, color="grey", linewidth=0.6, linestyle="--")
+    ax.set_yscale("log")
+    ax.set_xticks(list(x))
+    ax.set_xticklabels(
+        [f"{m}\nbs {b}" for m, b in zip(rows["model"], rows["batch_size"], strict=True)],
+        rotation=60,
+        ha="right",
+        fontsize=6,
+    )
+    ax.set_ylabel("speed ratio to PyTorch", fontsize=7)
+    ax.tick_params(axis="y", labelsize=7)
+    ax.legend(fontsize=6, frameon=False, loc="best")
+    fig.tight_layout()
+    save_figure(fig, pdf, png)

@@ -1,0 +1,74 @@
+# The fairness ledger: every framework runs every model's study weights on the same validation images, each in a
+# job of its own (no two frameworks in one process); their logits are compared with PyTorch's; the ledger reads that
+# comparison and every cell's own records.
+
+
+rule parity_logits:
+    input:
+        dataset=DATASET_FILES,
+        weights=expand(WEIGHTS, model=config["models"]),
+        device=DEVICE_RECORD,
+    output:
+        logits=f"{RESULTS}/parity/{{framework}}.npz",
+        record=f"{RESULTS}/parity/{{framework}}.json",
+    log:
+        f"{RESULTS}/logs/parity/{{framework}}.log",
+    benchmark:
+        benchmark_file("parity_logits", "{framework}")
+    conda:
+        ENV
+    threads: CELL_THREADS
+    resources:
+        gpu=1,
+    params:
+        models=canonical(config["models"]),
+        num_classes=canonical(config["dataset"]["num_classes"]),
+        image_size=canonical(config["dataset"]["image_size"]),
+    script:
+        "../scripts/parity_logits.py"
+
+
+rule parity:
+    input:
+        records=expand(
+            f"{RESULTS}/parity/{{framework}}.json", framework=config["frameworks"]
+        ),
+        logits=expand(
+            f"{RESULTS}/parity/{{framework}}.npz", framework=config["frameworks"]
+        ),
+    output:
+        report(
+            PARITY_CSV,
+            caption="../report/parity.rst",
+            category="Fairness",
+        ),
+    log:
+        f"{RESULTS}/logs/parity/compare.log",
+    benchmark:
+        benchmark_file("parity")
+    conda:
+        ENV
+    script:
+        "../scripts/parity.py"
+
+
+rule fairness_ledger:
+    input:
+        cells=inference_cells() + training_cells() + micro_cells(),
+        parity=PARITY_CSV,
+        inference=INFERENCE_CSV,
+    output:
+        csv=report(
+            LEDGER_CSV,
+            caption="../report/ledger.rst",
+            category="Fairness",
+        ),
+        section=f"{RESULTS}/tables/ledger_section.tex",
+    log:
+        f"{RESULTS}/logs/figures/fairness_ledger.log",
+    benchmark:
+        benchmark_file("fairness_ledger")
+    conda:
+        ENV
+    script:
+        "../scripts/ledger.py"

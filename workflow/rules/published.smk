@@ -1,0 +1,68 @@
+# Published vs reproduced (reference/sources.yaml lists the published figure sets copied into the repository), and
+# the paper's generated conclusions and limitations, which read it with the ledger.
+
+
+rule published_comparison:
+    input:
+        sources=PUBLISHED_SOURCES,
+        files=published_files(),
+        inference=INFERENCE_CSV,
+        speedups=SPEEDUPS_CSV,
+        training=TRAINING_TABLES,
+    output:
+        csv=report(
+            PUBLISHED_CSV,
+            caption="../report/published_table.rst",
+            category="Published vs reproduced",
+        ),
+        section=f"{RESULTS}/tables/published_section.tex",
+        pdf=f"{RESULTS}/figures/published_vs_reproduced.pdf",
+        png=report(
+            f"{RESULTS}/figures/published_vs_reproduced.png",
+            caption="../report/published_figure.rst",
+            category="Published vs reproduced",
+        ),
+    log:
+        f"{RESULTS}/logs/figures/published_comparison.log",
+    benchmark:
+        benchmark_file("published_comparison")
+    conda:
+        ENV
+    params:
+        image_size=canonical(config["dataset"]["image_size"]),
+    script:
+        "../scripts/published.py"
+
+
+rule conclusions:
+    input:
+        speedups=SPEEDUPS_CSV,
+        inference=INFERENCE_CSV,
+        training=TRAINING_TABLES,
+        published=PUBLISHED_CSV,
+        ledger=LEDGER_CSV,
+    output:
+        f"{RESULTS}/tables/conclusions.tex",
+    log:
+        f"{RESULTS}/logs/figures/conclusions.log",
+    benchmark:
+        benchmark_file("conclusions")
+    conda:
+        ENV
+    params:
+        config=canonical(
+            {
+                key: config[key]
+                for key in (
+                    "frameworks",
+                    "suites",
+                    "models",
+                    "precisions",
+                    "dataset",
+                    "training",
+                    "fallbacks",
+                )
+            }
+        ),
+    script:
+        "../scripts/conclusions.py"

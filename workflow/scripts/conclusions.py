@@ -1,0 +1,21 @@
+"""The paper's generated conclusions and limitations (fwbench.analysis.conclusions)."""
+
+from fwbench.analysis.aggregate import read_tidy
+from fwbench.analysis.conclusions import conclusions_section
+from fwbench.io import atomic_write_text
+from fwbench.logs import redirect_to
+
+with redirect_to(snakemake.log[0]):
+    training = snakemake.input.training
+    atomic_write_text(
+        snakemake.output[0],
+        conclusions_section(
+            ratios=read_tidy(snakemake.input.speedups),
+            inference=read_tidy(snakemake.input.inference),
+            epochs=read_tidy(training[0]) if training else None,
+            agreement=read_tidy(training[1]) if training else None,
+            published=read_tidy(snakemake.input.published),
+            ledger=read_tidy(snakemake.input.ledger),
+            config=snakemake.params.config,
+        ),
+    )

@@ -1,0 +1,17 @@
+"""The fairness ledger from the cells' own records and the study's parity table (fwbench.analysis.ledger)."""
+
+from fwbench.analysis.aggregate import read_tidy
+from fwbench.analysis.ledger import ledger, ledger_section
+from fwbench.io import atomic_write_text
+from fwbench.logs import redirect_to
+from fwbench.results import load_result
+
+with redirect_to(snakemake.log[0]):
+    rows = ledger(
+        (load_result(path) for path in snakemake.input.cells),
+        read_tidy(snakemake.input.parity),
+        read_tidy(snakemake.input.inference),
+    )
+    atomic_write_text(snakemake.output.csv, rows.to_csv(index=False))
+    atomic_write_text(snakemake.output.section, ledger_section(rows))
+    print(rows.to_string())

@@ -1,0 +1,22 @@
+"""Check the built paper as a reader sees it (fwbench.analysis.pdf_check): the report and the page images, and the
+study stops with each problem named when there is any."""
+
+import json
+
+from fwbench.analysis.pdf_check import PaperCheckError, check_paper
+from fwbench.io import atomic_write_json
+from fwbench.logs import redirect_to
+
+with redirect_to(snakemake.log[0]):
+    report = check_paper(
+        pdf=snakemake.input.pdf,
+        log=snakemake.params.latex_log,
+        main_tex=snakemake.input.tex,
+        search_path=snakemake.params.search_path,
+        pages_dir=snakemake.output.pages,
+    )
+    print(json.dumps(report, indent=2))
+    if report["problems"]:
+        # Snakemake removes a failed job's outputs: the report stays in the log, the problems go to the terminal.
+        raise PaperCheckError(report, snakemake.log[0])
+    atomic_write_json(snakemake.output.report, report)

@@ -1,0 +1,24 @@
+"""One framework's eval logits of every model on the study's weights (fwbench.models.study_parity), in this job's
+own process: the fairness ledger compares them with PyTorch's."""
+
+from pathlib import Path
+
+import numpy as np
+
+from fwbench.io import atomic_stream, atomic_write_json
+from fwbench.logs import redirect_to
+from fwbench.models.study_parity import framework_logits
+
+with redirect_to(snakemake.log[0], native=True):  # the frameworks' C++ logging too
+    record, logits = framework_logits(
+        snakemake.wildcards.framework,
+        snakemake.params.models,
+        list(snakemake.input.weights),
+        Path(snakemake.input.dataset[0]).parent,
+        num_classes=snakemake.params.num_classes,
+        image_size=snakemake.params.image_size,
+        threads=snakemake.threads,
+    )
+    atomic_stream(snakemake.output.logits, lambda handle: np.savez(handle, **logits))
+    atomic_write_json(snakemake.output.record, record)
+    print({model: entry.get("missing", "ok") for model, entry in record["models"].items()})

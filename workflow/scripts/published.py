@@ -1,0 +1,23 @@
+"""Published figures beside this study's matching cells: table, section and figure (fwbench.analysis.published)."""
+
+from pathlib import Path
+
+from fwbench.analysis.aggregate import read_tidy
+from fwbench.analysis.published import compare, read_sources, section
+from fwbench.analysis.published_figure import published_figure
+from fwbench.io import atomic_write_text
+from fwbench.logs import redirect_to
+
+with redirect_to(snakemake.log[0]):
+    sources = read_sources(snakemake.input.sources)
+    rows = compare(
+        sources,
+        inference=read_tidy(snakemake.input.inference),
+        speedups=read_tidy(snakemake.input.speedups),
+        training=read_tidy(snakemake.input.training[0]) if snakemake.input.training else None,
+        image_size=snakemake.params.image_size,
+    )
+    atomic_write_text(snakemake.output.csv, rows.to_csv(index=False))
+    published_figure(rows, snakemake.output.pdf, snakemake.output.png)
+    atomic_write_text(snakemake.output.section, section(rows, sources, Path(snakemake.output.pdf).stem))
+    print(rows.to_string())
