@@ -154,4 +154,15 @@ def test_the_table_escapes_and_bolds_what_did_not_hold():
     table = lg.ledger_table(rows)
     assert r"\textbf{did not hold}" in table and "10\\% of the median" in table
     section = lg.ledger_section(rows)
-    assert section.count(r"\label{tab:ledger}") == 1 and "did not (same weights in every framework)" in section
+    assert section.count(r"\label{tab:ledger}") == 1 and "did not: same weights in every framework;" in section
+
+
+def test_the_lead_sentence_escapes_the_controls_it_names():
+    """A control's name holds "%" (the noise control): unescaped, LaTeX dropped the rest of the sentence."""
+    rows = lg.ledger(CELLS, _parity(), INFERENCE)
+    noisy = rows["control"].str.startswith("Not noisy")
+    rows.loc[noisy, "status"] = lg.NOT_HELD
+    rows.loc[rows["control"] == "CI target reached", "status"] = lg.NOT_MEASURED
+    sentence = lg.ledger_sentence(rows)
+    assert "did not: not noisy (IQR at most 10\\% of the median);" in sentence, sentence
+    assert "could not be measured here: CI target reached and" in sentence, sentence

@@ -11,8 +11,9 @@ import pandas as pd
 import pytest
 
 from fwbench.analysis import pdf_check
+from fwbench.analysis.latex import literal
 from fwbench.analysis.pdf_check import Problem
-from fwbench.analysis.tables import failures_table, inference_table
+from fwbench.analysis.tables import environment_table, failures_table, inference_table
 
 needs_latex = pytest.mark.skipif(
     not all(shutil.which(tool) for tool in ("latexmk", "pdflatex", "pdftotext", "pdftoppm", "pdfinfo")),
@@ -138,6 +139,22 @@ def test_floats_in_generated_inputs_must_be_referenced(tmp_path):
         ("section.tex: tab:c", "the table is never referenced"),  # only from its own caption and a comment
         ("section.tex", "a figure* without a \\label"),
     ]
+
+
+def test_an_unescaped_percent_in_a_generated_input_is_named(tmp_path):
+    """The main file may comment; a generated input's % after text is a value left unescaped (it cut the ledger's
+    sentence at "10%"). An escaped \\% and a % that ends its line (the space-suppressing idiom) drop nothing."""
+    tables = tmp_path / "tables"
+    tables.mkdir()
+    (tmp_path / "paper.tex").write_text("Text. % a comment of the author's\n\\input{section}\n")
+    (tables / "section.tex").write_text(
+        "% a header line\nIQR at most 10\\% of the median.\n\\newcommand{\\x}{1}%\n"
+        "1 did not (not noisy (IQR at most 10% of the median)); 1 could not be measured.\n"
+    )
+    sources = pdf_check.read_sources(tmp_path / "paper.tex", [tables])
+    problems = pdf_check.stray_percents(tmp_path / "paper.tex", sources)
+    assert [(p.check, p.where) for p in problems] == [("stray_percent", "section.tex:4")]
+    assert "of the median)); 1 could not" in problems[0].message
 
 
 def test_text_problems_find_question_marks_and_unexpanded_macros():
@@ -311,16 +328,35 @@ def _frame() -> tuple[pd.DataFrame, pd.DataFrame]:
     return pd.DataFrame(rows), pd.DataFrame(ratios)
 
 
+# The environment table at its widest: a GPU machine's names and settings are whatever the machine reports (seen
+# here: "Intel(R) Xeon(R) Processor" with the TensorFlow threads row made the plain two-column table 26 pt too wide).
+WIDE_ENVIRONMENT = {
+    "CPU": "AMD EPYC 9654 96-Core Processor with a long marketing name (R)",
+    "Device": "NVIDIA H100 80GB HBM3 (GPU-3f2a9c1e-7b4d-4e8a-9c1f-2d3e4f5a6b7c)",
+    "PyTorch": "2.14.1+cu130",
+    "TensorFlow threads (intra-op / inter-op)": "2 / 2",
+    "XLA_FLAGS": "--xla_gpu_autotune_level=0,--xla_gpu_enable_triton_gemm=false,--xla_gpu_deterministic_ops=true",
+    "fwbench commit": "adaa70659311 (uncommitted changes)",
+}
+
+
 @needs_latex
 def test_the_generated_tables_fit_the_page_at_8_pt(tmp_path):
-    """The inference tables (three frameworks), the failures table and the largest-batch table, at their widest, in
-    the paper's document class: nothing overfull, nothing below 7 pt, nothing scaled."""
+    """The inference tables (three frameworks), the failures table, the environment table and the largest-batch
+    table, at their widest, in the paper's document class: nothing overfull, nothing below 7 pt, nothing scaled."""
     frame, ratios = _frame()
     (tmp_path / "inference.tex").write_text(inference_table(frame, ["torch", "jax", "tensorflow"], ratios))
     (tmp_path / "failures.tex").write_text(failures_table(frame))
+    (tmp_path / "environment.tex").write_text(environment_table(WIDE_ENVIRONMENT))
     body = rf"""
 \section{{Results}}
-{TEXT} Tables~\ref{{tab:inference}} and~\ref{{tab:inference-latency}} give the numbers.
+{TEXT} Tables~\ref{{tab:inference}}, \ref{{tab:inference-latency}} and~\ref{{tab:environment}} give the numbers.
+\begin{{table}}[t]
+\caption{{Machine and software}}
+\label{{tab:environment}}
+\footnotesize
+\input{{environment}}
+\end{{table}}
 \input{{inference}}
 \section{{Failures}}
 \label{{sec:failures}}
@@ -332,3 +368,11 @@ def test_the_generated_tables_fit_the_page_at_8_pt(tmp_path):
     assert report["problems"] == [], report["problems"]
     text = (tmp_path / "inference.tex").read_text() + (tmp_path / "failures.tex").read_text()
     assert "adjustbox" not in text and "resizebox" not in text and r"\tiny" not in text
+
+
+def test_flags_print_as_typed():
+    """A command-line flag in generated text keeps both hyphens (LaTeX would set "--" as an en dash), and a wrapped
+    environment value may break after its separators."""
+    assert literal("--xla_gpu_autotune_level=0 and ---") == r"-{}-xla\_gpu\_autotune\_level=0 and -{}-{}-"
+    assert environment_table({"XLA_FLAGS": "--a=1,--b=2", "Missing": None}).count(r"\allowbreak{}") == 3
+    assert r"Missing & --- \\" in environment_table({"Missing": None})

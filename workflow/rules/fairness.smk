@@ -41,6 +41,7 @@ rule parity:
             PARITY_CSV,
             caption="../report/parity.rst",
             category="Fairness",
+            subcategory="Tables",
         ),
     log:
         f"{RESULTS}/logs/parity/compare.log",
@@ -62,6 +63,7 @@ rule fairness_ledger:
             LEDGER_CSV,
             caption="../report/ledger.rst",
             category="Fairness",
+            subcategory="Tables",
         ),
         section=f"{RESULTS}/tables/ledger_section.tex",
     log:

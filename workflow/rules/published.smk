@@ -14,6 +14,7 @@ rule published_comparison:
             PUBLISHED_CSV,
             caption="../report/published_table.rst",
             category="Published vs reproduced",
+            subcategory="Tables",
         ),
         section=f"{RESULTS}/tables/published_section.tex",
         pdf=f"{RESULTS}/figures/published_vs_reproduced.pdf",
@@ -21,6 +22,7 @@ rule published_comparison:
             f"{RESULTS}/figures/published_vs_reproduced.png",
             caption="../report/published_figure.rst",
             category="Published vs reproduced",
+            subcategory="Figures",
         ),
     log:
         f"{RESULTS}/logs/figures/published_comparison.log",

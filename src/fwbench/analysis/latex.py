@@ -62,6 +62,12 @@ def escape(text: object) -> str:
     return "".join(_SPECIAL.get(ch, ch) for ch in str(text))
 
 
+def literal(text: object) -> str:
+    """`escape(text)` with every hyphen printed as typed: LaTeX sets "--" as an en dash, so a command-line flag
+    (--xla_gpu_autotune_level=0) would print as one that does not work when copied."""
+    return re.sub(r"-(?=-)", "-{}", escape(text))
+
+
 def number(value: float | None, digits: int = 3) -> str:
     """Significant-figure formatting; a missing value is an em dash, never 0."""
     if value is None or (isinstance(value, float) and math.isnan(value)):

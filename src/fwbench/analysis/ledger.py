@@ -372,10 +372,18 @@ def ledger_sentence(rows: pd.DataFrame) -> str:
     missing = rows[rows["status"] == NOT_MEASURED]["control"].tolist()
     text = f"Of the {len(rows)} controls in Table~\\ref{{tab:ledger}}, {counts[HELD]} held in this study"
     if not_held:
-        text += f"; {len(not_held)} did not ({join_words([c.lower() for c in not_held])})"
+        text += f"; {len(not_held)} did not: {_in_sentence(not_held)}"
     if missing:
-        text += f"; {len(missing)} could not be measured here ({join_words([c.lower() for c in missing])})"
+        text += f"; {len(missing)} could not be measured here: {_in_sentence(missing)}"
     return text + "."
+
+
+def _in_sentence(controls: list[str]) -> str:
+    """Control names inside a sentence, escaped (a name may hold "%", which would end the line in LaTeX), each with
+    its first letter lowered unless it begins an abbreviation ("CI target reached" stays)."""
+    return join_words(
+        [escape(c[:1].lower() + c[1:] if c[1:2].islower() else c) for c in controls],
+    )
 
 
 def ledger_section(rows: pd.DataFrame) -> str:

@@ -8,6 +8,8 @@ label, a line of the log):
 - `unreferenced_floats`: every table and figure environment's \\label, in the main file or in any file it
   \\input{}s (the generated sections under results/tables/ hold floats of their own), must be referenced (\\ref,
   \\autoref, \\cref, ...) somewhere outside that float.
+- `stray_percents`: a generated input (any source but the main file) must not hold an unescaped % after text on a
+  line: LaTeX would drop the rest of that line from the PDF without a warning.
 - `text_problems`: the PDF's text, page by page (pdftotext), must not show ``??`` (an undefined reference) or a
   macro that was never expanded: a literal backslash command (``\\fwbNumCells``) or one of the study's macro names
   (``fwb`` followed by a capital letter).
@@ -174,6 +176,32 @@ def read_sources(main_tex: str | Path, search_path: Sequence[str | Path]) -> dic
             if found is not None:
                 pending.append(found)
     return sources
+
+
+# Text, then an unescaped %, then more text: a % that ends its line (the idiom that suppresses a space) drops nothing.
+_TEXT_THEN_PERCENT = re.compile(r"^(.*?\S.*?)(?<!\\)%(.*\S.*)$", re.M)
+
+
+def stray_percents(main_tex: str | Path, sources: Mapping[str, str]) -> list[Problem]:
+    """An unescaped % after text in a generated input (every source but the hand-written `main_tex`): the study writes
+    these files and never comments in them, so such a % is a value that was not escaped, and LaTeX silently drops
+    the rest of its line from the PDF (seen: the ledger's lead sentence cut at "10%")."""
+    problems = []
+    for path in sources:
+        if Path(path) == Path(main_tex):
+            continue
+        raw = Path(path).read_text(encoding="utf-8", errors="replace")
+        for match in _TEXT_THEN_PERCENT.finditer(raw):
+            line = raw.count("\n", 0, match.start()) + 1
+            dropped = match.group(2).strip()[:60]
+            problems.append(
+                Problem(
+                    "stray_percent",
+                    f"{Path(path).name}:{line}",
+                    f"an unescaped % after text drops the rest of the line from the PDF: {dropped!r}",
+                )
+            )
+    return problems
 
 
 _FLOAT = re.compile(r"\\begin\{(table\*?|figure\*?)\}(.*?)\\end\{\1\}", re.S)
@@ -372,7 +400,9 @@ def check_paper(
     `search_path`) and the `pdf`, whose pages are rendered into `pages_dir`. Returns {"pdf", "pages", "images",
     "problems": [{"check", "where", "message"}, ...]} (problems empty when the paper is clean)."""
     problems = log_problems(Path(log).read_text(encoding="utf-8", errors="replace"), tolerance_pt=tolerance_pt)
-    problems += unreferenced_floats(read_sources(main_tex, search_path))
+    sources = read_sources(main_tex, search_path)
+    problems += unreferenced_floats(sources)
+    problems += stray_percents(main_tex, sources)
     problems += text_problems(page_texts(pdf))
     problems += small_text(pdf, minimum_pt=minimum_pt)
     images, rendering = render_pages(pdf, pages_dir, dpi=dpi)

@@ -18,7 +18,7 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-from fwbench.analysis.latex import escape, join_words, label, number, short_label
+from fwbench.analysis.latex import escape, join_words, label, literal, number, short_label
 
 BASELINE = "torch"
 # The references' framework names -> ours.
@@ -429,7 +429,7 @@ def _describe(source: Source, matched: pd.DataFrame) -> str:
     what = escape(source.source)
     return (
         f"{what[:1].upper()}{what[1:]} ran the {source.suite} suite on the {escape(source.device)} at "
-        f"{source.image_size}~px in {source.precision} ({escape(source.notes.rstrip('.'))}); {found}."
+        f"{source.image_size}~px in {source.precision} ({literal(source.notes.rstrip('.'))}); {found}."
     )
 
 

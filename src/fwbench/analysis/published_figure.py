@@ -10,6 +10,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
+from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter  # noqa: E402
 
 from fwbench.analysis.figures import PALETTE, save_figure  # noqa: E402
 from fwbench.analysis.latex import label  # noqa: E402
@@ -51,7 +52,16 @@ def published_figure(rows: pd.DataFrame, pdf: str | Path, png: str | Path) -> No
             label=f"{label(framework)} here",
         )
     ax.axhline(1.0, color="grey", linewidth=0.6, linestyle="--")
+    # Room around every marker and bar (a log axis's automatic margins let the extreme markers sit on the frame).
+    values = pd.concat([rows[c] for c in ("published_ratio", "ratio", "ci_low", "ci_high")]).dropna()
+    values = values[values > 0]
+    if not values.empty:
+        ax.set_ylim(min(values.min(), 1.0) / 1.4, max(values.max(), 1.0) * 1.4)
     ax.set_yscale("log")
+    # Ratios read as plain numbers (0.2, 0.5, 1, 2), not as powers of ten.
+    ax.yaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
+    ax.yaxis.set_minor_formatter(NullFormatter())
     ax.set_xticks(list(x))
     ax.set_xticklabels(
         [f"{m}\nbs {b}" for m, b in zip(rows["model"], rows["batch_size"], strict=True)],

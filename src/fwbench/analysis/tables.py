@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pandas as pd
 
 from fwbench.analysis.aggregate import ratios_for
-from fwbench.analysis.latex import BASELINE, FRAMEWORK_LABELS, escape, label, macro_name, number, short_label
+from fwbench.analysis.latex import BASELINE, FRAMEWORK_LABELS, escape, label, literal, macro_name, number, short_label
 from fwbench.failures import KINDS
 
 FAILED = r"failed$^\dagger$"
@@ -462,11 +463,26 @@ def failures_table(frame: pd.DataFrame, training: pd.DataFrame | None = None) ->
     return "\n".join(lines) + "\n" + largest_batch_table(frame)
 
 
+# The environment table sits in one column of the paper, and its values are whatever the machine reports (a CPU
+# model string, a GPU name, XLA_FLAGS): both columns have fixed widths that add up to the column and wrap, and a long
+# value may break after a separator, so no machine's names can make the table wider than the column.
+ENVIRONMENT_COLUMNS = (
+    r"@{}>{\raggedright\arraybackslash}p{0.40\columnwidth}"
+    r">{\raggedright\arraybackslash}p{0.56\columnwidth}@{}"
+)
+
+
+def breakable(text: str) -> str:
+    """LaTeX-escaped `text`, hyphens as typed, that may break after "/", "=", ",", ";", ":" or "_" (unbroken tokens
+    such as XLA_FLAGS or a UUID would otherwise overrun a narrow column)."""
+    return re.sub(r"(\\_|[/=,;:])", r"\1\\allowbreak{}", literal(text))
+
+
 def environment_table(env: dict[str, Any]) -> str:
     """Machine and software the study ran on, from the cells' provenance."""
-    lines = [r"\begin{tabular}{ll}", r"\toprule"]
+    lines = [rf"\begin{{tabular}}{{{ENVIRONMENT_COLUMNS}}}", r"\toprule"]
     for key, value in env.items():
-        lines.append(rf"{escape(key)} & {escape(value if value is not None else '---')} \\")
+        lines.append(rf"{escape(key)} & {breakable(value) if value is not None else '---'} \\")
     lines += [r"\bottomrule", r"\end{tabular}"]
     return "\n".join(lines) + "\n"
 
