@@ -40,7 +40,9 @@ def _result(framework, model="resnet50", batch=1, suite="inference", **metrics):
                 "device": {"name": "cpu", "platform": "cpu"},
                 "settings": settings,
                 "threads": {"effective": 2, "clamped": False},
-            }
+            },
+            "cpu_model": "Test CPU",
+            "placement": {"host": "box", "node": "box", "scheduler": None},
         },
     }
 
@@ -84,6 +86,8 @@ def test_a_fair_study_holds_every_control_it_can_measure():
     assert {s for s, _, _ in statuses.values()} == {lg.HELD}, statuses
     assert "JAX/Flax 1.0e-06 (resnet50)" in statuses["Same weights in every framework"][1]
     assert "input batches equal in 1 of 1 groups" in statuses["Same input bytes and order"][1]
+    assert statuses["Same node for each pair"][1] == "every cell ran on 1 node (box)"
+    assert len(statuses) + 1 == 14, "thirteen controls and the node control"
 
 
 def test_differing_inputs_are_named():

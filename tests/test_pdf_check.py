@@ -31,6 +31,8 @@ PREAMBLE = r"""\documentclass[conference]{IEEEtran}
 \newcommand{\fwbNumSettingsDiffer}{0}
 \newcommand{\fwbNumPairsDeviating}{1}
 \newcommand{\fwbNumPairsExcludedDeviating}{1}
+\newcommand{\fwbNumRatiosRefused}{4}
+\newcommand{\fwbNumRatiosNodeDiffer}{4}
 \begin{document}
 """
 TEXT = "A paragraph of body text, long enough to wrap over a couple of lines in a column of the page. " * 4
@@ -273,7 +275,7 @@ a very long cell of text & another very long cell & and a third long one & and a
 
 def _frame() -> tuple[pd.DataFrame, pd.DataFrame]:
     """A three-framework tidy table and its ratios at their widest: the longest model name, a failed cell, every
-    mark, a deviating pair, two precisions."""
+    mark, a deviating pair, a refused ratio and one across nodes, two precisions."""
     rows, ratios = [], []
     for model in ("mobilenet_v3_small", "efficientnet_b0"):
         for precision in ("fp32", "bf16"):
@@ -311,18 +313,25 @@ def _frame() -> tuple[pd.DataFrame, pd.DataFrame]:
                         }
                     )
                 for framework in ("jax", "tensorflow"):
+                    # at batch 1, TensorFlow's ratio is refused (another GPU model) and JAX's crosses nodes
+                    refused = framework == "tensorflow" and batch == 1
                     ratios.append(
                         {
                             "numerator": framework,
                             "model": model,
                             "precision": precision,
                             "batch_size": batch,
-                            "ratio": 0.0123456,
-                            "ci_low": 0.0111111,
-                            "ci_high": 0.0133333,
+                            "ratio": math.nan if refused else 0.0123456,
+                            "ci_low": math.nan if refused else 0.0111111,
+                            "ci_high": math.nan if refused else 0.0133333,
                             "resolved": "False",
-                            "ci_scope": "within_process",
+                            "ci_scope": None if refused else "within_process",
                             "deviation_differs": "True",
+                            "refused": "device models differ: torch NVIDIA A100-SXM4-80GB, tensorflow NVIDIA H100"
+                            if refused
+                            else None,
+                            "node_differs": framework == "jax" and batch == 1,
+                            "node_detail": "nodes differ: torch gpu01, jax gpu02" if framework == "jax" else None,
                         }
                     )
     return pd.DataFrame(rows), pd.DataFrame(ratios)
@@ -367,6 +376,8 @@ def test_the_generated_tables_fit_the_page_at_8_pt(tmp_path):
     report = _check(tmp_path, pdf, log, tex)
     assert report["problems"] == [], report["problems"]
     text = (tmp_path / "inference.tex").read_text() + (tmp_path / "failures.tex").read_text()
+    assert text.count(r"---$^{r}$") == 4 and r"$^{u}$$^{d}$$^{x}$" not in text and r"$^{w}$$^{d}$$^{x}$" in text
+    assert r"$^{r}$: no ratio" in text and r"$^{x}$: the ratio's two cells" in text, "both marks explained"
     assert "adjustbox" not in text and "resizebox" not in text and r"\tiny" not in text
 
 

@@ -143,3 +143,50 @@ def test_wait_is_short_when_a_slot_frees(tmp_path, six_cpus):
     t0 = time.monotonic()
     slots.acquire(THREE_GPUS, 1, tmp_path, wait_s=5).release()
     assert time.monotonic() - t0 < 2
+
+
+SLURM_JOB = {
+    "SLURM_JOB_ID": "4242",
+    "SLURMD_NODENAME": "gpu07",
+    "SLURM_JOB_PARTITION": "gpu",
+    "SLURM_CPUS_ON_NODE": "6",
+    "SLURM_JOB_GPUS": "3",
+    "SLURM_RESTART_COUNT": "1",
+}
+
+
+def test_inside_a_slurm_job_the_allocation_is_the_slot(tmp_path, monkeypatch, six_cpus):
+    """SLURM gave the job its GPU and cores: no lock is taken (two jobs on one node both start at once), the child
+    keeps the job's CUDA_VISIBLE_DEVICES, and the result records the job id, node and requeue count."""
+    for name, value in {**SLURM_JOB, "CUDA_VISIBLE_DEVICES": "0"}.items():
+        monkeypatch.setenv(name, value)
+    first = slots.acquire(THREE_GPUS, 1, tmp_path / "slots")
+    second = slots.acquire(THREE_GPUS, 1, tmp_path / "slots", wait_s=0.1)  # would wait and fail on a held lock
+    assert first.fd == -1 and second.fd == -1 and not (tmp_path / "slots").exists()
+    assert first.cpus == [0, 1, 2, 3, 4, 5] and first.env == {}
+    placement = first.placement()
+    assert placement["node"] == "gpu07" and placement["gpu_uuid"] is None
+    assert placement["scheduler"] == {
+        "name": "slurm",
+        "job_id": "4242",
+        "node": "gpu07",
+        "partition": "gpu",
+        "cpus_on_node": "6",
+        "gpus": "3",
+        "restart_count": 1,
+    }
+    result = _run(tmp_path, "slurm", PRINT_GPU, THREE_GPUS, 1)
+    assert "visible=0 " in result["stderr_tail"], result["stderr_tail"]
+    assert result["provenance"]["placement"]["scheduler"]["job_id"] == "4242"
+    assert result["failure"]["kind"] == "exception"
+
+
+def test_outside_a_scheduler_the_node_is_the_host(tmp_path, monkeypatch):
+    monkeypatch.delenv("SLURM_JOB_ID", raising=False)
+    assert slots.scheduler_allocation() is None
+    slot = slots.acquire(CPU_RECORD, 1, tmp_path / "slots")
+    try:
+        placement = slot.placement()
+        assert placement["scheduler"] is None and placement["node"] == placement["host"]
+    finally:
+        slot.release()

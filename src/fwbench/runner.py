@@ -19,6 +19,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from collections.abc import Mapping, Sequence
@@ -110,13 +111,17 @@ def _run_child(
                     **(env or {}),
                     SPAWNED_AT: repr(time.time()),
                 },
-                pass_fds=(slot.fd,) if slot is not None else (),
+                pass_fds=(slot.fd,) if slot is not None and slot.fd >= 0 else (),
                 preexec_fn=_child_preexec(memory),
             )
             try:
                 returncode = child.wait(timeout=timeout_s)
             except subprocess.TimeoutExpired:
                 returncode = None
+            except BaseException:  # the runner is being stopped (a scheduler's SIGTERM, Ctrl-C): so is its child
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(child.pid, signal.SIGKILL)
+                raise
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(child.pid, signal.SIGKILL)  # whatever it started must not outlive it
             child.wait()
@@ -149,6 +154,21 @@ def _run_child(
         result_error=result_error,
     )
     return _Outcome(part if failure is None else None, failure, output, memory.describe() if memory else None)
+
+
+def _terminate(signum: int, frame: Any) -> None:
+    raise SystemExit(128 + signum)
+
+
+def _stop_on_sigterm() -> Any:
+    """A batch scheduler ends a job (scancel, time limit, preemption) with SIGTERM. Each measuring child runs in a
+    session of its own (so that a timeout kills all it started), which also hides it from signals sent to the
+    runner's process group and, on a cluster tracking processes by parentage, lets it outlive the job. Turning
+    SIGTERM into SystemExit lets `_run_child` kill the child's session before the runner exits; no result is written
+    for an interrupted group, and Snakemake reruns it. Returns the handler to restore (None off the main thread)."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    return signal.signal(signal.SIGTERM, _terminate)
 
 
 def _trial_summary(part: dict[str, Any], schedule: Mapping[str, Any] | None = None) -> dict[str, Any]:
@@ -321,6 +341,7 @@ def run_group(
     if any(cell.suite == "training" and state is None for cell, state in zip(cells, state_dirs, strict=True)):
         raise ValueError("a training cell needs a state_dir for its epoch checkpoints")
     group = {"id": uuid.uuid4().hex, "cells": [cell.label() for cell in cells], "started_at": _now()}
+    previous_sigterm = _stop_on_sigterm()
     t0 = time.perf_counter()
     slot = None
     if device_record is not None:
@@ -348,6 +369,8 @@ def run_group(
     finally:
         if slot is not None:
             slot.release()
+        if previous_sigterm is not None:
+            signal.signal(signal.SIGTERM, previous_sigterm)
     group.update(rounds=max(len(run.schedule) for run in runs), duration_s=time.perf_counter() - t0)
     if log_path is not None:
         Path(log_path).parent.mkdir(parents=True, exist_ok=True)

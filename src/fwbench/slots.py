@@ -7,6 +7,12 @@ however they end (a timeout kill, a crash, a killed Snakemake). A slot is a GPU 
 by UUID where the device check recorded one) and a disjoint share of the runner's CPUs, so concurrent cells do not
 share cores either. With one slot nothing about the child's environment changes; on a CPU study a slot is only a
 share of the cores.
+
+Under a batch scheduler (a SLURM job: `SLURM_JOB_ID` in the environment) the scheduler has already given the job its
+GPU and cores exclusively (`--gpus=1`, its CPUs), so there is no lock to take and nothing to choose: the slot is the
+allocation as it is (`from_allocation`), and the cell records the job id and node beside it. The device record's
+GPU list describes the node that ran the device check, not necessarily this one, so it names no GPU here; the cell's
+own provenance records the GPU it computed on (model, UUID, driver).
 """
 
 from __future__ import annotations
@@ -40,8 +46,11 @@ class Slot:
     env: dict[str, str]
     fd: int = field(repr=False)
 
+    scheduler: dict[str, Any] | None = None
+
     def placement(self) -> dict[str, Any]:
-        """What a cell records about where it ran (the GPU's index is its position in the device check's list)."""
+        """What a cell records about where it ran (the GPU's index is its position in the device check's list; under
+        a scheduler, the job and node instead: see `scheduler_allocation`)."""
         return {
             "slot": self.index,
             "slots": self.count,
@@ -51,6 +60,8 @@ class Slot:
             "gpu_name": None if self.gpu is None else self.gpu.get("name"),
             "cuda_visible_devices": self.env.get("CUDA_VISIBLE_DEVICES", os.environ.get("CUDA_VISIBLE_DEVICES")),
             "host": socket.gethostname(),
+            "node": (self.scheduler or {}).get("node") or socket.gethostname(),
+            "scheduler": self.scheduler,
         }
 
     def release(self) -> None:
@@ -88,10 +99,45 @@ def plan(record: Mapping[str, Any], index: int, count: int) -> tuple[list[int], 
     return _cpu_share(index, count), gpu, env
 
 
+def scheduler_allocation(environ: Mapping[str, str] | None = None) -> dict[str, Any] | None:
+    """The batch-scheduler job this process runs in, from the variables SLURM sets in every job: {"name": "slurm",
+    "job_id", "node", "partition", "cpus_on_node", "gpus", "restart_count"} (a value SLURM did not set is None), or
+    None outside a scheduler job. `restart_count` > 0: the scheduler requeued the job (preemption, node failure)."""
+    environ = os.environ if environ is None else environ
+    if not environ.get("SLURM_JOB_ID"):
+        return None
+
+    def value(name: str) -> str | None:
+        return environ.get(name) or None
+
+    restarts = value("SLURM_RESTART_COUNT")
+    return {
+        "name": "slurm",
+        "job_id": value("SLURM_JOB_ID"),
+        "node": value("SLURMD_NODENAME") or socket.gethostname(),
+        "partition": value("SLURM_JOB_PARTITION"),
+        "cpus_on_node": value("SLURM_CPUS_ON_NODE"),
+        "gpus": value("SLURM_JOB_GPUS") or value("SLURM_STEP_GPUS") or value("CUDA_VISIBLE_DEVICES"),
+        "restart_count": int(restarts) if restarts and restarts.isdigit() else 0,
+    }
+
+
+def from_allocation(record: Mapping[str, Any], scheduler: Mapping[str, Any]) -> Slot:
+    """The scheduler's allocation as the cell's slot: all of the job's CPUs, its GPU (already made the only visible
+    one by the scheduler) on a GPU study, no lock (the scheduler keeps other jobs off them)."""
+    gpu = None
+    if record["platform"] != "cpu":
+        gpu = {"index": None, "uuid": None, "name": None, "allocated": scheduler.get("gpus")}
+    return Slot(0, 1, available_cpus(), gpu, {}, -1, dict(scheduler))
+
+
 def acquire(record: Mapping[str, Any], count: int, root: str | os.PathLike, wait_s: float = WAIT_S) -> Slot:
     """Take the first free one of `count` slots (the `gpu` resource); wait (polling) while all are held. The lock
     files live in `root`/HOSTNAME, named at run time, because slots stand for one machine's GPUs even when results/
-    is on a file system that several nodes share."""
+    is on a file system that several nodes share. Inside a scheduler job the allocation is the slot."""
+    scheduler = scheduler_allocation()
+    if scheduler is not None:
+        return from_allocation(record, scheduler)
     check_slots(record, count)
     lock_dir = Path(root, socket.gethostname())
     lock_dir.mkdir(parents=True, exist_ok=True)

@@ -23,6 +23,7 @@ rule aggregate_inference:
         f"{RESULTS}/logs/aggregate/inference.log",
     benchmark:
         benchmark_file("aggregate_inference")
+    localrule: True
     conda:
         ENV
     script:
@@ -49,6 +50,7 @@ rule aggregate_training:
         f"{RESULTS}/logs/aggregate/training.log",
     benchmark:
         benchmark_file("aggregate_training")
+    localrule: True
     conda:
         ENV
     script:

@@ -3,7 +3,7 @@
 import sys
 from pathlib import Path
 
-from fwbench import HARNESS_VERSION
+from fwbench import HARNESS_VERSION, cluster
 from fwbench.config import ConfigError, load_schema, validate_config
 from fwbench.data import hub
 from fwbench.data.store import dataset_files
@@ -80,6 +80,17 @@ GPU_SLOTS = max(
     1, int(getattr(workflow.global_resources.get("gpu"), "value", None) or 1)
 )
 CELL_THREADS = max(1, workflow.cores // GPU_SLOTS)
+# On a SLURM cluster (profiles/slurm) each benchmark job asks for one GPU (gpu=1 becomes sbatch --gpus=1), its
+# threads as cores, the time its processes may take at most (fwbench.cluster) and, unless cluster.share_nodes, its
+# node to itself; its threads and memory come from the profile. Locally these resources mean nothing. Rules marked
+# `localrule: True` (downloads, aggregation, figures, tables, LaTeX) run where Snakemake runs, never as jobs.
+SLURM_EXTRA = cluster.slurm_extra(config)
+
+
+def runtime_minutes(rule_name):
+    return cluster.runtime_minutes(config, rule_name)
+
+
 SLOT_DIR = f"{RESULTS}/slots"
 SOFTWARE_FINGERPRINT = canonical(software_fingerprint())
 REPO_ROOT = Path(workflow.basedir).parent

@@ -11,6 +11,7 @@ if DOWNLOAD_RECORD:
             f"{RESULTS}/logs/data/download_dataset.log",
         benchmark:
             benchmark_file("download_dataset")
+        localrule: True
         conda:
             ENV
         params:
@@ -90,6 +91,7 @@ rule init_weights:
         f"{RESULTS}/logs/weights/{{model}}.log",
     benchmark:
         benchmark_file("init_weights", "{model}")
+    localrule: True
     conda:
         ENV
     params:

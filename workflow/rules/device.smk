@@ -13,6 +13,8 @@ rule device_check:
     conda:
         ENV
     resources:
+        gpu=1,
+        runtime=runtime_minutes("device_check"),
         gpu_slots=GPU_SLOTS,
     params:
         device=canonical(config["device"]),

@@ -19,6 +19,8 @@ rule parity_logits:
         ENV
     threads: CELL_THREADS
     resources:
+        runtime=runtime_minutes("parity_logits"),
+        slurm_extra=SLURM_EXTRA,
         gpu=1,
     params:
         models=canonical(config["models"]),
@@ -47,6 +49,7 @@ rule parity:
         f"{RESULTS}/logs/parity/compare.log",
     benchmark:
         benchmark_file("parity")
+    localrule: True
     conda:
         ENV
     script:
@@ -70,6 +73,7 @@ rule fairness_ledger:
         f"{RESULTS}/logs/figures/fairness_ledger.log",
     benchmark:
         benchmark_file("fairness_ledger")
+    localrule: True
     conda:
         ENV
     script:

@@ -16,6 +16,7 @@ rule inference_figure:
         f"{RESULTS}/logs/figures/inference_throughput.log",
     benchmark:
         benchmark_file("inference_figure")
+    localrule: True
     conda:
         ENV
     script:
@@ -38,6 +39,7 @@ rule loader_figure:
         f"{RESULTS}/logs/figures/loader_throughput.log",
     benchmark:
         benchmark_file("loader_figure")
+    localrule: True
     conda:
         ENV
     script:
@@ -59,6 +61,7 @@ rule training_figure:
         f"{RESULTS}/logs/figures/training_curves.log",
     benchmark:
         benchmark_file("training_figure")
+    localrule: True
     conda:
         ENV
     script:
@@ -84,6 +87,7 @@ rule paper_tables:
         f"{RESULTS}/logs/figures/paper_tables.log",
     benchmark:
         benchmark_file("paper_tables")
+    localrule: True
     conda:
         ENV
     params:

@@ -20,6 +20,8 @@ rule inference_group:
         ENV
     threads: CELL_THREADS
     resources:
+        runtime=runtime_minutes("inference_group"),
+        slurm_extra=SLURM_EXTRA,
         gpu=1,
         gpu_slots=GPU_SLOTS,
     params:

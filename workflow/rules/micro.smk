@@ -13,6 +13,7 @@ if MICRO:
             f"{RESULTS}/logs/micro/operands.log",
         benchmark:
             benchmark_file("micro_operands")
+        localrule: True
         conda:
             ENV
         params:
@@ -35,6 +36,8 @@ if MICRO:
             ENV
         threads: CELL_THREADS
         resources:
+            runtime=runtime_minutes("micro_group"),
+            slurm_extra=SLURM_EXTRA,
             gpu=1,
             gpu_slots=GPU_SLOTS,
         params:
@@ -81,6 +84,7 @@ rule micro_analysis:
         f"{RESULTS}/logs/report/micro_analysis.log",
     benchmark:
         benchmark_file("micro_analysis")
+    localrule: True
     conda:
         ENV
     script:

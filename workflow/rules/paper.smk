@@ -27,6 +27,7 @@ rule paper:
         f"{RESULTS}/logs/report/paper.log",
     benchmark:
         benchmark_file("paper")
+    localrule: True
     conda:
         ENV
     params:
@@ -56,6 +57,7 @@ rule paper_check:
         f"{RESULTS}/logs/report/paper_check.log",
     benchmark:
         benchmark_file("paper_check")
+    localrule: True
     conda:
         ENV
     params:

@@ -13,6 +13,8 @@ rule device_peak:
         ENV
     threads: workflow.cores
     resources:
+        runtime=runtime_minutes("device_peak"),
+        slurm_extra=SLURM_EXTRA,
         gpu=1,
     params:
         harness_version=HARNESS_VERSION,

@@ -28,6 +28,7 @@ rule published_comparison:
         f"{RESULTS}/logs/figures/published_comparison.log",
     benchmark:
         benchmark_file("published_comparison")
+    localrule: True
     conda:
         ENV
     params:
@@ -49,6 +50,7 @@ rule conclusions:
         f"{RESULTS}/logs/figures/conclusions.log",
     benchmark:
         benchmark_file("conclusions")
+    localrule: True
     conda:
         ENV
     params:

@@ -23,6 +23,7 @@ rule study_time:
         summary=f"{RESULTS}/tables/study_time.json",
     log:
         f"{RESULTS}/logs/report/study_time.log",
+    localrule: True
     conda:
         ENV
     params:

@@ -1,5 +1,8 @@
 # Training cells: the recipe in one isolated, supervised process per cell, one at a time with all cores. Epoch
 # checkpoints live under results/state/ (not outputs), so a killed cell resumes from its last completed epoch.
+# cluster.pairing: same_node groups every framework's cell of one comparison; profiles/slurm joins the group's
+# components (the cells share no dependency) into one job on one node (group-components).
+TRAINING_GROUP = cluster.training_group(config)
 
 
 rule training_cell:
@@ -11,10 +14,15 @@ rule training_cell:
         f"{RESULTS}/cells/training/{{framework}}/{{model}}/{{precision}}/bs{{batch}}.json",
     log:
         f"{RESULTS}/logs/cells/training/{{framework}}/{{model}}/{{precision}}/bs{{batch}}.log",
+    group:
+        # cluster.pairing: same_node puts every framework's cell of one comparison in one job on one node
+        TRAINING_GROUP
     conda:
         ENV
     threads: CELL_THREADS
     resources:
+        runtime=runtime_minutes("training_cell"),
+        slurm_extra=SLURM_EXTRA,
         gpu=1,
         gpu_slots=GPU_SLOTS,
     params:

@@ -10,7 +10,15 @@ import pandas as pd
 
 from fwbench.analysis.cells import cells_by_path, load_cells
 from fwbench.analysis.latex import BASELINE, ordered_frameworks
-from fwbench.analysis.partners import deviations_differ, failure_columns, flag_deviations, flag_partners
+from fwbench.analysis.partners import (
+    check_placement,
+    deviations_differ,
+    device_columns,
+    failure_columns,
+    flag_deviations,
+    flag_partners,
+    placement_columns,
+)
 from fwbench.io import atomic_write_text
 from fwbench.trackers.flops import peak_for
 from fwbench.trackers.stats import (
@@ -66,14 +74,13 @@ def _row(result: dict[str, Any], path: str) -> dict[str, Any]:
         "rss_before_mb": rss.get("before"),
         "rss_peak_mb": rss.get("peak"),
         "threads": (framework.get("settings") or {}).get("intra_op_threads"),
-        "device": (framework.get("device") or {}).get("name"),
-        "platform": (framework.get("device") or {}).get("platform"),
+        **device_columns(result),
         "tf32_in_effect": (framework.get("settings") or {}).get("tf32_in_effect"),
         "dtype": (framework.get("settings") or {}).get("dtype"),
         "cuda_major": str(versions.get("cuda")).split(".")[0] if versions.get("cuda") else None,
         "gpu_index": (result["provenance"].get("placement") or {}).get("gpu_index"),
         "framework_version": versions.get(cell["framework"]),
-        "cpu_model": result["provenance"].get("cpu_model"),
+        **placement_columns(result),
         "git_commit": (result["provenance"].get("git") or {}).get("commit"),
         "path": path,
     }
@@ -136,6 +143,9 @@ SPEEDUP_COLUMNS = [
     "denominator",
     "deviation_differs",
     "deviation_detail",
+    "refused",
+    "node_differs",
+    "node_detail",
 ]
 PAIRED, UNPAIRED, WITHIN = "paired_rounds", "unpaired_trials", "within_process"
 
@@ -187,17 +197,46 @@ def _ok_cells_by_comparison(results: Iterable[dict[str, Any]]) -> dict[tuple, di
     return cells
 
 
+def _refused_row(ratio: dict[str, Any], reason: str) -> dict[str, Any]:
+    """A ratio refused because its two cells ran on different device models: no estimate, no interval, never
+    resolved; `refused` says why (each framework's device model)."""
+    nan = float("nan")
+    return ratio | {
+        "ratio": nan,
+        "ci_low": nan,
+        "ci_high": nan,
+        "ci_scope": None,
+        "pairs": 0,
+        "resolved": False,
+        "method": "none: the cells ran on different device models, so a ratio would compare the devices",
+        "refused": reason,
+    }
+
+
 def _speedup_row(key: tuple, numerator: str, denominator: str, by_framework: dict[str, dict[str, Any]]) -> dict:
-    """One ratio numerator/denominator of one comparison, with its interval and deviation marks."""
+    """One ratio numerator/denominator of one comparison, with its interval, deviation and node marks; refused
+    (`_refused_row`) when the two cells ran on different device models."""
     model, precision, batch = key
     num, den = by_framework[numerator], by_framework[denominator]
-    ci, scope, pairs, method = ratio_interval(num, den)
     names = {fw: failure_columns(r)["deviations"] for fw, r in ((numerator, num), (denominator, den))}
     differs = deviations_differ(*names.values())
-    return {
+    placement = check_placement([den, num])  # named PyTorch first, as the ratio is read
+    row = {
         "model": model,
         "precision": precision,
         "batch_size": batch,
+        "numerator": numerator,
+        "denominator": denominator,
+        "deviation_differs": differs,
+        "deviation_detail": "; ".join(f"{fw}: {n or 'none'}" for fw, n in names.items()) if differs else None,
+        "refused": None,
+        "node_differs": placement.nodes_differ,
+        "node_detail": placement.nodes_detail,
+    }
+    if placement.models_differ:
+        return _refused_row(row, placement.models_detail)
+    ci, scope, pairs, method = ratio_interval(num, den)
+    return row | {
         "ratio": ci.estimate,
         "ci_low": ci.low,
         "ci_high": ci.high,
@@ -205,10 +244,6 @@ def _speedup_row(key: tuple, numerator: str, denominator: str, by_framework: dic
         "pairs": pairs,
         "resolved": bool(scope == PAIRED and (ci.low > 1 or ci.high < 1)),
         "method": method,
-        "numerator": numerator,
-        "denominator": denominator,
-        "deviation_differs": differs,
-        "deviation_detail": "; ".join(f"{fw}: {n or 'none'}" for fw, n in names.items()) if differs else None,
     }
 
 
@@ -221,7 +256,10 @@ def speedups(
     in the paper's order. `resolved`: the CI excludes 1 and comes from paired, interleaved rounds; a
     within-process or unpaired interval never resolves a comparison. `deviation_differs`: the two cells ran with
     different workarounds from the fallback ladder (`deviation_detail` says which), so the ratio is marked and left
-    out of the summary statistics."""
+    out of the summary statistics. `refused`: the two cells ran on different device models (GPU models, CPU models,
+    or a GPU and a CPU; the reason names each), so the ratio and its interval are NaN and it is in no summary.
+    `node_differs`: they ran on different nodes of one device model (`node_detail` names them): the ratio is kept,
+    and marked. Columns in SPEEDUP_COLUMNS' order."""
     cells = _ok_cells_by_comparison(results)
     present = {framework for by_framework in cells.values() for framework in by_framework}
     numerators = [numerator] if numerator is not None else [f for f in ordered_frameworks(present) if f != denominator]
@@ -240,6 +278,26 @@ def ratios_for(ratios: pd.DataFrame, framework: str) -> pd.DataFrame:
     if "numerator" not in ratios:
         return ratios if framework == "jax" else ratios.iloc[0:0]
     return ratios[ratios["numerator"] == framework]
+
+
+def _flag(ratios: pd.DataFrame, column: str) -> pd.Series:
+    """A boolean column of a speedups table read back from CSV ("True"/"False" or bools), all False when the table
+    was written before the column existed."""
+    if column not in ratios:
+        return pd.Series(False, index=ratios.index)
+    return ratios[column].astype(str) == "True"
+
+
+def refused(ratios: pd.DataFrame) -> pd.Series:
+    """Which rows of a speedups table are refused ratios (`speedups`); none in a table from before refusals."""
+    if "refused" not in ratios:
+        return pd.Series(False, index=ratios.index)
+    return ratios["refused"].map(lambda value: isinstance(value, str) and value != "")
+
+
+def node_differs(ratios: pd.DataFrame) -> pd.Series:
+    """Which kept (not refused) ratios compare cells from different nodes of one device model."""
+    return _flag(ratios, "node_differs") & ~refused(ratios)
 
 
 def write_speedups(paths: Iterable[str | Path], out_csv: str | Path) -> pd.DataFrame:

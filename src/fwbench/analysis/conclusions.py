@@ -16,8 +16,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from fwbench.analysis.aggregate import node_differs, refused
 from fwbench.analysis.latex import escape, join_words, label, number, ordered_frameworks, ratio_label
 from fwbench.analysis.macros import summary_ratios
+from fwbench.analysis.partners import check_placement
 from fwbench.analysis.published import summary_sentence as published_sentence
 from fwbench.analysis.published import training_times
 
@@ -97,8 +99,52 @@ def _batch_pattern(ratios: pd.DataFrame, name: str) -> str:
     return f" The direction depends on the batch size: {escape(name)} was " + "; ".join(parts) + "."
 
 
+def placement_sentence(ratios: pd.DataFrame) -> str:
+    """The ratios the inference summary refused (cells on different device models) or kept across nodes, in one
+    sentence; empty when every ratio compared cells of one node."""
+    count_refused, count_nodes = int(refused(ratios).sum()), int(node_differs(ratios).sum())
+    parts = []
+    if count_refused:
+        one = count_refused == 1
+        parts.append(
+            f"{_plural(count_refused, 'ratio')} {'was' if one else 'were'} refused because {'its' if one else 'their'} "
+            "two cells ran on different device models (marked $^{r}$ in Table~\\ref{tab:inference}) and "
+            f"{'is' if one else 'are'} in none of these figures"
+        )
+    if count_nodes:
+        one = count_nodes == 1
+        parts.append(
+            f"{_plural(count_nodes, 'ratio')} compare{'s' if one else ''} cells that ran on different nodes with the "
+            f"same device model (marked $^{{x}}$) and {'is' if one else 'are'} kept"
+        )
+    return "; ".join(parts) + "." if parts else ""
+
+
+def _training_comparison(steady: pd.DataFrame, framework: str) -> str:
+    """One framework's last epoch against PyTorch's: its time and speed ratio, "failed", or the comparison refused
+    when the two cells ran on different device models (a ratio would compare the devices); a pair on different
+    nodes of one device model keeps its ratio and says so."""
+    name = label(framework)
+    if steady.loc[framework, "status"] != "ok":
+        return f"{name} failed"
+    placement = check_placement([steady.loc[BASELINE], steady.loc[framework]])
+    if placement.models_differ:
+        return (
+            f"{name} no comparable time (the comparison is refused: the cells ran on different device models, "
+            f"{escape(placement.model_values())})"
+        )
+    t, base = float(steady.loc[framework, "time_s"]), float(steady.loc[BASELINE, "time_s"])
+    node = (
+        f", on another node of the same device model: {escape(placement.node_values())}"
+        if placement.nodes_differ
+        else ""
+    )
+    return f"{name} {number(t)}~s ({number(base / t)}$\\times$ PyTorch's speed{node})"
+
+
 def training_sentences(epochs: pd.DataFrame | None, agreement: pd.DataFrame | None, target: float | None) -> list[str]:
-    """Step-0 agreement, time per epoch against PyTorch, and the time to the target accuracy, per trained model."""
+    """Step-0 agreement, time per epoch against PyTorch (`_training_comparison`), and the time to the target
+    accuracy, per trained model, precision (named when the study has several) and batch size."""
     if epochs is None or epochs.empty:
         return ["The study trained no model."]
     sentences = []
@@ -110,22 +156,20 @@ def training_sentences(epochs: pd.DataFrame | None, agreement: pd.DataFrame | No
             f"agree to {worst:.1e} (largest relative difference to PyTorch over "
             f"{_plural(len(agreement), 'comparison')}; {flagged} flagged)."
         )
-    last = epochs.sort_values("epoch").groupby(["framework", "model", "precision", "batch_size"]).tail(1)
-    for (model, batch), _ in training_times(epochs).groupby(["model", "batch_size"]):
-        steady = last[(last["model"] == model) & (last["batch_size"] == batch)].set_index("framework")
+    keys = ["model", "precision", "batch_size"]
+    last = epochs.sort_values("epoch").groupby(["framework", *keys]).tail(1)
+    several_precisions = epochs["precision"].nunique() > 1
+    for (model, precision, batch), _ in training_times(epochs).groupby(keys):
+        steady = last[(last["model"] == model) & (last["precision"] == precision) & (last["batch_size"] == batch)]
+        steady = steady.set_index("framework", drop=False)
         if BASELINE not in steady.index or steady.loc[BASELINE, "status"] != "ok":
             continue
         base = float(steady.loc[BASELINE, "time_s"])
-        parts = []
-        for framework in [f for f in ordered_frameworks(steady.index) if f != BASELINE]:
-            if steady.loc[framework, "status"] == "ok":
-                t = float(steady.loc[framework, "time_s"])
-                parts.append(f"{label(framework)} {number(t)}~s ({number(base / t)}$\\times$ PyTorch's speed)")
-            else:
-                parts.append(f"{label(framework)} failed")
+        parts = [_training_comparison(steady, f) for f in ordered_frameworks(steady.index) if f != BASELINE]
+        where = f"{escape(model)} in {escape(precision)}" if several_precisions else escape(model)
         if parts:
             sentences.append(
-                f"Training {escape(model)} at batch {int(batch)}, the last epoch took PyTorch {number(base)}~s and "
+                f"Training {where} at batch {int(batch)}, the last epoch took PyTorch {number(base)}~s and "
                 + join_words(parts)
                 + " (one run per framework, so no interval)."
             )
@@ -239,6 +283,7 @@ def conclusions_section(
     # The ratios the paper's summary figures count (those between cells with different workarounds left out unless
     # the configuration counts them), so that these sentences and the abstract agree.
     summary = inference_sentences(summary_ratios(ratios, dict(config))[0], list(config["frameworks"]))
+    summary += [sentence for sentence in [placement_sentence(ratios)] if sentence]
     training = training_sentences(epochs, agreement, target) if "training" in config.get("suites", []) else []
     held = int((ledger["status"] == "held").sum())
     ledger_text = f"Of the {len(ledger)} fairness controls, {held} held (Section~\\ref{{sec:ledger}})."

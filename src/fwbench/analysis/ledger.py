@@ -16,6 +16,7 @@ from typing import Any
 import pandas as pd
 
 from fwbench.analysis.latex import escape, join_words, label, ordered_frameworks
+from fwbench.analysis.partners import PlacementCheck, check_placement, node_of
 
 HELD = "held"
 NOT_HELD = "did not hold"
@@ -218,8 +219,23 @@ def compile_row(results: list[dict[str, Any]]) -> dict[str, str]:
     return _row(control, HELD, "compile and first calls outside every timed loop: " + ", ".join(parts))
 
 
+def _pairs(results: list[dict[str, Any]], host_baseline: bool) -> dict[str, PlacementCheck]:
+    """Where the cells of each comparison ran ("inference resnet50 fp32 bs1" -> `check_placement` of its
+    successful cells, one per framework), for every comparison of two or more frameworks: an inference or micro
+    group, or the training cells of one model, precision and batch size. `host_baseline`: keep the micro suite's
+    NumPy cells (they run on the host's CPU by design, so they count for the node but not the device model)."""
+    groups: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
+    for r in _ok(results):
+        if host_baseline or r["cell"]["framework"] != "numpy":
+            groups[_group_key(r)].append(r)
+    return {"{} {} {} bs{}".format(*key): check_placement(cells) for key, cells in groups.items() if len(cells) > 1}
+
+
 def device_row(results: list[dict[str, Any]], inference: pd.DataFrame) -> dict[str, str]:
-    """One device for every framework, and (on GPUs) the comparable settings equal within each comparison."""
+    """One device model for every framework of each comparison, and (on GPUs) the comparable settings equal within
+    each comparison. A study may use several device models (on a cluster, one per node), so what must hold is that
+    every framework ran on the same ones and the two cells of every ratio on one model (`check_placement`: the GPU
+    model on a GPU, the CPU model on a CPU)."""
     control = "Same device and settings"
     devices: dict[str, set[str]] = defaultdict(set)
     for r in _ok(results):
@@ -234,9 +250,15 @@ def device_row(results: list[dict[str, Any]], inference: pd.DataFrame) -> dict[s
     if "settings_differ" in inference:
         flagged = inference[inference["settings_differ"].astype(str) == "True"]
         differing = [f"{r.framework} {r.model} bs{r.batch_size}" for r in flagged.itertuples()]
+    pairs = _pairs(results, host_baseline=False)
+    split = [f"{name} ({check.model_values()})" for name, check in pairs.items() if check.models_differ]
     measured = f"{', '.join(sorted(distinct))} for {join_words([label(f) for f in ordered_frameworks(devices)])}"
+    if pairs:
+        measured += f"; one device model in {len(pairs) - len(split)} of {len(pairs)} comparison pairs"
     where = []
-    if len(distinct) > 1:
+    if split:
+        where.append("device models differ within " + _named(split))
+    elif len({frozenset(d) for d in devices.values()}) > 1:  # the frameworks' devices differ outside any pair
         where.append(
             "frameworks ran on different devices: "
             + "; ".join(f"{label(f)} {', '.join(sorted(d))}" for f, d in devices.items())
@@ -244,6 +266,21 @@ def device_row(results: list[dict[str, Any]], inference: pd.DataFrame) -> dict[s
     if differing:
         where.append("GPU settings differ from the partner cell in " + _named(differing))
     return _row(control, NOT_HELD if where else HELD, measured, "; ".join(where))
+
+
+def node_row(results: list[dict[str, Any]]) -> dict[str, str]:
+    """The cells of each comparison on one node (on a cluster a SLURM job may land anywhere): a ratio across nodes
+    of one device model is kept, but two boards of one model still differ (clocks, cooling, the node's CPU)."""
+    control = "Same node for each pair"
+    nodes = {node_of(r) for r in _ok(results)} - {None}
+    if not nodes:
+        return _row(control, NOT_MEASURED, "no cell recorded its node (cells from before fwbench recorded it)")
+    if len(nodes) == 1:
+        return _row(control, HELD, f"every cell ran on 1 node ({nodes.pop()})")
+    pairs = _pairs(results, host_baseline=True)
+    split = [f"{name} ({check.node_values()})" for name, check in pairs.items() if check.nodes_differ]
+    measured = f"{len(nodes)} nodes; {len(pairs) - len(split)} of {len(pairs)} comparison pairs each on one node"
+    return _row(control, NOT_HELD if split else HELD, measured, "nodes differ within " + _named(split) if split else "")
 
 
 def order_row(results: list[dict[str, Any]]) -> dict[str, str]:
@@ -330,6 +367,7 @@ def ledger(results: Iterable[dict[str, Any]], parity: pd.DataFrame, inference: p
         threads_row(results),
         compile_row(results),
         device_row(results, inference),
+        node_row(results),
         order_row(results),
         deviations_row(results),
         flag_row("Not noisy (IQR at most 10% of the median)", results, "noisy", "noisy"),

@@ -6,7 +6,7 @@ from typing import Any
 
 import pandas as pd
 
-from fwbench.analysis.aggregate import ratios_for
+from fwbench.analysis.aggregate import node_differs, ratios_for, refused
 from fwbench.analysis.latex import (
     BASELINE,
     FRAMEWORK_LABELS,
@@ -33,11 +33,29 @@ def _deviating(ratios: pd.DataFrame) -> pd.Series:
     return ratios["deviation_differs"].astype(str) == "True"
 
 
+def computed_ratios(ratios: pd.DataFrame) -> pd.DataFrame:
+    """The rows of a speedups table that hold a ratio: refused ones (cells on different device models, NaN) never
+    enter a summary, whatever the configuration."""
+    return ratios[~refused(ratios)]
+
+
+def placement_macros(ratios: pd.DataFrame) -> dict[str, str]:
+    """fwbNumRatiosRefused (ratios refused: their cells ran on different device models, a marked dash in the table)
+    and fwbNumRatiosNodeDiffer (kept ratios whose cells ran on different nodes of one device model, marked)."""
+    return {
+        "fwbNumRatiosRefused": str(int(refused(ratios).sum())),
+        "fwbNumRatiosNodeDiffer": str(int(node_differs(ratios).sum())),
+    }
+
+
 def summary_ratios(ratios: pd.DataFrame, config: dict[str, Any]) -> tuple[pd.DataFrame, dict[str, str]]:
-    """The ratios the summary statistics are taken over, and the macros saying what was left out:
-    fwbNumPairsAll (every ratio), fwbNumPairsDeviating (ratios whose cells ran with different workarounds, marked
-    in the table), fwbNumPairsExcludedDeviating (those left out of the summary: all of them, or none when
+    """The ratios the summary statistics are taken over, and the macros saying what was left out: refused ratios
+    always (`computed_ratios`; counted by `placement_macros`), then fwbNumPairsAll (every computed ratio),
+    fwbNumPairsDeviating (ratios whose cells ran with different workarounds, marked in the table),
+    fwbNumPairsExcludedDeviating (those left out of the summary: all of them, or none when
     `fallbacks.include_deviating_in_summary` is set) and fwbDeviatingPairsSentence (one sentence for the text)."""
+    placement = placement_macros(ratios)
+    ratios = computed_ratios(ratios)
     deviating = _deviating(ratios)
     include = include_deviating(config)
     kept = ratios if include else ratios[~deviating]
@@ -55,7 +73,7 @@ def summary_ratios(ratios: pd.DataFrame, config: dict[str, Any]) -> tuple[pd.Dat
             f"{count} further ratio{'' if one else 's'} compare{'s' if one else ''} cells that ran with different "
             f"workarounds (marked $^{{d}}$) and {'is' if one else 'are'} left out of these figures."
         )
-    defs = {
+    defs = placement | {
         "fwbNumPairsAll": str(len(ratios)),
         "fwbNumPairsDeviating": str(count),
         "fwbNumPairsExcludedDeviating": str(excluded),
@@ -239,7 +257,8 @@ def macros(
 ) -> str:
     """`extra`: macros computed elsewhere (the data section's), defined in the same file.
 
-    Ratios whose two cells ran with different workarounds from the fallback ladder (`deviation_differs`) are left
+    Refused ratios (cells on different device models) are in no summary (fwbNumRatiosRefused counts them). Ratios
+    whose two cells ran with different workarounds from the fallback ladder (`deviation_differs`) are left
     out of every summary of the ratios (median, extremes, pair counts, resolved tallies) unless
     `fallbacks.include_deviating_in_summary` is set; fwbNumPairsExcludedDeviating counts them.
 
@@ -247,7 +266,7 @@ def macros(
     the names the paper used when it was the only one; the sentences naming the study's frameworks
     (`sentence_macros`) follow the config's order."""
     ok = frame[frame["status"] == "ok"]
-    every_ratio = ratios
+    every_ratio = computed_ratios(ratios)  # what the summary leaves out beyond refusals is the deviating pairs
     ratios, deviation_defs = summary_ratios(ratios, config)
     defs = {
         "fwbStudyName": escape(config["study"]),

@@ -1,10 +1,13 @@
 """Partner check: a GPU cell is compared with the same cell in every other framework, and flagged where the two
 ran under different comparable settings (another GPU model, TF32 in one only, another dtype, another CUDA major
 version). A ratio between such cells would measure the settings, not the frameworks, so the table marks them.
-Partners that ran with different workarounds from the fallback ladder are flagged apart (`deviation_differs`)."""
+Partners that ran with different workarounds from the fallback ladder are flagged apart (`deviation_differs`), and
+where partners ran (device model, node: `check_placement`) decides whether their ratio is refused or marked."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
@@ -87,3 +90,109 @@ def flag_deviations(frame: pd.DataFrame, keys: list[str] | None = None) -> pd.Da
         if len(per_framework) > 1 and deviations_differ(*per_framework.tolist()):
             frame.loc[group.index, "deviation_differs"] = True
     return frame
+
+
+# Placement: on a cluster the cells of one comparison may run on different nodes, even on different GPU models. A
+# ratio across device models measures the devices, not the frameworks, so it is refused; a ratio across nodes of one
+# model is kept but marked, since two boards of one model still differ (clocks, cooling, the node's CPU and memory).
+
+
+def _known(value: object) -> str | None:
+    """A recorded value as text, or None for an unknown one (None, NaN, "": a result or a CSV round trip without it)."""
+    if value is None or (not isinstance(value, str) and pd.isna(value)):
+        return None
+    text = str(value).strip()
+    return text or None
+
+
+def node_of(result: dict[str, Any]) -> str | None:
+    """The node a cell ran on: `placement.node` (SLURMD_NODENAME under SLURM, else the hostname); results from before
+    it was recorded have only `placement.host`, which is the same machine; None without a placement."""
+    placement = result["provenance"].get("placement") or {}
+    return _known(placement.get("node")) or _known(placement.get("host"))
+
+
+def placement_columns(result: dict[str, Any]) -> dict[str, Any]:
+    """The tidy columns saying where a cell ran: `node` (`node_of`) and `slurm_job_id` (None outside a SLURM job)."""
+    scheduler = (result["provenance"].get("placement") or {}).get("scheduler") or {}
+    return {
+        "node": node_of(result),
+        "slurm_job_id": _known(scheduler.get("job_id")) if scheduler.get("name") == "slurm" else None,
+    }
+
+
+def device_columns(result: dict[str, Any]) -> dict[str, Any]:
+    """The tidy columns naming what a cell computed on: the framework's `device` name and `platform` (cuda, cpu) and
+    the host's `cpu_model` (on a CPU the device name is just "cpu", so the CPU model is what names the hardware)."""
+    device = (result["provenance"].get("framework") or {}).get("device") or {}
+    return {
+        "device": device.get("name"),
+        "platform": device.get("platform"),
+        "cpu_model": result["provenance"].get("cpu_model"),
+    }
+
+
+def _tidy_view(cell: Any) -> tuple[str, dict[str, Any]]:
+    """(framework, tidy columns) of a cell given as a result or as a tidy row (a dict or a pandas row)."""
+    if isinstance(cell, dict) and "cell" in cell and "provenance" in cell:
+        return cell["cell"]["framework"], device_columns(cell) | placement_columns(cell)
+    return str(cell["framework"]), {key: cell.get(key) for key in ("device", "platform", "cpu_model", "node")}
+
+
+def device_model(platform: object, device: object, cpu_model: object) -> tuple[str | None, str | None]:
+    """(platform, model) a cell computed on: the GPU's name on a GPU, the CPU's model on a CPU. Results without a
+    platform named the CPU device "cpu"; None where it is not recorded."""
+    platform, device = _known(platform), _known(device)
+    if platform is None and device is not None and device.lower() == "cpu":
+        platform = "cpu"
+    return platform, _known(cpu_model) if platform == "cpu" else device
+
+
+@dataclass(frozen=True)
+class PlacementCheck:
+    """Where the cells of one comparison ran, per framework: the device model (platform, model) and the node."""
+
+    models: dict[str, tuple[str | None, str | None]]
+    nodes: dict[str, str | None]
+
+    @property
+    def models_differ(self) -> bool:
+        """Known platforms or known models differ (an unknown value never counts as differing)."""
+        platforms = {p for p, _ in self.models.values() if p is not None}
+        return len(platforms) > 1 or len({m for _, m in self.models.values() if m is not None}) > 1
+
+    @property
+    def nodes_differ(self) -> bool:
+        return len({n for n in self.nodes.values() if n is not None}) > 1
+
+    def model_values(self) -> str:
+        """Each framework's device model, e.g. "torch NVIDIA A100-SXM4-80GB, jax NVIDIA H100 80GB HBM3" (the platform
+        added where the platforms differ)."""
+        with_platform = len({p for p, _ in self.models.values() if p is not None}) > 1
+        return ", ".join(
+            f"{framework} {model or 'unknown'}" + (f" ({platform or 'unknown'})" if with_platform else "")
+            for framework, (platform, model) in self.models.items()
+        )
+
+    def node_values(self) -> str:
+        """Each framework's node, e.g. "torch gpu01, jax gpu02"."""
+        return ", ".join(f"{framework} {node or 'unknown'}" for framework, node in self.nodes.items())
+
+    @property
+    def models_detail(self) -> str | None:
+        return f"device models differ: {self.model_values()}" if self.models_differ else None
+
+    @property
+    def nodes_detail(self) -> str | None:
+        return f"nodes differ: {self.node_values()}" if self.nodes_differ else None
+
+
+def check_placement(cells: Iterable[Any]) -> PlacementCheck:
+    """Whether two or more cells of one comparison (results or tidy rows, one per framework) ran on different device
+    models or different nodes: a ratio between them is refused, respectively marked (see `speedups`)."""
+    models, nodes = {}, {}
+    for cell in cells:
+        framework, columns = _tidy_view(cell)
+        models[framework] = device_model(columns["platform"], columns["device"], columns["cpu_model"])
+        nodes[framework] = _known(columns["node"])
+    return PlacementCheck(models, nodes)

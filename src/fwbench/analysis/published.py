@@ -218,8 +218,12 @@ def _inference_matches(source: Source, ratios: pd.DataFrame, frame: pd.DataFrame
         result = {**key, "framework": row.framework, **_published_part(row)}
         result["ours_torch"] = _value(ours[BASELINE], "throughput_img_s")
         result["ours_other"] = _value(ours[row.framework], "throughput_img_s")
-        if failed or pair.empty:
+        # a ratio refused for its cells' different device models has none to set beside the published one
+        refusal = pair.iloc[0].get("refused") if not pair.empty else None
+        if failed or pair.empty or isinstance(refusal, str):
             reason = "; ".join(f"{label(c['framework'])}: {c.get('reason') or c['status']}" for c in failed)
+            if not reason and isinstance(refusal, str):
+                reason = f"ratio refused, {refusal}"
             yield result | {"verdict": FAILED, "reason": reason or "no ratio for this pair"}
             continue
         p = pair.iloc[0]

@@ -7,13 +7,17 @@ from typing import Any
 
 import pandas as pd
 
-from fwbench.analysis.aggregate import ratios_for
+from fwbench.analysis.aggregate import node_differs, ratios_for, refused
 from fwbench.analysis.latex import BASELINE, FRAMEWORK_LABELS, escape, label, literal, macro_name, number, short_label
 from fwbench.failures import KINDS
 
 FAILED = r"failed$^\dagger$"
 # A cell that ran with a workaround from the fallback ladder, and a ratio whose two cells ran with different ones.
 DEVIATION_MARK = r"$^{d}$"
+# A ratio refused because its two cells ran on different device models (printed as a dash), and a ratio whose cells
+# ran on different nodes of one device model (kept).
+REFUSED_MARK = r"$^{r}$"
+NODE_MARK = r"$^{x}$"
 
 
 def stacked(*lines: str, align: str = "c", position: str = "b") -> str:
@@ -51,12 +55,17 @@ SCOPE_MARKS = {"within_process": r"$^{w}$", "unpaired_trials": r"$^{u}$"}
 
 def _ratio(row) -> str:
     """Ratio with its 95% CI; bold where it is resolved (a paired CI over interleaved rounds that excludes 1).
-    A CI from within one process (one trial) or from trials not interleaved is marked and never bold."""
+    A CI from within one process (one trial) or from trials not interleaved is marked and never bold. A refused
+    ratio (different device models) is a marked dash; one across nodes of one device model carries its mark."""
+    if _present(row.get("refused")):
+        return "---" + REFUSED_MARK
     text = rf"{number(row['ratio'])}$\times$ {{\scriptsize[{number(row['ci_low'])}, {number(row['ci_high'])}]}}"
-    deviating = DEVIATION_MARK if str(row.get("deviation_differs")) == "True" else ""
+    marks = (DEVIATION_MARK if str(row.get("deviation_differs")) == "True" else "") + (
+        NODE_MARK if str(row.get("node_differs")) == "True" else ""
+    )
     if str(row.get("resolved")) == "True":
-        return rf"\textbf{{{text}}}" + deviating
-    return text + SCOPE_MARKS.get(str(row.get("ci_scope")), "") + deviating
+        return rf"\textbf{{{text}}}" + marks
+    return text + SCOPE_MARKS.get(str(row.get("ci_scope")), "") + marks
 
 
 def compiled_frameworks(frame: pd.DataFrame, frameworks: list[str]) -> list[str]:
@@ -177,6 +186,21 @@ DEVIATING_RATIO_NOTE = (
 )
 
 
+REFUSED_NOTE = (
+    r"; $^{r}$: no ratio, because its two cells ran on different device models (\fwbNumRatiosRefused{} refused; "
+    r"the models in \texttt{speedups.csv})"
+)
+NODE_NOTE = (
+    r"; $^{x}$: the ratio's two cells ran on different nodes with the same device model (\fwbNumRatiosNodeDiffer{} "
+    r"ratios; the nodes in \texttt{speedups.csv})"
+)
+
+
+def _placement_notes(ratios: pd.DataFrame) -> str:
+    """The legend of the placement marks, each only when some ratio carries it."""
+    return (REFUSED_NOTE if refused(ratios).any() else "") + (NODE_NOTE if node_differs(ratios).any() else "")
+
+
 def _latency_contents(frame: pd.DataFrame, frameworks: list[str]) -> str:
     """What the latency table holds, in words (its caption's and the throughput caption's pointer to it)."""
     parts = ["median latency (p50 of the timed steps, ms)"]
@@ -189,7 +213,7 @@ def _latency_contents(frame: pd.DataFrame, frameworks: list[str]) -> str:
     return escape(", ".join(parts[:-1]) + " and " + parts[-1] if len(parts) > 1 else parts[0])
 
 
-def _throughput_caption(frame: pd.DataFrame, frameworks: list[str], names: str) -> str:
+def _throughput_caption(frame: pd.DataFrame, frameworks: list[str], names: str, ratios: pd.DataFrame) -> str:
     with_ratios = BASELINE in frameworks and len(frameworks) > 1
     head = r"Inference throughput (img/s, batch size over the median step)"
     head += r" and each framework's throughput ratio to PyTorch (PT) with its 95\% CI." if with_ratios else "."
@@ -198,7 +222,7 @@ def _throughput_caption(frame: pd.DataFrame, frameworks: list[str], names: str) 
         + names
         + (RATIO_NOTES if with_ratios else "")
         + CELL_NOTES
-        + (DEVIATING_RATIO_NOTE if with_ratios else "")
+        + (DEVIATING_RATIO_NOTE + _placement_notes(ratios) if with_ratios else "")
         + r"; $^\dagger$: the cell failed; both see Section~\ref{sec:failures}. Table~\ref{tab:inference-latency} "
         + f"gives the same cells' {_latency_contents(frame, frameworks)}."
     )
@@ -232,7 +256,9 @@ def inference_table(frame: pd.DataFrame, frameworks: list[str], ratios: pd.DataF
     _, names = _framework_names(frameworks)
     lines = [
         *_table_float(
-            _throughput_caption(frame, frameworks, names), "tab:inference", throughput_table(frame, frameworks, ratios)
+            _throughput_caption(frame, frameworks, names, ratios),
+            "tab:inference",
+            throughput_table(frame, frameworks, ratios),
         ),
         "",
         *_table_float(

@@ -23,7 +23,13 @@ from fwbench.analysis.latex import (
     others,
     short_label,
 )
-from fwbench.analysis.partners import deviations_differ, failure_columns, flag_deviations
+from fwbench.analysis.partners import (
+    deviations_differ,
+    device_columns,
+    failure_columns,
+    flag_deviations,
+    placement_columns,
+)
 from fwbench.analysis.tables import stacked_header
 from fwbench.analysis.training_reference import comparison_section
 from fwbench.io import atomic_write_text
@@ -43,7 +49,8 @@ STEP0_COLUMNS += ["numerator", "denominator"]
 def epoch_rows(paths: Iterable[str | Path]) -> pd.DataFrame:
     """One row per (cell, epoch); a failed cell is one row with its reason and no epoch. Every row carries its
     cell's failure kind and deviations (`failure_columns`) and whether its partner cells in the other frameworks ran
-    with different workarounds (`deviation_differs`). The cell-level columns after `resumed_from_epoch` (initial
+    with different workarounds (`deviation_differs`), and where it ran (`device_columns`, `placement_columns`: the
+    conclusions refuse a time ratio across device models). The cell-level columns after `resumed_from_epoch` (initial
     RSS, initial device memory or why it is missing, the input layout) feed the comparison with the published L4
     figures (`training_reference`) and the section's text."""
     rows = []
@@ -51,7 +58,7 @@ def epoch_rows(paths: Iterable[str | Path]) -> pd.DataFrame:
         cell, metrics = result["cell"], result["metrics"] or {}
         base = {k: cell[k] for k in ("framework", "model", "precision", "batch_size", "image_size")}
         base |= {"status": result["status"], "reason": result["reason"], "path": str(path)}
-        base |= failure_columns(result)
+        base |= failure_columns(result) | device_columns(result) | placement_columns(result)
         if result["status"] != "ok":
             rows.append(base)
             continue

@@ -1,0 +1,65 @@
+"""What a benchmark job asks a batch scheduler for, from the study's configuration (profiles/slurm submits it).
+
+The time limit comes from the study's own process timeouts: a job's limit is the longest its processes may run (each
+trial, and each retry the fallback ladder may add, up to its suite's `timeout_s`) plus a margin for start-up and
+writing. So a cell that hangs meets its own timeout first and becomes a recorded `timeout` failure; the scheduler's
+limit only ends jobs the harness itself could not (a wedged node, a runner that stopped answering). Locally these
+resources mean nothing.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from fwbench.failures import ladder_from_config
+from fwbench.grid import suite_frameworks
+
+# Interpreter start, imports, loading, writing results and the runner around its processes (minutes); measured at
+# under a minute per group on the 2-core development machine, so 10 leaves room for a slow shared file system.
+MARGIN_MIN = 10
+# The device check probes each framework in a process of its own (fwbench.devices.probe); the peak-FLOP probe and
+# the parity logits run each framework or precision once: bounded by the inference suite's process timeout.
+PROBE_PROCESS_S = 300
+
+
+def attempts(config: Mapping[str, Any]) -> int:
+    """How many times one measuring process may run: once, plus one retry per rung of the fallback ladder."""
+    return 1 + len(ladder_from_config(config.get("fallbacks")))
+
+
+def _minutes(seconds: float) -> int:
+    return int(math.ceil(seconds / 60)) + MARGIN_MIN
+
+
+def runtime_minutes(config: Mapping[str, Any], rule: str) -> int:
+    """The time limit (minutes, Snakemake's `runtime` resource, sbatch -t) of one job of a measuring `rule`."""
+    if rule == "inference_group":
+        section = config["inference"]
+        processes = len(config["frameworks"]) * section["trials"] * attempts(config)
+        return _minutes(processes * section["timeout_s"])
+    if rule == "micro_group":
+        section = config["micro"]
+        processes = len(suite_frameworks(config, "micro")) * section["trials"] * attempts(config)
+        return _minutes(processes * section["timeout_s"])
+    if rule == "training_cell":
+        return _minutes(attempts(config) * config["training"]["timeout_s"])
+    if rule in ("device_check", "device_peak", "parity_logits"):
+        processes = len(config["frameworks"]) if rule == "device_check" else len(config["precisions"])
+        return _minutes(processes * max(PROBE_PROCESS_S, config["inference"]["timeout_s"]))
+    raise ValueError(f"no time limit is defined for rule {rule!r}")
+
+
+def slurm_extra(config: Mapping[str, Any]) -> str:
+    """sbatch options of a benchmark job beyond its GPU, cores, memory and time: the node to itself unless the
+    study's `cluster.share_nodes` allows other jobs beside it."""
+    return "" if config["cluster"]["share_nodes"] else "--exclusive"
+
+
+def training_group(config: Mapping[str, Any]) -> str | None:
+    """The Snakemake job group of a training cell: with `cluster.pairing: same_node`, every framework's cell of one
+    model, precision and batch size is one group (submitted as one job, one node); otherwise no group."""
+    if config["cluster"]["pairing"] != "same_node":
+        return None
+    return "training_{model}_{precision}_bs{batch}"

@@ -1,0 +1,331 @@
+"""Cells of one comparison on different nodes or device models (a SLURM cluster): a ratio across device models is
+refused everywhere (speedups, table, summary macros, conclusions, training sentence), one across nodes of the same
+model is kept and marked, and the ledger names the pairs. Old results without `node`/`scheduler` still work.
+
+Hand-built cell results only (the skeletons of tests/test_analysis.py and tests/test_multi_framework_analysis.py)."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+
+from fwbench.analysis import ledger as lg
+from fwbench.analysis import published as pub
+from fwbench.analysis.aggregate import SPEEDUP_COLUMNS, read_tidy, write_speedups, write_tidy
+from fwbench.analysis.conclusions import conclusions_section, training_sentences
+from fwbench.analysis.latex import number
+from fwbench.analysis.macros import macros
+from fwbench.analysis.partners import check_placement
+from fwbench.analysis.provenance import study_environment
+from fwbench.analysis.tables import inference_table
+from fwbench.analysis.training import write_training_tables
+from fwbench.config import validate_config
+from fwbench.models.study_parity import PARITY_COLUMNS
+from tests.test_multi_framework_analysis import THREE, _inference, _macro, _training, _write
+from tests.test_published import _cell, _published_row, _sources
+from tests.test_published import _ratio as _published_ratio
+
+A100, H100 = "NVIDIA A100-SXM4-80GB", "NVIDIA H100 80GB HBM3"
+REFUSED = f"device models differ: torch {A100}, jax {H100}"
+
+
+def _on(result, node, gpu=A100, job=None):
+    """`result` as computed on `gpu` of `node`, by a SLURM job when `job` is given (the placement a cell records)."""
+    result["provenance"]["framework"]["device"] = {"name": gpu, "platform": "cuda"}
+    scheduler = {"name": "slurm", "job_id": job, "node": node, "partition": "gpu", "restart_count": 0}
+    result["provenance"]["placement"] = {
+        "host": node,
+        "slot": 0,
+        "node": node,
+        "scheduler": scheduler if job else None,
+    }
+    return result
+
+
+def _cluster(jax_node="gpu01", jax_gpu=A100):
+    """Three frameworks at batch 1 (JAX 1.5x, TensorFlow 0.5x PyTorch, paired rounds) and at batch 8 (JAX only, not
+    resolved): PyTorch and TensorFlow on gpu01's A100s; JAX at batch 1 where asked, at batch 8 with the others."""
+    results = []
+    for batch in (1, 8):
+        for framework in THREE:
+            result = _inference(framework, batch)
+            if result["status"] == "ok":
+                placed = framework == "jax" and batch == 1
+                _on(result, jax_node if placed else "gpu01", jax_gpu if placed else A100, job=f"{batch}")
+            results.append(result)
+    return results
+
+
+def _ratios(tmp_path, results):
+    paths = _write(tmp_path, results)
+    return paths, write_tidy(paths, tmp_path / "inference.csv"), write_speedups(paths, tmp_path / "speedups.csv")
+
+
+def _by(ratios):
+    return ratios.set_index(["numerator", "batch_size"])
+
+
+# --- the helper -------------------------------------------------------------------------------------------------
+
+
+def test_the_helper_names_each_frameworks_model_and_node():
+    torch, jax = _on(_inference("torch", 1), "gpu01"), _on(_inference("jax", 1), "gpu02", H100)
+    check = check_placement([torch, jax])
+    assert check.models_differ and check.nodes_differ
+    assert check.models_detail == REFUSED and check.nodes_detail == "nodes differ: torch gpu01, jax gpu02"
+    same = check_placement([torch, _on(_inference("jax", 1), "gpu01")])
+    assert not same.models_differ and not same.nodes_differ and same.models_detail is same.nodes_detail is None
+    # tidy rows (a CSV's NaN for a value never recorded) as well as results; unknown values never differ
+    rows = [
+        pd.Series({"framework": "torch", "platform": "cuda", "device": A100, "cpu_model": "x", "node": "gpu01"}),
+        pd.Series({"framework": "jax", "platform": "cuda", "device": math.nan, "cpu_model": "y", "node": math.nan}),
+    ]
+    assert not check_placement(rows).models_differ and not check_placement(rows).nodes_differ
+
+
+def test_on_a_cpu_the_cpu_model_is_the_device_model_and_platforms_differing_count():
+    torch, jax = _inference("torch", 1), _inference("jax", 1)  # device "cpu" on both
+    jax["provenance"]["cpu_model"] = "Intel Xeon"
+    assert check_placement([torch, jax]).models_detail == "device models differ: torch Test CPU, jax Intel Xeon"
+    _on(torch, "gpu01")
+    assert check_placement([torch, jax]).models_detail == (
+        f"device models differ: torch {A100} (cuda), jax Intel Xeon (cpu)"
+    )
+
+
+# --- speedups and the tidy table --------------------------------------------------------------------------------
+
+
+def test_a_pair_on_different_gpu_models_is_refused_naming_both(tmp_path):
+    _, _, ratios = _ratios(tmp_path, _cluster(jax_node="gpu02", jax_gpu=H100))
+    assert list(ratios.columns) == SPEEDUP_COLUMNS
+    row = _by(ratios).loc[("jax", 1)]
+    assert row["refused"] == REFUSED
+    assert math.isnan(row["ratio"]) and math.isnan(row["ci_low"]) and math.isnan(row["ci_high"])
+    assert not bool(row["resolved"]) and row["pairs"] == 0
+    assert bool(row["node_differs"]) and row["node_detail"] == "nodes differ: torch gpu01, jax gpu02"
+    kept = _by(ratios).loc[("tensorflow", 1)]
+    assert kept["ratio"] == pytest.approx(0.5) and bool(kept["resolved"]) and pd.isna(kept["refused"])
+    assert not bool(kept["node_differs"]) and pd.isna(kept["node_detail"])
+
+
+def test_a_pair_of_one_model_on_two_nodes_keeps_its_ratio_and_is_flagged(tmp_path):
+    _, _, ratios = _ratios(tmp_path, _cluster(jax_node="gpu02"))
+    row = _by(ratios).loc[("jax", 1)]
+    assert row["ratio"] == pytest.approx(1.5) and bool(row["resolved"]) and pd.isna(row["refused"])
+    assert bool(row["node_differs"]) and row["node_detail"] == "nodes differ: torch gpu01, jax gpu02"
+
+
+def test_a_pair_on_one_node_is_neither_refused_nor_flagged(tmp_path):
+    _, _, ratios = _ratios(tmp_path, _cluster())
+    assert ratios["refused"].isna().all() and not ratios["node_differs"].astype(bool).any()
+    assert ratios["node_detail"].isna().all()
+    assert _by(ratios).loc[("jax", 1), "ratio"] == pytest.approx(1.5)
+
+
+def test_the_tidy_table_has_the_node_and_the_slurm_job(tmp_path):
+    _, frame, _ = _ratios(tmp_path, _cluster(jax_node="gpu02"))
+    ok = frame[frame["status"] == "ok"].set_index(["framework", "batch_size"])
+    assert ok.loc[("jax", 1), "node"] == "gpu02" and ok.loc[("torch", 1), "node"] == "gpu01"
+    assert ok.loc[("jax", 1), "slurm_job_id"] == "1" and ok.loc[("jax", 8), "slurm_job_id"] == "8"
+    assert ok.loc[("jax", 1), "device"] == A100 and ok.loc[("jax", 1), "platform"] == "cuda"
+    failed = frame[frame["status"] != "ok"].iloc[0]
+    assert pd.isna(failed["node"]) and pd.isna(failed["slurm_job_id"]), "a failed cell without a placement"
+
+
+def test_old_results_without_node_or_scheduler(tmp_path):
+    """Results from before `node`/`scheduler`: the host is the node, no SLURM job; no placement at all: unknown."""
+    results = _cluster()
+    for result in results:
+        if result["status"] == "ok":
+            placement = result["provenance"]["placement"]
+            del placement["node"], placement["scheduler"]
+    results[1]["provenance"]["placement"]["host"] = "old02"  # JAX at batch 1 on another host
+    results[3]["provenance"]["placement"] = None  # PyTorch at batch 8 recorded none
+    _, frame, ratios = _ratios(tmp_path, results)
+    ok = frame[frame["status"] == "ok"].set_index(["framework", "batch_size"])
+    assert ok.loc[("jax", 1), "node"] == "old02" and ok.loc[("torch", 1), "node"] == "gpu01"
+    assert pd.isna(ok.loc[("torch", 8), "node"]) and ok["slurm_job_id"].isna().all()
+    by = _by(ratios)
+    assert bool(by.loc[("jax", 1), "node_differs"]) and by.loc[("jax", 1), "ratio"] == pytest.approx(1.5)
+    assert not bool(by.loc[("jax", 8), "node_differs"]), "an unknown node never counts as differing"
+
+
+# --- the table --------------------------------------------------------------------------------------------------
+
+
+def _ratio_cells(table: str, batch: int) -> list[str]:
+    line = next(line for line in table.splitlines() if line.count(" & ") > 5 and line.split(" & ")[2] == str(batch))
+    return [cell.removesuffix(r" \\") for cell in line.split(" & ")[6:]]
+
+
+def test_the_table_marks_a_refused_and_a_node_differing_ratio(tmp_path):
+    _, frame, refused = _ratios(tmp_path / "refused", _cluster(jax_node="gpu02", jax_gpu=H100))
+    table = inference_table(frame, THREE, refused)
+    assert _ratio_cells(table, 1)[0] == r"---$^{r}$", "refused: a marked dash"
+    assert r"$^{r}$: no ratio, because its two cells ran on different device models" in table
+    assert r"\fwbNumRatiosRefused{}" in table and r"$^{x}$: the ratio" not in table, "only the marks used"
+
+    _, frame, across = _ratios(tmp_path / "across", _cluster(jax_node="gpu02"))
+    table = inference_table(frame, THREE, across)
+    assert _ratio_cells(table, 1)[0] == r"\textbf{1.50$\times$ {\scriptsize[1.50, 1.50]}}$^{x}$"
+    assert r"$^{x}$: the ratio's two cells ran on different nodes" in table and "$^{r}$: no ratio" not in table
+
+    _, frame, local = _ratios(tmp_path / "local", _cluster())
+    table = inference_table(frame, THREE, local)
+    assert "$^{x}$" not in table and "$^{r}$" not in table
+    # a speedups CSV from before these columns reads as neither
+    assert inference_table(frame, THREE, local.drop(columns=["refused", "node_differs", "node_detail"])) == table
+
+
+# --- summaries --------------------------------------------------------------------------------------------------
+
+
+def test_summary_macros_never_count_a_refused_ratio(tmp_path, tiny_config):
+    paths, frame, ratios = _ratios(tmp_path, _cluster(jax_node="gpu02", jax_gpu=H100))
+    config = validate_config({**tiny_config, "frameworks": THREE})
+    text = macros(frame, read_tidy(tmp_path / "speedups.csv"), study_environment(paths), config)
+    assert _macro(text, "fwbNumRatiosRefused") == "1" and _macro(text, "fwbNumRatiosNodeDiffer") == "0"
+    batch8 = _by(ratios).loc[("jax", 8), "ratio"]
+    assert _macro(text, "fwbNumPairsJax") == "1" and _macro(text, "fwbSpeedupMedianJax") == number(batch8)
+    assert _macro(text, "fwbNumRatios") == "2" and _macro(text, "fwbNumPairsAll") == "2"
+    assert _macro(text, "fwbNumPairsExcludedDeviating") == "0" and _macro(text, "fwbPairsExcludedNote") == ""
+    assert "Across the 1 model and batch-size pairs where JAX/Flax and PyTorch both succeeded, the median" in _macro(
+        text, "fwbSpeedupSentence"
+    )
+    across = macros(frame, _ratios(tmp_path / "across", _cluster(jax_node="gpu02"))[2], {}, config)
+    assert _macro(across, "fwbNumRatiosRefused") == "0" and _macro(across, "fwbNumRatiosNodeDiffer") == "1"
+    assert _macro(across, "fwbNumPairsJax") == "2", "a ratio across nodes is kept"
+
+
+CONFIG = {
+    "frameworks": THREE,
+    "suites": ["inference"],
+    "models": ["small_cnn"],
+    "precisions": ["fp32"],
+    "dataset": {"image_size": 32, "source": "synthetic"},
+    "training": {},
+    "fallbacks": {},
+}
+LEDGER = pd.DataFrame([{"control": "Device to itself", "status": "held", "measured": "", "where": ""}])
+
+
+def _conclusions(ratios, frame):
+    return conclusions_section(
+        ratios=ratios,
+        inference=frame,
+        epochs=None,
+        agreement=None,
+        published=pd.DataFrame(columns=pub.COLUMNS),
+        ledger=LEDGER,
+        config=CONFIG,
+    )
+
+
+def test_conclusions_skip_refused_ratios_and_say_how_many(tmp_path):
+    _, frame, ratios = _ratios(tmp_path, _cluster(jax_node="gpu02", jax_gpu=H100))
+    text = _conclusions(read_tidy(tmp_path / "speedups.csv"), frame)
+    assert "JAX/Flax was faster than PyTorch in 0 and slower in 0 of 1 model and batch-size pair (0 resolved" in text
+    assert (
+        "1 ratio was refused because its two cells ran on different device models (marked $^{r}$ in "
+        r"Table~\ref{tab:inference}) and is in none of these figures." in text
+    )
+    assert "different nodes" not in text
+    _, frame, ratios = _ratios(tmp_path / "across", _cluster(jax_node="gpu02"))
+    text = _conclusions(ratios, frame)
+    assert "refused" not in text and "of 2 model and batch-size pairs" in text
+    assert "1 ratio compares cells that ran on different nodes with the same device model (marked $^{x}$)" in text
+    _, frame, ratios = _ratios(tmp_path / "local", _cluster())
+    text = _conclusions(ratios, frame)
+    assert "refused" not in text and "different nodes" not in text
+
+
+def test_the_training_comparison_is_refused_across_device_models_and_kept_across_nodes(tmp_path):
+    results = [_training(framework) for framework in THREE]
+    _on(results[0], "gpu01")
+    _on(results[1], "gpu02", H100)
+    _on(results[2], "gpu03")
+    results[2]["metrics"]["epochs"][1]["time_s"] = 6.0  # TensorFlow's last epoch: half PyTorch's speed
+    write_training_tables(_write(tmp_path, results, "train"), tmp_path / "training.csv", tmp_path / "step0.csv")
+    epochs = read_tidy(tmp_path / "training.csv")
+    assert set(epochs["node"]) == {"gpu01", "gpu02", "gpu03"} and set(epochs["device"]) == {A100, H100}
+    (sentence,) = [s for s in training_sentences(epochs, None, None) if s.startswith("Training")]
+    assert sentence == (
+        "Training small\\_cnn at batch 32, the last epoch took PyTorch 3.00~s and JAX/Flax no comparable time (the "
+        f"comparison is refused: the cells ran on different device models, torch {A100}, jax {H100}) and "
+        "TensorFlow/Keras 6.00~s (0.500$\\times$ PyTorch's speed, on another node of the same device model: torch "
+        "gpu01, tensorflow gpu03) (one run per framework, so no interval)."
+    )
+    _on(results[1], "gpu01")
+    results[2]["provenance"]["placement"]["node"] = "gpu01"
+    write_training_tables(_write(tmp_path, results, "same"), tmp_path / "same.csv", tmp_path / "same0.csv")
+    (sentence,) = [s for s in training_sentences(read_tidy(tmp_path / "same.csv"), None, None) if "Training" in s]
+    assert "JAX/Flax 3.00~s (1.00$\\times$ PyTorch's speed)" in sentence and "node" not in sentence
+
+
+# --- the ledger -------------------------------------------------------------------------------------------------
+
+PARITY = pd.DataFrame(columns=PARITY_COLUMNS)
+
+
+def _ledger(results):
+    rows = lg.ledger(results, PARITY, pd.DataFrame({"settings_differ": [False]}))
+    return {row.control: (row.status, row.measured, row.where) for row in rows.itertuples()}
+
+
+def test_the_ledger_reads_device_models_and_nodes_per_pair():
+    one_node = _ledger(_cluster())
+    assert one_node["Same node for each pair"] == (lg.HELD, "every cell ran on 1 node (gpu01)", "")
+    assert one_node["Same device and settings"][0] == lg.HELD
+    assert one_node["Same device and settings"][1].endswith("; one device model in 2 of 2 comparison pairs")
+
+    # each comparison on one node, the two comparisons on two nodes: held
+    apart = _cluster()
+    for result in apart[3:]:
+        if result["status"] == "ok":
+            _on(result, "gpu02")
+    assert _ledger(apart)["Same node for each pair"] == (
+        lg.HELD,
+        "2 nodes; 2 of 2 comparison pairs each on one node",
+        "",
+    )
+
+    across = _ledger(_cluster(jax_node="gpu02"))
+    assert across["Same node for each pair"] == (
+        lg.NOT_HELD,
+        "2 nodes; 1 of 2 comparison pairs each on one node",
+        "nodes differ within inference small_cnn fp32 bs1 (torch gpu01, jax gpu02, tensorflow gpu01)",
+    )
+    assert across["Same device and settings"][0] == lg.HELD
+
+    status, _, where = _ledger(_cluster(jax_node="gpu02", jax_gpu=H100))["Same device and settings"]
+    assert status == lg.NOT_HELD
+    assert (
+        where
+        == f"device models differ within inference small_cnn fp32 bs1 (torch {A100}, jax {H100}, tensorflow {A100})"
+    )
+
+
+def test_the_ledger_checks_training_pairs_and_old_cells():
+    training = [_on(_training(framework), "gpu01") for framework in THREE]
+    _on(training[2], "gpu02")
+    status, _, where = _ledger(_cluster() + training)["Same node for each pair"]
+    assert status == lg.NOT_HELD
+    assert where == "nodes differ within training small_cnn fp32 bs32 (torch gpu01, jax gpu01, tensorflow gpu02)"
+    old = _cluster()
+    for result in old:
+        if result["status"] == "ok":
+            result["provenance"]["placement"] = None
+    assert _ledger(old)["Same node for each pair"][0] == lg.NOT_MEASURED
+
+
+def test_a_refused_ratio_is_not_set_beside_a_published_one(tmp_path):
+    sources = _sources(
+        tmp_path, [_published_row("resnet50", "pytorch", 1, 500.0), _published_row("resnet50", "jax", 1, 750.0)]
+    )
+    inference = pd.DataFrame([_cell("torch", "resnet50", 1, 80.0), _cell("jax", "resnet50", 1, 100.0)])
+    speedups = pd.DataFrame([_published_ratio("resnet50", 1, 1.0, 1.0, 1.0) | {"ratio": math.nan, "refused": REFUSED}])
+    (row,) = pub.compare(sources, inference=inference, speedups=speedups, training=None, image_size=32).itertuples()
+    assert row.verdict == pub.FAILED and row.reason == f"ratio refused, {REFUSED}"
