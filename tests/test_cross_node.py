@@ -329,3 +329,14 @@ def test_a_refused_ratio_is_not_set_beside_a_published_one(tmp_path):
     speedups = pd.DataFrame([_published_ratio("resnet50", 1, 1.0, 1.0, 1.0) | {"ratio": math.nan, "refused": REFUSED}])
     (row,) = pub.compare(sources, inference=inference, speedups=speedups, training=None, image_size=32).itertuples()
     assert row.verdict == pub.FAILED and row.reason == f"ratio refused, {REFUSED}"
+
+
+def test_the_setup_table_names_the_scheduler_and_the_nodes(tmp_path):
+    """Cells from SLURM jobs on two nodes: the environment rows count the jobs and name the nodes; a local study on
+    one machine has neither row."""
+    paths = _write(tmp_path, _cluster(jax_node="gpu02"))
+    env = study_environment(paths)
+    assert env["Scheduler"] == "SLURM (2 jobs)" and env["Nodes"] == "2 (gpu01, gpu02)"
+    local = tmp_path / "local"
+    local.mkdir()
+    assert "Scheduler" not in study_environment(_write(local, [_inference(f, 1) for f in THREE]))

@@ -161,3 +161,44 @@ def test_jax_compilation_cache_state_is_recorded(study, tmp_path):
     assert states == ["cold", "warm"]
     default = _run(study, cell, tmp_path)
     assert default["provenance"]["framework"]["settings"]["compilation_cache"] == {"state": "disabled"}
+
+
+# A runner whose only cell's child writes its pid and then sleeps: the scheduler's SIGTERM to the runner must end the
+# child too (it runs in a session of its own, out of reach of signals to the runner's group), and write nothing.
+SIGTERM_RUNNER = """
+import sys
+from pathlib import Path
+from fwbench.grid import Cell
+from fwbench.runner import run_cell
+pid_file, out = Path(sys.argv[1]), Path(sys.argv[2])
+child = "import os, pathlib, time; pathlib.Path(%r).write_text(str(os.getpid())); time.sleep(120)" % str(pid_file)
+run_cell(Cell("inference", "torch", "small_cnn", "fp32", 1, 16), {"timeout_s": 300}, data_dir=out.parent,
+         weights_path=out.parent / "w.npz", num_classes=4, threads=1, out_path=out,
+         worker_cmd=[sys.executable, "-c", child])
+"""
+
+
+def test_sigterm_to_the_runner_ends_its_child_and_writes_nothing(tmp_path):
+    import os
+    import signal
+    import subprocess
+    import time
+
+    pid_file, out = tmp_path / "child.pid", tmp_path / "cell.json"
+    runner = subprocess.Popen([sys.executable, "-c", SIGTERM_RUNNER, str(pid_file), str(out)])
+    deadline = time.monotonic() + 60
+    while not pid_file.exists() or not pid_file.read_text():
+        assert time.monotonic() < deadline and runner.poll() is None, "the child never started"
+        time.sleep(0.05)
+    child = int(pid_file.read_text())
+    runner.send_signal(signal.SIGTERM)
+    assert runner.wait(timeout=30) == 128 + signal.SIGTERM
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            os.kill(child, 0)
+        except ProcessLookupError:
+            break
+        assert time.monotonic() < deadline, "the measuring child outlived its runner"
+        time.sleep(0.05)
+    assert not out.exists()

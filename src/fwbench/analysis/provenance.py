@@ -126,6 +126,22 @@ def _thread_rows(results: list[dict[str, Any]], present: set[str]) -> dict[str, 
     return fields
 
 
+def _placement_rows(results: list[dict[str, Any]]) -> dict[str, str]:
+    """Where the cells ran, when that is more than this one machine: the batch scheduler and its job count, and the
+    nodes (their number and names, the first few). A local study on one machine has neither row."""
+    placements = [result["provenance"].get("placement") or {} for result in results]
+    nodes = sorted({p.get("node") or p.get("host") for p in placements} - {None})
+    jobs = {(p["scheduler"].get("name"), p["scheduler"].get("job_id")) for p in placements if p.get("scheduler")}
+    rows = {}
+    if jobs:
+        names = sorted({str(name).upper() if name == "slurm" else str(name) for name, _ in jobs})
+        rows["Scheduler"] = f"{', '.join(names)} ({len(jobs)} job{'s' if len(jobs) != 1 else ''})"
+    if jobs or len(nodes) > 1:
+        shown = ", ".join(nodes[:4]) + (f" and {len(nodes) - 4} more" if len(nodes) > 4 else "")
+        rows["Nodes"] = f"{len(nodes)} ({shown})"
+    return rows
+
+
 def study_environment(paths: Iterable[str | Path]) -> dict[str, Any]:
     results = load_cells(paths)
     present = _present(results)
@@ -147,7 +163,7 @@ def study_environment(paths: Iterable[str | Path]) -> dict[str, Any]:
         if framework:
             fields["Device"].add((framework.get("device") or {}).get("name"))
             fields["Threads per cell"].add((framework.get("settings") or {}).get("intra_op_threads"))
-    env = {key: _one(values) for key, values in fields.items()}
+    env = {key: _one(values) for key, values in fields.items()} | _placement_rows(results)
     platforms = {(_framework(r).get("device") or {}).get("platform") for r in results}
     if platforms & {"cuda", "gpu"}:
         env |= {key: _one(values) for key, values in _gpu_rows(results).items()}
