@@ -9,22 +9,12 @@ import pytest
 
 from fwbench.analysis import conclusions as cc
 from fwbench.analysis.published import COLUMNS as PUBLISHED_COLUMNS
+from tests.test_published import _ratio as _published_ratio
 
 
 def _ratio(model, batch, ratio, lo, hi, numerator="jax"):
-    return {
-        "model": model,
-        "precision": "fp32",
-        "batch_size": batch,
-        "ratio": ratio,
-        "ci_low": lo,
-        "ci_high": hi,
-        "ci_scope": "paired_rounds",
-        "resolved": lo > 1 or hi < 1,
-        "numerator": numerator,
-        "denominator": "torch",
-        "deviation_differs": False,
-    }
+    """A speedups row (tests/test_published.py's) with no deviation between its cells."""
+    return _published_ratio(model, batch, ratio, lo, hi, numerator) | {"deviation_differs": False}
 
 
 RATIOS = pd.DataFrame(

@@ -25,6 +25,12 @@ def _snakemake(workdir, venv_bin, *args, timeout=900):
     return proc.stdout + proc.stderr
 
 
+def _paper_text(workdir) -> str:
+    """The study's paper as text (pdftotext)."""
+    pdf = workdir / "results" / "report" / "paper.pdf"
+    return subprocess.run(["pdftotext", str(pdf), "-"], capture_output=True, text=True, check=True).stdout
+
+
 def _planned_jobs(output) -> dict[str, int]:
     if "Nothing to be done" in output:
         return {}
@@ -122,9 +128,7 @@ def test_time_to_report_covers_every_job_and_reaches_the_paper(workdir):
     assert summary["runs"] == 1 and summary["processes"] == 8  # 4 cells x 2 trials
     assert sum(summary["seconds"].values()) == pytest.approx(summary["wall_s"])
     assert 0 < summary["timed_share"] < 1 and summary["overhead_median_s"] > 0
-    text = subprocess.run(
-        ["pdftotext", str(results / "report" / "paper.pdf"), "-"], capture_output=True, text=True, check=True
-    ).stdout
+    text = _paper_text(workdir)
     text = " ".join(text.split())
     # The LaTeX build's own time is in the PDF: the first pass's placeholders were replaced.
     # (Only the sentence's start: pdftotext may interleave the two columns' lines after it.)
@@ -146,12 +150,7 @@ def test_the_paper_has_its_ledger_published_comparison_and_conclusions(workdir):
     for control in ("Same weights in every framework", "Same input bytes and order", "Same threads"):
         assert ledger[control] == "held", ledger
     assert pd.read_csv(tables / "published.csv").empty
-    text = subprocess.run(
-        ["pdftotext", str(workdir / "results" / "report" / "paper.pdf"), "-"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
+    text = _paper_text(workdir)
     text = " ".join(text.split())
     for heading in ("Fairness ledger", "Published vs reproduced", "Conclusions and limitations"):
         assert heading.upper() in text.upper(), heading
@@ -252,12 +251,7 @@ def test_micro_suite_adds_cells_and_the_paper_section(workdir, venv_bin):
         section = (workdir / "results" / "tables" / "micro_section.tex").read_text()
         assert r"\section{Micro-benchmarks}" in section and "{micro}" in section
         assert (workdir / "results" / "figures" / "micro.pdf").stat().st_size > 0
-        text = subprocess.run(
-            ["pdftotext", str(workdir / "results" / "report" / "paper.pdf"), "-"],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout
+        text = _paper_text(workdir)
         assert "Micro-benchmarks" in text and "NumPy" in text
         assert _planned_jobs(_snakemake(workdir, venv_bin, "-n")) == {}
     finally:
