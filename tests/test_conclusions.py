@@ -9,6 +9,7 @@ import pytest
 
 from fwbench.analysis import conclusions as cc
 from fwbench.analysis.published import COLUMNS as PUBLISHED_COLUMNS
+from tests.test_published import _epochs
 from tests.test_published import _ratio as _published_ratio
 
 
@@ -93,23 +94,7 @@ def test_limitations_come_from_the_results():
 
 @pytest.mark.parametrize("trained", [True, False])
 def test_the_section_is_generated_from_its_inputs(trained):
-    epochs = pd.DataFrame(
-        [
-            {
-                "framework": f,
-                "model": "small_cnn",
-                "precision": "fp32",
-                "batch_size": 32,
-                "status": "ok",
-                "reason": None,
-                "epoch": e,
-                "time_s": t,
-                "time_to_target_s": target,
-            }
-            for f, t, target in (("torch", 1.0, 2.0), ("jax", 2.0, None))
-            for e in range(2)
-        ]
-    )
+    epochs = _epochs({"torch": (1.0, 1.0), "jax": (2.0, 2.0)}, time_to_target_s={"torch": 2.0, "jax": None})
     agreement = pd.DataFrame([{"rel_diff_loss_after_step": 3e-7, "flagged": False}])
     config = {**CONFIG, "suites": ["inference", "training"] if trained else ["inference"]}
     text = cc.conclusions_section(

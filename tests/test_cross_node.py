@@ -24,7 +24,7 @@ from fwbench.analysis.training import write_training_tables
 from fwbench.config import validate_config
 from fwbench.models.study_parity import PARITY_COLUMNS
 from tests.test_multi_framework_analysis import THREE, _inference, _macro, _training, _write
-from tests.test_published import _cell, _published_row, _sources
+from tests.test_published import _cell, _epochs, _published_row, _sources
 from tests.test_published import _ratio as _published_ratio
 
 A100, H100 = "NVIDIA A100-SXM4-80GB", "NVIDIA H100 80GB HBM3"
@@ -340,3 +340,25 @@ def test_the_setup_table_names_the_scheduler_and_the_nodes(tmp_path):
     local = tmp_path / "local"
     local.mkdir()
     assert "Scheduler" not in study_environment(_write(local, [_inference(f, 1) for f in THREE]))
+
+
+def test_a_training_time_ratio_across_device_models_is_not_set_beside_a_published_one(tmp_path):
+    """The published training times compare as a speed ratio only between cells on one device model (the
+    conclusions' training sentence refuses the same pair)."""
+    sources = _sources(
+        tmp_path,
+        [],
+        training_rows=[
+            _published_row("small_cnn", "pytorch", 32, 100.0, metric="time_s"),
+            _published_row("small_cnn", "jax", 32, 200.0, metric="time_s"),
+        ],
+    )
+    placed = {"device": {"torch": A100, "jax": H100}, "platform": {"torch": "cuda", "jax": "cuda"}}
+    epochs = _epochs({"torch": (1.0, 1.0), "jax": (1.0, 3.0)}, **placed)
+    inference = pd.DataFrame([_cell("torch", "small_cnn", 1, 1.0)])
+    rows = pub.compare(sources[1:], inference=inference, speedups=pd.DataFrame(), training=epochs, image_size=224)
+    row = rows.iloc[0]
+    assert row["verdict"] == pub.FAILED and row["reason"] == f"ratio refused, {REFUSED}", row.to_dict()
+    same = _epochs({"torch": (1.0, 1.0), "jax": (1.0, 3.0)}, device={"torch": A100, "jax": A100})
+    kept = pub.compare(sources[1:], inference=inference, speedups=pd.DataFrame(), training=same, image_size=224)
+    assert kept.iloc[0]["ratio"] == pytest.approx(0.5)

@@ -130,16 +130,10 @@ def test_only_matching_cells_are_compared_and_absolute_numbers_are_labelled(tmp_
     assert r"\label{tab:published-gpu-inference}" in table and "not comparable" in table
 
 
-def test_training_times_compare_as_speed_ratios(tmp_path):
-    sources = _sources(
-        tmp_path,
-        [],
-        training_rows=[
-            _published_row("small_cnn", "pytorch", 32, 100.0, metric="time_s"),
-            _published_row("small_cnn", "jax", 32, 200.0, metric="time_s"),  # JAX half PyTorch's speed: 0.5
-        ],
-    )
-    epochs = pd.DataFrame(
+def _epochs(times: dict[str, tuple[float, ...]], **columns: dict[str, object]) -> pd.DataFrame:
+    """A training table of small_cnn at batch 32 in fp32: per framework, one ok row per epoch time in `times`, and
+    `columns` (name -> {framework: value}) added to that framework's rows."""
+    return pd.DataFrame(
         [
             {
                 "framework": f,
@@ -151,10 +145,23 @@ def test_training_times_compare_as_speed_ratios(tmp_path):
                 "epoch": e,
                 "time_s": t,
             }
-            for f, times in (("torch", (1.0, 1.0)), ("jax", (1.0, 3.0)))
-            for e, t in enumerate(times)
+            | {name: values[f] for name, values in columns.items()}
+            for f, epoch_times in times.items()
+            for e, t in enumerate(epoch_times)
         ]
     )
+
+
+def test_training_times_compare_as_speed_ratios(tmp_path):
+    sources = _sources(
+        tmp_path,
+        [],
+        training_rows=[
+            _published_row("small_cnn", "pytorch", 32, 100.0, metric="time_s"),
+            _published_row("small_cnn", "jax", 32, 200.0, metric="time_s"),  # JAX half PyTorch's speed: 0.5
+        ],
+    )
+    epochs = _epochs({"torch": (1.0, 1.0), "jax": (1.0, 3.0)})
     inference = pd.DataFrame([_cell("torch", "small_cnn", 1, 1.0)])
     rows = pub.compare(sources[1:], inference=inference, speedups=pd.DataFrame(), training=epochs, image_size=224)
     assert len(rows) == 1

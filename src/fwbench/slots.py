@@ -60,7 +60,7 @@ class Slot:
             "gpu_name": None if self.gpu is None else self.gpu.get("name"),
             "cuda_visible_devices": self.env.get("CUDA_VISIBLE_DEVICES", os.environ.get("CUDA_VISIBLE_DEVICES")),
             "host": socket.gethostname(),
-            "node": (self.scheduler or {}).get("node") or socket.gethostname(),
+            "node": self.scheduler["node"] if self.scheduler else socket.gethostname(),
             "scheduler": self.scheduler,
         }
 
@@ -125,9 +125,7 @@ def scheduler_allocation(environ: Mapping[str, str] | None = None) -> dict[str, 
 def from_allocation(record: Mapping[str, Any], scheduler: Mapping[str, Any]) -> Slot:
     """The scheduler's allocation as the cell's slot: all of the job's CPUs, its GPU (already made the only visible
     one by the scheduler) on a GPU study, no lock (the scheduler keeps other jobs off them)."""
-    gpu = None
-    if record["platform"] != "cpu":
-        gpu = {"index": None, "uuid": None, "name": None, "allocated": scheduler.get("gpus")}
+    gpu = {"index": None, "uuid": None, "name": None} if record["platform"] != "cpu" else None
     return Slot(0, 1, available_cpus(), gpu, {}, -1, dict(scheduler))
 
 

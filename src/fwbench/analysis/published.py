@@ -18,7 +18,9 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
+from fwbench.analysis.aggregate import refused
 from fwbench.analysis.latex import escape, join_words, label, literal, number, short_label
+from fwbench.analysis.partners import check_placement
 
 BASELINE = "torch"
 # The references' framework names -> ours.
@@ -197,33 +199,44 @@ def absolute_comparability(source: Source, frame: pd.DataFrame, image_size: int)
     return True, f"comparable: {source.device} at {image_size} px in both"
 
 
+def _our_cells(table: pd.DataFrame, row, source: Source) -> dict[str, pd.DataFrame] | None:
+    """This study's cells (rows of `table`) matching a published row: {PyTorch: ..., the row's framework: ...} at
+    the row's model and batch size and the source's precision, or None when either is missing (not shown)."""
+    cells = table[
+        (table["model"] == row.model)
+        & (table["batch_size"] == row.batch_size)
+        & (table["precision"] == source.precision)
+    ]
+    ours = {f: cells[cells["framework"] == f] for f in (BASELINE, row.framework)}
+    return None if any(c.empty for c in ours.values()) else ours
+
+
+def _failure_reason(ours: dict[str, pd.DataFrame]) -> str:
+    """Why a matched pair has no ratio of ours: each failed cell's framework and reason ("" when none failed)."""
+    failed = [c.iloc[0] for c in ours.values() if c.iloc[0]["status"] != "ok"]
+    return "; ".join(f"{label(c['framework'])}: {c.get('reason') or c['status']}" for c in failed)
+
+
 def _inference_matches(source: Source, ratios: pd.DataFrame, frame: pd.DataFrame, speedups: pd.DataFrame):
     for row in ratios.itertuples():
-        key = {"model": row.model, "batch_size": row.batch_size, "precision": source.precision}
-        cells = frame[
-            (frame["model"] == row.model)
-            & (frame["batch_size"] == row.batch_size)
-            & (frame["precision"] == source.precision)
-        ]
-        ours = {f: cells[cells["framework"] == f] for f in (BASELINE, row.framework)}
-        if any(c.empty for c in ours.values()):
+        ours = _our_cells(frame, row, source)
+        if ours is None:
             continue  # no cell of this study matches: not shown
-        failed = [c.iloc[0] for c in ours.values() if c.iloc[0]["status"] != "ok"]
         pair = speedups[
             (speedups["model"] == row.model)
             & (speedups["batch_size"] == row.batch_size)
             & (speedups["precision"] == source.precision)
             & (speedups["numerator"] == row.framework)
         ]
-        result = {**key, "framework": row.framework, **_published_part(row)}
+        result = {"model": row.model, "batch_size": row.batch_size, "precision": source.precision}
+        result |= {"framework": row.framework, **_published_part(row)}
         result["ours_torch"] = _value(ours[BASELINE], "throughput_img_s")
         result["ours_other"] = _value(ours[row.framework], "throughput_img_s")
+        reason = _failure_reason(ours)
         # a ratio refused for its cells' different device models has none to set beside the published one
-        refusal = pair.iloc[0].get("refused") if not pair.empty else None
-        if failed or pair.empty or isinstance(refusal, str):
-            reason = "; ".join(f"{label(c['framework'])}: {c.get('reason') or c['status']}" for c in failed)
-            if not reason and isinstance(refusal, str):
-                reason = f"ratio refused, {refusal}"
+        if not reason and refused(pair).any():
+            reason = f"ratio refused, {pair.iloc[0]['refused']}"
+        if reason or pair.empty:
             yield result | {"verdict": FAILED, "reason": reason or "no ratio for this pair"}
             continue
         p = pair.iloc[0]
@@ -249,9 +262,16 @@ def _value(cells: pd.DataFrame, column: str) -> float | None:
     return float(value) if value is not None and pd.notna(value) else None
 
 
+# Where a training cell ran (fwbench.analysis.partners.check_placement reads them), kept per cell where the epochs'
+# table has them (tables written before it did have none).
+PLACEMENT_COLUMNS = ["device", "platform", "cpu_model", "node"]
+
+
 def training_times(epochs: pd.DataFrame) -> pd.DataFrame:
-    """Per training cell: its status and its training time (the epochs' times summed; compilation is apart)."""
+    """Per training cell: its status, its training time (the epochs' times summed; compilation is apart) and where
+    it ran."""
     keys = ["framework", "model", "precision", "batch_size"]
+    placement = [c for c in PLACEMENT_COLUMNS if c in epochs]
     rows = []
     for key, cell in epochs.groupby(keys, sort=False):
         ok = (cell["status"] == "ok").all()
@@ -262,20 +282,16 @@ def training_times(epochs: pd.DataFrame) -> pd.DataFrame:
                 "reason": None if ok else cell["reason"].iloc[0],
                 "time_s": float(cell["time_s"].sum()) if ok else None,
             }
+            | {column: cell[column].iloc[0] for column in placement}
         )
-    return pd.DataFrame(rows, columns=[*keys, "status", "reason", "time_s"])
+    return pd.DataFrame(rows, columns=[*keys, "status", "reason", "time_s", *placement])
 
 
 def _training_matches(source: Source, ratios: pd.DataFrame, epochs: pd.DataFrame):
     times = training_times(epochs)
     for row in ratios.itertuples():
-        cells = times[
-            (times["model"] == row.model)
-            & (times["batch_size"] == row.batch_size)
-            & (times["precision"] == source.precision)
-        ]
-        ours = {f: cells[cells["framework"] == f] for f in (BASELINE, row.framework)}
-        if any(c.empty for c in ours.values()):
+        ours = _our_cells(times, row, source)
+        if ours is None:
             continue
         result = {
             "model": row.model,
@@ -286,9 +302,11 @@ def _training_matches(source: Source, ratios: pd.DataFrame, epochs: pd.DataFrame
             "ours_torch": _value(ours[BASELINE], "time_s"),
             "ours_other": _value(ours[row.framework], "time_s"),
         }
-        if result["ours_torch"] is None or result["ours_other"] is None:
-            failed = [c.iloc[0] for c in ours.values() if c.iloc[0]["status"] != "ok"]
-            reason = "; ".join(f"{label(c['framework'])}: {c['reason'] or c['status']}" for c in failed)
+        reason = _failure_reason(ours)
+        placement = check_placement([ours[BASELINE].iloc[0], ours[row.framework].iloc[0]])
+        if not reason and placement.models_differ:  # as the conclusions' training sentence refuses it
+            reason = f"ratio refused, {placement.models_detail}"
+        if reason or result["ours_torch"] is None or result["ours_other"] is None:
             yield result | {"verdict": FAILED, "reason": reason}
             continue
         ratio = result["ours_torch"] / result["ours_other"]  # times: PyTorch's over the other's = speed ratio
