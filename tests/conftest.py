@@ -66,3 +66,25 @@ def venv_bin() -> Path:
 @pytest.fixture(autouse=True)
 def _quiet_jax(monkeypatch):
     monkeypatch.setenv("TF_CPP_MIN_LOG_LEVEL", os.environ.get("TF_CPP_MIN_LOG_LEVEL", "2"))
+
+
+@pytest.fixture
+def training_setup(tmp_path, tiny_config):
+    """The tiny study's data and small_cnn weights for training cells (test_training, test_modes)."""
+    from fwbench.config import validate_config
+    from fwbench.data.prepare import prepare
+    from fwbench.models.weights import init_weights
+
+    tiny_config["training"] = {
+        "batch_sizes": [8],
+        "epochs": 2,
+        "lr": 1e-3,
+        "target_top1": 0.3,
+        "bn_recalibration_batches": 2,
+    }
+    config = validate_config(tiny_config)
+    prepare(config["dataset"], tmp_path / "data")
+    init_weights("small_cnn", num_classes=4, image_size=16, seed=0, out=tmp_path / "w.npz")
+    settings = {k: v for k, v in config["training"].items() if k != "batch_sizes"}
+    settings.update(loader=config["loader"], seed=config["seed"])
+    return tmp_path, settings

@@ -49,6 +49,7 @@ def test_run_cell_by_hand(tmp_path, tiny_config, venv_bin):
     assert result["cell"] == {
         "suite": "inference",
         "framework": "jax",
+        "mode": "jit",
         "model": "small_cnn",
         "precision": "fp32",
         "batch_size": 3,
@@ -66,6 +67,9 @@ def test_run_cell_rejects_bad_values_with_one_line(tmp_path, tiny_config, venv_b
     (line,) = proc.stderr.strip().splitlines()
     assert line.startswith("fwbench: config error: models[0] = 'vgg99': unknown value, expected one of [")
     assert not (tmp_path / "x.json").exists()
+    proc = _run_cell(venv_bin, config, tmp_path / "x.json", "jax", "small_cnn", 1, "--mode", "eager")
+    (line,) = proc.stderr.strip().splitlines()
+    assert proc.returncode == 2 and line.startswith("fwbench: config error: modes.jax[0] = 'eager': unknown value")
 
 
 def test_check_config_lists_cells(tmp_path, tiny_config, venv_bin):
@@ -76,7 +80,7 @@ def test_check_config_lists_cells(tmp_path, tiny_config, venv_bin):
         timeout=60,
     )
     assert proc.returncode == 0
-    assert "4 cells" in proc.stdout and "results/cells/inference/torch/small_cnn/fp32/bs2.json" in proc.stdout
+    assert "4 cells" in proc.stdout and "results/cells/inference/torch/eager/small_cnn/fp32/bs2.json" in proc.stdout
 
 
 def test_prepare_data(tmp_path, tiny_config, venv_bin):

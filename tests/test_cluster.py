@@ -51,5 +51,9 @@ def test_the_slurm_profile_joins_the_training_group_it_names():
 
     profile = yaml.safe_load((REPO / "profiles" / "slurm" / "config.yaml").read_text())
     group = cluster.training_group(_config(cluster={"pairing": "same_node"}))
-    assert f"{group}=3" in profile["group-components"]
+    # one component per framework and mode: every mode of every framework a study may configure
+    from fwbench.modes import MODES
+
+    most = sum(len(MODES[framework]) for framework in ("torch", "jax", "tensorflow"))
+    assert f"{group}={most}" in profile["group-components"]
     assert profile["executor"] == "slurm" and "gpu=local" in profile["set-resource-scopes"]

@@ -330,7 +330,7 @@ def test_a_study_with_two_injected_faults_builds_its_paper_listing_them(tmp_path
 
     copy_workflow(tmp_path)
     (tmp_path / "config" / "config.yaml").write_text(yaml.safe_dump(TINY_CONFIG))
-    crash, autotune = "inference/torch/small_cnn/fp32/bs2", "inference/jax/small_cnn/fp32/bs1"
+    crash, autotune = "inference/torch/eager/small_cnn/fp32/bs2", "inference/jax/jit/small_cnn/fp32/bs1"
     env = {
         **os.environ,
         "PATH": f"{venv_bin}{os.pathsep}{os.environ['PATH']}",
@@ -346,7 +346,7 @@ def test_a_study_with_two_injected_faults_builds_its_paper_listing_them(tmp_path
     assert crashed["failure"]["signal"] == "SIGSEGV" and "Segmentation fault" in crashed["stderr_tail"]
     worked_around = load_result(results / "cells" / f"{autotune}.json")
     assert worked_around["status"] == "ok" and [d["name"] for d in worked_around["deviations"]] == ["xla_autotune_off"]
-    untouched = load_result(results / "cells" / "inference/jax/small_cnn/fp32/bs2.json")
+    untouched = load_result(results / "cells" / "inference/jax/jit/small_cnn/fp32/bs2.json")
     assert untouched["status"] == "ok" and untouched["deviations"] == []
     tidy = (results / "tables" / "inference.csv").read_text()
     assert "crash" in tidy and "xla_autotune_off" in tidy

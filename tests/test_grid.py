@@ -19,7 +19,7 @@ def test_cells_are_the_product_of_the_axes(tiny_config):
 def test_paths_follow_the_layout_and_parse_back(tiny_config):
     config = validate_config(tiny_config)
     paths = cell_paths(config, "results")
-    assert "results/cells/inference/jax/small_cnn/fp32/bs2.json" in paths
+    assert "results/cells/inference/jax/jit/small_cnn/fp32/bs2.json" in paths
     assert len(set(paths)) == len(paths)
     for cell, path in zip(cells(config), paths, strict=True):
         assert parse_cell_path(path, image_size=16) == cell
@@ -28,8 +28,8 @@ def test_paths_follow_the_layout_and_parse_back(tiny_config):
 @pytest.mark.parametrize(
     "bad",
     [
-        "results/cells/inference/jax/small_cnn/fp32/bs0.json",
-        "results/cells/inference/jax/small_cnn/fp32.json",
+        "results/cells/inference/jax/jit/small_cnn/fp32/bs0.json",
+        "results/cells/inference/jax/jit/small_cnn/fp32.json",
         "results/cells/training2/jax/small_cnn/fp32/bs1.json",
         "results/tables/inference.csv",
     ],
@@ -46,4 +46,4 @@ def test_wildcard_patterns_reject_path_separators_and_leading_zero():
 
 
 def test_cell_label():
-    assert Cell("inference", "torch", "small_cnn", "fp32", 8, 32).label() == "inference/torch/small_cnn/fp32/bs8"
+    assert Cell("inference", "torch", "small_cnn", "fp32", 8, 32).label() == "inference/torch/eager/small_cnn/fp32/bs8"

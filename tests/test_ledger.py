@@ -11,25 +11,36 @@ import pytest
 from fwbench.analysis import ledger as lg
 from fwbench.models.study_parity import PARITY_COLUMNS
 
+AUTOTUNE_ON_CPU = {"setting": "on", "in_effect": None, "note": "not applicable on the CPU"}
+# The default study's pairing: compiled PyTorch beside JAX's and TensorFlow's XLA programs.
+MODES = {"torch": "compile", "jax": "jit", "tensorflow": "xla"}
 
-def _result(framework, model="resnet50", batch=1, suite="inference", **metrics):
-    settings = {"dtype": "float32", "tf32_in_effect": False}
+
+def _result(framework, model="resnet50", batch=1, suite="inference", mode=None, **metrics):
+    mode = mode or MODES[framework]
+    settings = {"dtype": "float32", "tf32_in_effect": False, "mode": mode, "autotune": dict(AUTOTUNE_ON_CPU)}
     if framework == "tensorflow":
         settings |= {"intra_op_threads": 2, "inter_op_threads": 2}
     order = {"torch": [1, 3, 2], "jax": [2, 1, 3], "tensorflow": [3, 2, 1]}[framework]
+    compile_s = None if mode == "eager" else 1.0
     base_metrics = {
         "flags": {"noisy": False, "ci_not_reached": False, "recompiled": False, "other_gpu_processes": False},
-        "compile_s": None if framework == "torch" else 1.0,
-        "trials": [
-            {"order": o, "compile_s": None if framework == "torch" else 1.0, "first_call_s": 0.1} for o in order
-        ],
+        "compile_s": compile_s,
+        "trials": [{"order": o, "compile_s": compile_s, "first_call_s": 0.1} for o in order],
         "input_sha256": "abc",
         "loader_order_sha256": "def",
         "missing": {"isolation": "no NVML device: the cell runs on the CPU"},
         "isolation": None,
     }
     return {
-        "cell": {"suite": suite, "framework": framework, "model": model, "precision": "fp32", "batch_size": batch},
+        "cell": {
+            "suite": suite,
+            "framework": framework,
+            "mode": mode,
+            "model": model,
+            "precision": "fp32",
+            "batch_size": batch,
+        },
         "status": "ok",
         "deviations": [],
         "failure": None,
@@ -87,7 +98,9 @@ def test_a_fair_study_holds_every_control_it_can_measure():
     assert "JAX/Flax 1.0e-06 (resnet50)" in statuses["Same weights in every framework"][1]
     assert "input batches equal in 1 of 1 groups" in statuses["Same input bytes and order"][1]
     assert statuses["Same node for each pair"][1] == "every cell ran on 1 node (box)"
-    assert len(statuses) + 1 == 14, "thirteen controls and the node control"
+    assert statuses["Ratios pair compiled with compiled"][1] == "inference: 2 of 2 ratios pair compiled with compiled"
+    assert statuses["Autotuning alike"][1].startswith("on in 3 of 3 cells; not applicable: every cell ran on a CPU")
+    assert len(statuses) + 1 == 16, "thirteen controls, the node control and the two mode controls"
 
 
 def test_differing_inputs_are_named():
@@ -101,7 +114,7 @@ def test_a_missing_digest_is_not_measured_not_held():
     cells = copy.deepcopy(CELLS)
     del cells[0]["metrics"]["input_sha256"]
     status, _, where = _statuses(cells)["Same input bytes and order"]
-    assert status == lg.NOT_MEASURED and "no digest recorded in inference torch resnet50" in where
+    assert status == lg.NOT_MEASURED and "no digest recorded in inference torch compile resnet50" in where
 
 
 def test_parity_beyond_the_bound_or_missing_does_not_hold():
@@ -125,9 +138,18 @@ def test_parity_beyond_the_bound_or_missing_does_not_hold():
         (
             "Not noisy (IQR at most 10% of the median)",
             lambda r: r["metrics"]["flags"].update(noisy=True),
-            "inference jax resnet50 fp32 bs1",
+            "inference jax jit resnet50 fp32 bs1",
         ),
-        ("No recompilation while timed", lambda r: r["metrics"]["flags"].update(recompiled=True), "inference jax"),
+        (
+            "No recompilation or graph break while timed",
+            lambda r: r["metrics"]["flags"].update(recompiled=True),
+            "recompiled in inference jax jit",
+        ),
+        (
+            "Autotuning alike",
+            lambda r: r["provenance"]["framework"]["settings"]["autotune"].update(setting="off"),
+            "settings differ: off in inference jax jit resnet50 fp32 bs1; on in",
+        ),
         ("No workarounds", lambda r: r.update(deviations=[{"name": "xla_autotune_off"}]), "xla_autotune_off"),
         (
             "Same device and settings",

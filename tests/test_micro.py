@@ -114,7 +114,7 @@ def test_micro_grid_puts_numpy_first_and_has_no_image_size():
     assert len(grid) == 3 * 2 * 1 * 2  # (numpy, torch, jax) x operations x precisions x batch sizes
     assert [c.framework for c in grid[:4]] == ["numpy"] * 4 and {c.image_size for c in grid} == {None}
     cell = Cell("micro", "jax", "mlp", "fp32", 64, None)
-    assert cell.relpath() == "cells/micro/jax/mlp/fp32/bs64.json"
+    assert cell.relpath() == "cells/micro/jax/jit/mlp/fp32/bs64.json"
     assert parse_cell_path(f"results/{cell.relpath()}", image_size=16) == cell
     assert config["micro"]["hidden"] == 4 * config["micro"]["dim"]
 
@@ -176,7 +176,7 @@ def test_a_wrong_operation_fails_its_cell_with_a_clear_reason(micro_group):
     torch_cell = micro_group["torch"]
     assert torch_cell["status"] == "failed" and torch_cell["failure"]["kind"] == "exception"
     assert "trial 1 of 2" in torch_cell["reason"] and "OutputMismatch" in torch_cell["reason"]
-    assert "micro/torch/mlp/fp32/bs4: output disagrees with the NumPy float64 reference" in torch_cell["reason"]
+    assert "micro/torch/eager/mlp/fp32/bs4: output disagrees with the NumPy float64 reference" in torch_cell["reason"]
     assert "bound 0.0001 for float32" in torch_cell["reason"]
 
 

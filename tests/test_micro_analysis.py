@@ -37,6 +37,7 @@ from fwbench.analysis.micro_report import (
     micro_section,
     write_micro_outputs,
 )
+from fwbench.modes import primary
 from tests.test_analysis import BASE
 
 REPO = Path(__file__).resolve().parents[1]
@@ -126,8 +127,10 @@ def _result(
 
 
 def _write(root: Path, result: dict) -> Path:
+    """At the cell's path (its mode's folder included: a result without a mode ran its framework's primary one)."""
     cell = result["cell"]
-    path = root / "cells" / "micro" / cell["framework"] / cell["model"] / cell["precision"]
+    mode = cell.get("mode") or primary(cell["framework"])
+    path = root / "cells" / "micro" / cell["framework"] / mode / cell["model"] / cell["precision"]
     path = path / f"bs{cell['batch_size']}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(result))
@@ -351,10 +354,15 @@ def test_foreign_and_corrupt_files_are_named(tmp_path):
     with pytest.raises(ValueError, match="corrupt.json") as error:
         load_micro_cells([good, corrupt, foreign])
     assert "inference.json" in str(error.value) and "not valid JSON" in str(error.value)
-    moved = tmp_path / "cells" / "micro" / "numpy" / "matmul" / "fp32" / "bs4.json"
+    moved = tmp_path / "cells" / "micro" / "numpy" / "eager" / "matmul" / "fp32" / "bs4.json"
     moved.write_text(good.read_text())
-    with pytest.raises(ValueError, match=r"bs4.json.*holds the result of cell micro/numpy/matmul/fp32/bs1"):
+    with pytest.raises(ValueError, match=r"bs4.json.*holds the result of cell micro/numpy/eager/matmul/fp32/bs1"):
         load_micro_cells([moved])
+    old_layout = tmp_path / "cells" / "micro" / "numpy" / "matmul" / "fp32" / "bs8.json"  # before modes
+    old_layout.parent.mkdir(parents=True, exist_ok=True)
+    old_layout.write_text(good.read_text())
+    with pytest.raises(ValueError, match=r"bs8.json.*holds the result of cell micro/numpy/eager/matmul/fp32/bs1"):
+        load_micro_cells([old_layout])
     with pytest.raises(ValueError, match="no micro cell"):
         load_micro_cells([])
 

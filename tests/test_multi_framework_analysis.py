@@ -189,7 +189,8 @@ def test_inference_tables_have_a_ratio_and_a_compile_column_per_other_framework(
     _, frame, ratios = three
     throughput, latency = throughput_table(frame, THREE, ratios), latency_table(frame, THREE)
     assert _groups(throughput) == [("Throughput (img/s)", 3), (r"Ratio to PT [95\% CI]", 2)]
-    assert _header(throughput) == ["Model", "Prec.", "BS", "PT", "JAX", "TF", "JAX/PT", "TF/PT"]
+    # cells from before modes ran in each framework's primary one: the ratio columns name eager PyTorch
+    assert _header(throughput) == ["Model", "Prec.", "BS", "PT", "JAX", "TF", "JAX/PT-eager", "TF/PT-eager"]
     assert _groups(latency) == [("p50 latency (ms)", 3), ("Compile (s)", 2)]
     assert _header(latency) == ["Model", "Prec.", "BS", "PT", "JAX", "TF", "JAX", "TF"]
     assert throughput.startswith(r"\begin{tabular}{ll r " + "r" * 5 + "}")
@@ -207,7 +208,8 @@ def test_inference_tables_have_a_ratio_and_a_compile_column_per_other_framework(
     assert "adjustbox" not in table and table.count(r"\footnotesize") == 2
     assert table.count("The columns name the frameworks PT for PyTorch, JAX for JAX/Flax, TF for TensorFlow/Keras") == 2
     # the columns follow the config's order
-    assert _header(throughput_table(frame, ["torch", "tensorflow", "jax"], ratios))[6:8] == ["TF/PT", "JAX/PT"]
+    reordered = throughput_table(frame, ["torch", "tensorflow", "jax"], ratios)
+    assert _header(reordered)[6:8] == ["TF/PT-eager", "JAX/PT-eager"]
 
 
 def test_two_framework_inputs_give_the_two_framework_table(two):
@@ -215,14 +217,17 @@ def test_two_framework_inputs_give_the_two_framework_table(two):
     assert set(ratios["numerator"]) == {"jax"}
     throughput, latency = throughput_table(frame, ["torch", "jax"], ratios), latency_table(frame, ["torch", "jax"])
     assert _groups(throughput) == [("Throughput (img/s)", 2), (r"Ratio to PT [95\% CI]", 1)]
-    assert _header(throughput) == ["Model", "Prec.", "BS", "PyTorch", "JAX/Flax", "JAX/PT"]
+    assert _header(throughput) == ["Model", "Prec.", "BS", "PyTorch", "JAX/Flax", "JAX/PT-eager"]
     assert _header(latency) == ["Model", "Prec.", "BS", "PyTorch", "JAX/Flax", "JAX/Flax"]
     assert "TF" not in throughput + latency and "TensorFlow" not in throughput + latency
     table = inference_table(frame, ["torch", "jax"], ratios)
     assert "TensorFlow" not in table and "The columns name" not in table
-    # a speedups table from before there were three frameworks (no numerator column) reads as JAX's
-    legacy = ratios.drop(columns=["numerator", "denominator"])
-    assert inference_table(frame, ["torch", "jax"], legacy) == table
+    assert "Every ratio in JAX/PT-eager sets a compiled program against an eager one." in table
+    # a speedups table from before there were three frameworks (no numerator column, no modes) reads as JAX's
+    legacy = ratios.drop(columns=["numerator", "denominator", "numerator_mode", "denominator_mode", "mixed_modes"])
+    legacy_throughput = throughput_table(frame, ["torch", "jax"], legacy)
+    assert legacy_throughput.split(r"\midrule")[1] == throughput.split(r"\midrule")[1], "the same ratios"
+    assert _header(legacy_throughput)[-1] == "JAX/PT", "no modes to name"
 
 
 def test_a_study_without_pytorch_has_no_ratio_column(three):
@@ -256,8 +261,8 @@ def test_macros_for_every_framework(three, tiny_config):
     assert _macro(text, "fwbFrameworkList") == "PyTorch, JAX/Flax and TensorFlow/Keras"
     sentence = _macro(text, "fwbSpeedupSentence")
     assert (
-        "median JAX/PyTorch throughput ratio is" in sentence
-        and "median TF/PyTorch throughput ratio is 0.500" in sentence
+        "median JAX/PyTorch-eager throughput ratio is" in sentence
+        and "median TF/PyTorch-eager throughput ratio is 0.500" in sentence
     )
     assert "TensorFlow/Keras is faster in 0 and PyTorch in 1" in _macro(text, "fwbFasterSentence")
     assert f"TensorFlow/Keras's is {_macro(text, 'fwbPeakTensorflow')}~img/s" in _macro(text, "fwbPeakSentence")
@@ -271,8 +276,8 @@ def test_two_framework_macros_keep_their_meaning(two, tiny_config):
     assert _macro(text, "fwbNumPairsTensorflow") == "0" and _macro(text, "fwbSpeedupMedianTensorflow") == "---"
     assert _macro(text, "fwbTensorflowVersion") == "---" and _macro(text, "fwbFrameworkList") == "PyTorch and JAX/Flax"
     assert _macro(text, "fwbSpeedupSentence").startswith(
-        "Across the 2 model and batch-size pairs where both frameworks succeeded, the median JAX/PyTorch throughput "
-        "ratio is"
+        "Across the 2 model and batch-size pairs where both frameworks succeeded, the median JAX/PyTorch-eager "
+        "throughput ratio is"
     )
     assert "TensorFlow" not in _macro(text, "fwbFasterSentence") + _macro(text, "fwbPeakSentence")
 

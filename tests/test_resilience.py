@@ -135,7 +135,8 @@ def test_list_changes_params_lists_only_changed_outputs():
 
 
 def _cell_file(root: Path, framework: str = "jax", batch: int = 1) -> Path:
-    path = root / "results" / "cells" / "inference" / framework / "small_cnn" / "fp32" / f"bs{batch}.json"
+    mode = {"torch": "eager", "jax": "jit"}[framework]
+    path = root / "results" / "cells" / "inference" / framework / mode / "small_cnn" / "fp32" / f"bs{batch}.json"
     atomic_write_json(path, _result(framework, batch, 100.0))
     return path
 
@@ -146,7 +147,7 @@ def test_load_cells_names_a_corrupt_or_foreign_file_and_the_command(tmp_path, mo
     assert [r["cell"]["framework"] for r in load_cells([good, other])] == ["torch", "jax"]
     assert [p for p, _ in cells_by_path([good, other])] == [good, other]
 
-    relative = "results/cells/inference/jax/small_cnn/fp32/bs1.json"
+    relative = "results/cells/inference/jax/jit/small_cnn/fp32/bs1.json"
     other.write_bytes(good.read_bytes()[:100])  # truncated
     with pytest.raises(CellFileError) as caught:
         load_cells([good, Path(relative)])
@@ -163,7 +164,7 @@ def test_load_cells_names_a_corrupt_or_foreign_file_and_the_command(tmp_path, mo
     with pytest.raises(CellFileError, match="cell result invalid at <top level>"):
         load_cells([other])
     shutil.copy(good, other)  # another cell's result
-    with pytest.raises(CellFileError, match="it holds the result of cell inference/torch/small_cnn/fp32/bs1"):
+    with pytest.raises(CellFileError, match="it holds the result of cell inference/torch/eager/small_cnn/fp32/bs1"):
         load_cells([other])
 
     broken = _cell_file(tmp_path, "torch", 2)
@@ -172,7 +173,7 @@ def test_load_cells_names_a_corrupt_or_foreign_file_and_the_command(tmp_path, mo
         load_cells([good, other, broken])
     message = str(caught.value)
     assert message.startswith("2 files are not valid cell results: ") and message.endswith(
-        f"--forcerun {relative} results/cells/inference/torch/small_cnn/fp32/bs2.json"
+        f"--forcerun {relative} results/cells/inference/torch/eager/small_cnn/fp32/bs2.json"
     )
 
 
@@ -341,7 +342,7 @@ def test_a_killed_study_resumes_with_the_same_command(killed_study):
 def test_a_corrupt_cell_stops_the_study_naming_the_file_and_the_command(killed_study, venv_bin):
     root = killed_study["root"]
     assert killed_study["rerun"].returncode == 0
-    relative = "results/cells/inference/jax/small_cnn/fp32/bs1.json"
+    relative = "results/cells/inference/jax/jit/small_cnn/fp32/bs1.json"
     cell = root / relative
     cell.write_bytes(cell.read_bytes()[:200])  # a truncated file, newer than everything aggregated from it
     failed = _run(root, venv_bin)

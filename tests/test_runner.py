@@ -143,7 +143,8 @@ def test_trials_run_in_fresh_processes_and_report_their_spread(study, tmp_path):
     spread = metrics["trial_spread"]
     assert spread["throughput_min"] <= spread["throughput_median"] <= spread["throughput_max"]
     log = (tmp_path / "cell.log").read_text()
-    assert "=== torch: trial 1 of 2 (round 1, #1) ===" in log and "=== torch: trial 2 of 2 (round 2, #1) ===" in log
+    assert "=== torch/eager: trial 1 of 2 (round 1, #1) ===" in log
+    assert "=== torch/eager: trial 2 of 2 (round 2, #1) ===" in log
 
 
 def test_a_failed_trial_fails_the_cell_with_its_number(study, tmp_path):

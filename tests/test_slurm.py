@@ -39,7 +39,7 @@ OVERRIDES = [
     "--slurm-init-seconds-before-status-checks",
     "2",
 ]
-TRAINING_CELL = "results/cells/training/torch/small_cnn/fp32/bs8.json"
+TRAINING_CELL = "results/cells/training/torch/eager/small_cnn/fp32/bs8.json"
 
 
 @pytest.fixture(scope="module")

@@ -36,7 +36,8 @@ def test_tensorflow_agrees_with_torch_through_the_interface(weights):
     assert np.abs(torch_logits - tf_logits).max() / np.abs(torch_logits).max() <= 1e-5
     assert set(compile_times) == {"trace_s", "xla_compile_first_call_extra_s"}
     assert compile_times["trace_s"] > 0 and compile_times["xla_compile_first_call_extra_s"] >= 0
-    assert backend.effective_settings["mode"].startswith("tf.function(jit_compile=True)")
+    assert backend.effective_settings["mode"] == "xla"
+    assert backend.effective_settings["mode_detail"].startswith("tf.function(jit_compile=True)")
 
 
 def test_forward_requires_compile_and_a_new_shape_is_a_recompilation(weights):

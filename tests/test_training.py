@@ -5,7 +5,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fwbench.config import validate_config
 from fwbench.data.loader import to_layout
 from fwbench.training.recipe import Recipe, learning_rates
 
@@ -200,26 +199,6 @@ def test_bn_recalibration_is_skipped_without_batch_norm():
         x, y = _on_device(trainer, images, np.array([1, 2]))
         trainer.compile(x, y)
         assert trainer.recalibrate([x]) is False
-
-
-@pytest.fixture
-def training_setup(tmp_path, tiny_config):
-    from fwbench.data.prepare import prepare
-    from fwbench.models.weights import init_weights
-
-    tiny_config["training"] = {
-        "batch_sizes": [8],
-        "epochs": 2,
-        "lr": 1e-3,
-        "target_top1": 0.3,
-        "bn_recalibration_batches": 2,
-    }
-    config = validate_config(tiny_config)
-    prepare(config["dataset"], tmp_path / "data")
-    init_weights("small_cnn", num_classes=4, image_size=16, seed=0, out=tmp_path / "w.npz")
-    settings = {k: v for k, v in config["training"].items() if k != "batch_sizes"}
-    settings.update(loader=config["loader"], seed=config["seed"])
-    return tmp_path, settings
 
 
 def _train(work, settings, backend, batch_size: int = 8, state: str = "state") -> dict:

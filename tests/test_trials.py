@@ -241,7 +241,7 @@ def test_a_group_interleaves_its_trials_in_alternating_order(tmp_path):
     row = speedups(results).iloc[0]
     assert row["ci_scope"] == "paired_rounds" and row["pairs"] == 4
     log = (tmp_path / "group.log").read_text()
-    assert log.index("=== torch: trial 2 of 4") > log.index("=== jax: trial 2 of 4")
+    assert log.index("=== torch/eager: trial 2 of 4") > log.index("=== jax/jit: trial 2 of 4")
 
 
 def test_three_frameworks_rotate_through_every_position(tmp_path):

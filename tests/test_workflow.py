@@ -88,7 +88,7 @@ def test_full_run_produces_the_paper(workdir):
     for batch in (1, 2):
         torch_cell, jax_cell = (
             load_result(workdir / "results" / "cells" / "inference" / fw / "small_cnn" / "fp32" / f"bs{batch}.json")
-            for fw in ("torch", "jax")
+            for fw in ("torch/eager", "jax/jit")
         )
         assert torch_cell["provenance"]["group"]["id"] == jax_cell["provenance"]["group"]["id"]
         assert [t["order"] for t in torch_cell["metrics"]["trials"]] == [1, 2]

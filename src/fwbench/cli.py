@@ -15,6 +15,13 @@ def _cell_config(config: dict, args: argparse.Namespace) -> dict:
     """The config restricted to one cell, re-validated so a bad --model etc. gets the config's one-line error."""
     narrowed = {k: v for k, v in config.items()}
     narrowed.update(frameworks=[args.framework], models=[args.model], precisions=[args.precision])
+    # One mode: --mode (validated by the schema like the config's own, so an unknown one is a one-line error), or
+    # the framework's first in the config.
+    first = (config.get("modes") or {}).get(args.framework) or [None]
+    mode = args.mode or first[0]
+    if mode:
+        narrowed["modes"] = {**config.get("modes", {}), args.framework: [mode]}
+    narrowed["mode_scope"] = {}
     narrowed[args.suite] = {**config[args.suite], "batch_sizes": [args.batch_size]}
     narrowed["suites"] = [args.suite]
     return validate_config(narrowed)
@@ -70,6 +77,7 @@ def cmd_run_cell(args: argparse.Namespace) -> int:
             head_init=config["head_init"],
         )
     settings = {k: v for k, v in config[cell.suite].items() if k != "batch_sizes"}
+    settings.update(compile=config["compile"], autotune=config["autotune"])
     if cell.suite == "training":  # as the workflow's training rule passes them
         settings.update(loader=config["loader"], seed=config["seed"])
     result = run_cell(
@@ -181,6 +189,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--framework", required=True)
     run.add_argument("--model", required=True)
     run.add_argument("--precision", required=True)
+    run.add_argument("--mode", default=None, help="execution mode (default: the framework's first in the config)")
     run.add_argument("--batch-size", required=True, type=int)
     run.add_argument("--config", required=True, help="study config YAML")
     run.add_argument("--out", required=True, help="result JSON path")

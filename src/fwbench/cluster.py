@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from fwbench.failures import ladder_from_config
-from fwbench.grid import suite_frameworks
+from fwbench.grid import group_variants, suite_models
 
 # Interpreter start, imports, loading, writing results and the runner around its processes (minutes); measured at
 # under a minute per group on the 2-core development machine, so 10 leaves room for a slow shared file system.
@@ -35,13 +35,12 @@ def _minutes(seconds: float) -> int:
 
 def runtime_minutes(config: Mapping[str, Any], rule: str) -> int:
     """The time limit (minutes, Snakemake's `runtime` resource, sbatch -t) of one job of a measuring `rule`."""
-    if rule == "inference_group":
-        section = config["inference"]
-        processes = len(config["frameworks"]) * section["trials"] * attempts(config)
-        return _minutes(processes * section["timeout_s"])
-    if rule == "micro_group":
-        section = config["micro"]
-        processes = len(suite_frameworks(config, "micro")) * section["trials"] * attempts(config)
+    if rule in ("inference_group", "micro_group"):
+        suite = rule.removesuffix("_group")
+        section = config[suite]
+        # The largest comparison: every framework in each of its modes (fwbench.grid.group_variants).
+        cells = max(len(group_variants(config, suite, model)) for model in suite_models(config, suite))
+        processes = cells * section["trials"] * attempts(config)
         return _minutes(processes * section["timeout_s"])
     if rule == "training_cell":
         return _minutes(attempts(config) * config["training"]["timeout_s"])

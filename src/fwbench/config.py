@@ -16,6 +16,8 @@ from typing import Any
 import jsonschema
 import yaml
 
+from fwbench.modes import TORCH_AUTOTUNING_COMPILE_MODES, autotune_setting
+
 
 class ConfigError(ValueError):
     """A study configuration that cannot be run; the message is a single line naming key and value."""
@@ -129,9 +131,26 @@ def _check_consistency(config: Mapping[str, Any]) -> None:
         )
     for suite in ("inference", "micro"):
         _check_stop_rule(suite, config[suite])
+    _check_modes(config)
     micro = config["micro"]
     if micro["hidden"] is None:
         micro["hidden"] = 4 * micro["dim"]
+
+
+def _check_modes(config: dict[str, Any]) -> None:
+    """`autotune` as on/off; mode_scope's models among the study's; no autotuning compile mode with autotune off."""
+    config["autotune"] = autotune_setting(config["autotune"])
+    scoped = config["mode_scope"]["models"]
+    if scoped is not None and (extra := [m for m in scoped if m not in config["models"]]):
+        raise ConfigError(
+            f"config error: mode_scope.models = {scoped}: {', '.join(extra)} not in models ({config['models']})"
+        )
+    torch_mode = config["compile"]["torch_mode"]
+    if torch_mode in TORCH_AUTOTUNING_COMPILE_MODES and config["autotune"] == "off":
+        raise ConfigError(
+            f"config error: compile.torch_mode = {torch_mode!r}: autotunes kernels, which autotune: off rules out "
+            "for every framework (use default or reduce-overhead, or autotune: on)"
+        )
 
 
 def _check_stop_rule(suite: str, settings: Mapping[str, Any]) -> None:

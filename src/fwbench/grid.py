@@ -13,6 +13,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from fwbench import modes as execution_modes
+
 SUITES = ("inference", "training", "micro")
 # The micro suite's baseline: every framework of the study is timed against plain NumPy (fwbench.scenarios.micro).
 # It is a cell framework of that suite only, never in the config's `frameworks` (it has no models).
@@ -22,18 +24,21 @@ MICRO_BASELINE = "numpy"
 WILDCARD_PATTERNS = {
     "suite": "|".join(SUITES),
     "framework": r"[a-z][a-z0-9]*",
+    "mode": r"[a-z][a-z0-9]*",
     "model": r"[a-z][a-z0-9_]*",
     "precision": r"[a-z][a-z0-9]*",
     "batch": r"[1-9][0-9]*",
 }
 
-CELL_PATH = "cells/{suite}/{framework}/{model}/{precision}/bs{batch}.json"
+# The execution mode (fwbench.modes) follows the framework: torch/eager and torch/compile are two cells.
+CELL_PATH = "cells/{suite}/{framework}/{mode}/{model}/{precision}/bs{batch}.json"
 
 
 @dataclass(frozen=True, order=True)
 class Cell:
     """One benchmark cell. In the micro suite `model` names the operation (matmul, mlp) and `image_size` is None:
-    the path layout, the runner and the analysis stay one for every suite."""
+    the path layout, the runner and the analysis stay one for every suite. `mode` is the execution mode
+    (fwbench.modes); left out, the framework's primary one."""
 
     suite: str
     framework: str
@@ -41,11 +46,17 @@ class Cell:
     precision: str
     batch_size: int
     image_size: int | None
+    mode: str = ""
+
+    def __post_init__(self):
+        if not self.mode:
+            object.__setattr__(self, "mode", execution_modes.primary(self.framework))
 
     def relpath(self) -> str:
         return CELL_PATH.format(
             suite=self.suite,
             framework=self.framework,
+            mode=self.mode,
             model=self.model,
             precision=self.precision,
             batch=self.batch_size,
@@ -58,7 +69,7 @@ class Cell:
         return asdict(self)
 
     def label(self) -> str:
-        return f"{self.suite}/{self.framework}/{self.model}/{self.precision}/bs{self.batch_size}"
+        return f"{self.suite}/{self.framework}/{self.mode}/{self.model}/{self.precision}/bs{self.batch_size}"
 
 
 def suite_batch_sizes(config: Mapping[str, Any], suite: str) -> list[int]:
@@ -83,19 +94,56 @@ def suite_image_size(config: Mapping[str, Any], suite: str) -> int | None:
     return None if suite == "micro" else int(config["dataset"]["image_size"])
 
 
+def group_variants(config: Mapping[str, Any], suite: str, model: str) -> list[tuple[str, str]]:
+    """(framework, mode) of every cell of one comparison of `suite` and `model`, in config order: each framework's
+    modes in the order the config lists them."""
+    return [
+        (framework, mode)
+        for framework in suite_frameworks(config, suite)
+        for mode in execution_modes.cell_modes(config, suite, framework, model)
+    ]
+
+
+def comparison_rules(config: Mapping[str, Any], suite: str, rule: str) -> dict[str, list[str]]:
+    """The rules that measure `suite`'s comparison groups, each with the models it measures. A group rule's outputs
+    are every (framework, mode) of its comparison, and Snakemake's outputs cannot depend on a wildcard: models whose
+    comparisons hold different modes (mode_scope.models) need rules of their own. `rule` measures the models in
+    scope (every configured mode), `{rule}_primary` the others (each framework's first mode); one rule when all
+    models' comparisons hold the same modes."""
+    models = suite_models(config, suite)
+    in_scope = [m for m in models if group_variants(config, suite, m) == group_variants(config, suite, models[0])]
+    if len(in_scope) == len(models):
+        return {rule: models}
+    scoped = [m for m in models if execution_modes.in_scope(config, suite, m)]
+    return {rule: scoped, f"{rule}_primary": [m for m in models if m not in scoped]}
+
+
 def cells(config: Mapping[str, Any]) -> list[Cell]:
     """All cells of a validated config, in a stable order."""
     out = []
     for suite in config["suites"]:
         image_size = suite_image_size(config, suite)
-        for framework, model, precision, batch in itertools.product(
-            suite_frameworks(config, suite),
-            suite_models(config, suite),
-            config["precisions"],
-            suite_batch_sizes(config, suite),
-        ):
-            out.append(Cell(suite, framework, model, precision, int(batch), image_size))
-    return out
+        for model in suite_models(config, suite):
+            variants = group_variants(config, suite, model)
+            for (framework, mode), precision, batch in itertools.product(
+                variants, config["precisions"], suite_batch_sizes(config, suite)
+            ):
+                out.append(Cell(suite, framework, model, precision, int(batch), image_size, mode))
+    return sorted(out, key=lambda c: (config["suites"].index(c.suite), _order(config, c)))
+
+
+def _order(config: Mapping[str, Any], cell: Cell) -> tuple:
+    """Framework (config order), mode, model, precision, batch: the order the grid has always listed cells in."""
+    frameworks = suite_frameworks(config, cell.suite)
+    models = suite_models(config, cell.suite)
+    modes = execution_modes.framework_modes(config, cell.framework)
+    return (
+        frameworks.index(cell.framework),
+        modes.index(cell.mode) if cell.mode in modes else len(modes),
+        models.index(cell.model),
+        config["precisions"].index(cell.precision),
+        suite_batch_sizes(config, cell.suite).index(cell.batch_size),
+    )
 
 
 def cell_paths(config: Mapping[str, Any], results_dir: str | Path = "results", suite: str | None = None) -> list[str]:
@@ -103,7 +151,7 @@ def cell_paths(config: Mapping[str, Any], results_dir: str | Path = "results", s
 
 
 _PATH_RE = re.compile(
-    r"(?:^|/)cells/(?P<suite>{suite})/(?P<framework>{framework})/(?P<model>{model})/"
+    r"(?:^|/)cells/(?P<suite>{suite})/(?P<framework>{framework})/(?P<mode>{mode})/(?P<model>{model})/"
     r"(?P<precision>{precision})/bs(?P<batch>{batch})\.json$".format(**WILDCARD_PATTERNS)
 )
 
@@ -115,7 +163,7 @@ def parse_cell_path(path: str | Path, image_size: int | None) -> Cell:
         raise ValueError(f"not a cell result path: {path}")
     g = match.groupdict()
     size = None if g["suite"] == "micro" else image_size
-    return Cell(g["suite"], g["framework"], g["model"], g["precision"], int(g["batch"]), size)
+    return Cell(g["suite"], g["framework"], g["model"], g["precision"], int(g["batch"]), size, g["mode"])
 
 
 def cell_from_wildcards(wildcards: Mapping[str, str], suite: str, image_size: int | None) -> Cell:
@@ -126,4 +174,5 @@ def cell_from_wildcards(wildcards: Mapping[str, str], suite: str, image_size: in
         wildcards["precision"],
         int(wildcards["batch"]),
         None if suite == "micro" else image_size,
+        wildcards.get("mode", ""),
     )

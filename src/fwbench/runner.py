@@ -504,7 +504,10 @@ def _run_rounds(
                     slot,
                     run.env,
                 )
-                header = f"=== {cell.framework}: trial {round_ + 1} of {trials} (round {round_ + 1}, #{position + 1})"
+                header = (
+                    f"=== {cell.framework}/{cell.mode}: trial {round_ + 1} of {trials} "
+                    f"(round {round_ + 1}, #{position + 1})"
+                )
                 header += f", attempt {attempts} with {'+'.join(run.applied())} ===" if attempts > 1 else " ==="
                 run.outputs.append(outcome.output)
                 run.memory_limit = outcome.memory_limit

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import faulthandler
 import os
+import shutil
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -42,6 +44,7 @@ def main(spec_path: str, out_path: str) -> None:
     from fwbench.grid import Cell
 
     cell = Cell(**spec["cell"])
+    options = compiler_environment(cell, spec["settings"])
     print(f"[fwbench.worker] {cell.label()} threads={threads['effective']}", file=sys.stderr, flush=True)
     inject(cell.label(), spec["settings"], out_path)  # test-only; does nothing unless FWBENCH_INJECT_FAULT is set
 
@@ -50,7 +53,7 @@ def main(spec_path: str, out_path: str) -> None:
     from fwbench.scenarios import inference, micro, training
 
     t1 = time.perf_counter()
-    backend = get_backend(cell.framework, threads=threads["effective"], precision=cell.precision)
+    backend = get_backend(cell.framework, threads=threads["effective"], precision=cell.precision, **options)
     import_and_setup_s = time.perf_counter() - t1
     backend.model_cache_dir = Path(spec["weights_path"]).parent
     phases.update(harness_imports_s=t1 - t0, framework_import_s=import_and_setup_s)
@@ -83,6 +86,38 @@ def main(spec_path: str, out_path: str) -> None:
     phases["until_result_s"] = _since_spawn(time.time())  # the rest of the process's wall time is writing and exit
     part["metrics"]["phases_s"] = phases
     atomic_write_json(out_path, part)
+    if fresh_cache := os.environ.get(FRESH_INDUCTOR_CACHE):
+        shutil.rmtree(fresh_cache, ignore_errors=True)
+
+
+FRESH_INDUCTOR_CACHE = "FWBENCH_INDUCTOR_CACHE_FRESH"  # fwbench.backends.torch_compile reads it too
+
+
+def compiler_environment(cell, settings: dict) -> dict:
+    """Set what the frameworks read from the environment at import for the study's compile and autotune settings,
+    and return the backend's options (mode, autotune, compile). XLA_FLAGS carries the autotune level for JAX and
+    TensorFlow (fwbench.autotune). A compiled PyTorch cell gets the study's Inductor cache, or, with none, a fresh
+    empty directory of its own: every compilation cold, as JAX's without its cache, and never the warm default
+    directory another study (or an earlier run) left in /tmp."""
+    from fwbench.autotune import xla_flags
+    from fwbench.modes import autotune_setting
+
+    setting = autotune_setting(settings.get("autotune", "on"))
+    compile_options = dict(settings.get("compile") or {})
+    flags = xla_flags(os.environ.get("XLA_FLAGS", ""), setting)
+    if flags:
+        os.environ["XLA_FLAGS"] = flags
+    else:
+        os.environ.pop("XLA_FLAGS", None)
+    if cell.framework == "torch":
+        directory = compile_options.get("inductor_cache")
+        if directory:
+            os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(directory)
+            os.environ.pop(FRESH_INDUCTOR_CACHE, None)
+        else:
+            fresh = tempfile.mkdtemp(prefix="fwbench-inductor-")
+            os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.environ[FRESH_INDUCTOR_CACHE] = fresh
+    return {"mode": cell.mode, "autotune": setting, "compile_options": compile_options}
 
 
 if __name__ == "__main__":

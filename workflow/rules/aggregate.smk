@@ -1,5 +1,8 @@
 # Aggregation: all cell JSONs -> one tidy table, plus the environment summary the paper prints.
 
+# The compiled-over-eager gain within a framework (fwbench.analysis.aggregate.mode_gains): its own table and figure.
+MODE_GAINS_CSV = f"{RESULTS}/tables/mode_gains.csv"
+
 
 rule aggregate_inference:
     input:
@@ -19,6 +22,12 @@ rule aggregate_inference:
             category="Inference",
             subcategory="Tables",
         ),
+        mode_gains=report(
+            MODE_GAINS_CSV,
+            caption="../report/mode_gains_table.rst",
+            category="Inference",
+            subcategory="Tables",
+        ),
     log:
         f"{RESULTS}/logs/aggregate/inference.log",
     benchmark:
@@ -26,6 +35,9 @@ rule aggregate_inference:
     localrule: True
     conda:
         ENV
+    params:
+        # which mode of each framework the ratios between frameworks pair (fwbench.modes.ratio_mode)
+        ratio_modes=canonical(config["ratio_modes"]),
     script:
         "../scripts/aggregate.py"
 

@@ -8,7 +8,13 @@ from fwbench.config import ConfigError, load_schema, validate_config
 from fwbench.data import hub
 from fwbench.data.store import dataset_files
 from fwbench.devices import software_fingerprint
-from fwbench.grid import WILDCARD_PATTERNS, cell_paths, suite_frameworks
+from fwbench.grid import (
+    WILDCARD_PATTERNS,
+    cell_paths,
+    comparison_rules,
+    group_variants,
+    suite_frameworks,
+)
 from fwbench.params import canonical
 
 try:
@@ -104,6 +110,7 @@ ENV = (
 
 wildcard_constraints:
     framework=WILDCARD_PATTERNS["framework"],
+    mode=WILDCARD_PATTERNS["mode"],
     model=WILDCARD_PATTERNS["model"],
     precision=WILDCARD_PATTERNS["precision"],
     batch=WILDCARD_PATTERNS["batch"],
@@ -113,11 +120,18 @@ def inference_cells():
     return cell_paths(config, RESULTS, suite="inference")
 
 
-def inference_group_outputs():
-    """One comparison group's cells: every framework at the rule's {model}/{precision}/bs{batch} (config order)."""
+def alternatives(names):
+    """A wildcard constraint matching exactly these names."""
+    return "|".join(sorted(names, key=len, reverse=True))
+
+
+def inference_group_outputs(model):
+    """One comparison group's cells: every framework in each of its modes (fwbench.grid.group_variants, config
+    order) at the rule's {model}/{precision}/bs{batch}; `model` is any model of the rule (they share the modes).
+    """
     return [
-        f"{RESULTS}/cells/inference/{framework}/{{model}}/{{precision}}/bs{{batch}}.json"
-        for framework in config["frameworks"]
+        f"{RESULTS}/cells/inference/{framework}/{mode}/{{model}}/{{precision}}/bs{{batch}}.json"
+        for framework, mode in group_variants(config, "inference", model)
     ]
 
 
@@ -156,11 +170,17 @@ def micro_cells():
 
 
 def micro_group_outputs():
-    """One comparison group's cells: NumPy and every framework at the rule's {model}/{precision}/bs{batch}."""
+    """One comparison group's cells: NumPy and every framework in each of its modes at the rule's
+    {model}/{precision}/bs{batch} (mode_scope picks micro's modes by suite alone, so every operation's are alike).
+    """
     return [
-        f"{RESULTS}/cells/micro/{framework}/{{model}}/{{precision}}/bs{{batch}}.json"
-        for framework in suite_frameworks(config, "micro")
+        f"{RESULTS}/cells/micro/{framework}/{mode}/{{model}}/{{precision}}/bs{{batch}}.json"
+        for framework, mode in micro_variants()
     ]
+
+
+def micro_variants():
+    return group_variants(config, "micro", config["micro"]["operations"][0])
 
 
 # The training section's inputs exist only when the study trains; without them the paper says it has no training.
@@ -192,6 +212,8 @@ def measurement_settings(suite):
     A training cell also depends on the loader and the seed of its recipe. Canonical like every config-derived
     param (fwbench.params): key order or 0 vs 0.0 must not rerun cells."""
     settings = {k: v for k, v in config[suite].items() if k != "batch_sizes"}
+    # How compiled modes compile and whether kernels are autotuned: study-level, applied to every framework's cells.
+    settings.update(compile=config["compile"], autotune=config["autotune"])
     if suite == "training":
         settings.update(loader=config["loader"], seed=config["seed"])
     if (

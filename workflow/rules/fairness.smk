@@ -61,6 +61,7 @@ rule fairness_ledger:
         cells=inference_cells() + training_cells() + micro_cells(),
         parity=PARITY_CSV,
         inference=INFERENCE_CSV,
+        speedups=SPEEDUPS_CSV,
     output:
         csv=report(
             LEDGER_CSV,
@@ -76,5 +77,7 @@ rule fairness_ledger:
     localrule: True
     conda:
         ENV
+    params:
+        ratio_modes=canonical(config["ratio_modes"]),
     script:
         "../scripts/ledger.py"

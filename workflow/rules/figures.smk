@@ -23,6 +23,32 @@ rule inference_figure:
         "../scripts/figures.py"
 
 
+# The eager-vs-compiled gain within PyTorch (a figure that says so where no framework ran in two modes).
+MODE_GAIN_FIGURE = f"{RESULTS}/figures/mode_gain.pdf"
+
+
+rule mode_gain_figure:
+    input:
+        gains=MODE_GAINS_CSV,
+    output:
+        pdf=MODE_GAIN_FIGURE,
+        png=report(
+            f"{RESULTS}/figures/mode_gain.png",
+            caption="../report/mode_gain.rst",
+            category="Inference",
+            subcategory="Figures",
+        ),
+    log:
+        f"{RESULTS}/logs/figures/mode_gain.log",
+    benchmark:
+        benchmark_file("mode_gain_figure")
+    localrule: True
+    conda:
+        ENV
+    script:
+        "../scripts/mode_gain_figure.py"
+
+
 rule loader_figure:
     input:
         loader=LOADER_RECORD,
@@ -78,6 +104,7 @@ rule paper_tables:
         # the published L4 small-CNN training figures, copied into the repository (reference/README.md)
         training_reference=TRAINING_REFERENCE,
         speedups=SPEEDUPS_CSV,
+        mode_gains=MODE_GAINS_CSV,
         cells=inference_cells(),
         facts=expand(FACTS, model=config["models"]),
         weights=expand(WEIGHTS_PROVENANCE, model=config["models"]),

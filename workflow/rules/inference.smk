@@ -7,31 +7,41 @@
 # timed cell.
 
 
-rule inference_group:
-    input:
-        dataset=DATASET_FILES,
-        weights=WEIGHTS,
-        device=DEVICE_RECORD,
-    output:
-        inference_group_outputs(),
-    log:
-        f"{RESULTS}/logs/cells/inference/{{model}}/{{precision}}/bs{{batch}}.log",
-    conda:
-        ENV
-    threads: CELL_THREADS
-    resources:
-        runtime=runtime_minutes("inference_group"),
-        slurm_extra=SLURM_EXTRA,
-        gpu=1,
-        gpu_slots=GPU_SLOTS,
-    params:
-        suite="inference",
-        frameworks=canonical(config["frameworks"]),
-        harness_version=HARNESS_VERSION,
-        settings=measurement_settings("inference"),
-        image_size=canonical(config["dataset"]["image_size"]),
-        num_classes=canonical(config["dataset"]["num_classes"]),
-        slot_dir=SLOT_DIR,
-        job_record=job_record("inference_group", "{model}/{precision}/bs{batch}"),
-    script:
-        "../scripts/run_cells.py"
+# The mode axis (fwbench.modes): torch/eager and torch/compile are cells of the same group. Models outside
+# mode_scope.models measure each framework's first mode only, in a rule of their own (fwbench.grid.comparison_rules).
+for group_rule, group_models in comparison_rules(
+    config, "inference", "inference_group"
+).items():
+
+    rule:
+        name:
+            group_rule
+        input:
+            dataset=DATASET_FILES,
+            weights=WEIGHTS,
+            device=DEVICE_RECORD,
+        output:
+            inference_group_outputs(group_models[0]),
+        log:
+            f"{RESULTS}/logs/cells/inference/{{model}}/{{precision}}/bs{{batch}}.log",
+        wildcard_constraints:
+            model=alternatives(group_models),
+        conda:
+            ENV
+        threads: CELL_THREADS
+        resources:
+            runtime=runtime_minutes("inference_group"),
+            slurm_extra=SLURM_EXTRA,
+            gpu=1,
+            gpu_slots=GPU_SLOTS,
+        params:
+            suite="inference",
+            variants=canonical(group_variants(config, "inference", group_models[0])),
+            harness_version=HARNESS_VERSION,
+            settings=measurement_settings("inference"),
+            image_size=canonical(config["dataset"]["image_size"]),
+            num_classes=canonical(config["dataset"]["num_classes"]),
+            slot_dir=SLOT_DIR,
+            job_record=job_record(group_rule, "{model}/{precision}/bs{batch}"),
+        script:
+            "../scripts/run_cells.py"

@@ -42,7 +42,7 @@ if MICRO:
             gpu_slots=GPU_SLOTS,
         params:
             suite="micro",
-            frameworks=canonical(suite_frameworks(config, "micro")),
+            variants=canonical(micro_variants()),
             harness_version=HARNESS_VERSION,
             settings=measurement_settings("micro"),
             image_size=None,

@@ -9,6 +9,7 @@ rule paper:
         study_time=rules.study_time.output,
         study_time_summary=rules.study_time.output.summary,
         figure=INFERENCE_FIGURE,
+        mode_gain_figure=MODE_GAIN_FIGURE,
         loader_figure=LOADER_FIGURE,
         training_figure=TRAINING_FIGURE,
         micro=list(MICRO_OUTPUTS.values()),

@@ -65,6 +65,8 @@ rule conclusions:
                     "dataset",
                     "training",
                     "fallbacks",
+                    "modes",
+                    "ratio_modes",
                 )
             }
         ),

@@ -13,7 +13,7 @@ rule study_time:
             rules.fairness_ledger.output.section,
             rules.conclusions.output[0],
         ],
-        figures=[INFERENCE_FIGURE, LOADER_FIGURE]
+        figures=[INFERENCE_FIGURE, LOADER_FIGURE, MODE_GAIN_FIGURE]
         + ([TRAINING_FIGURE] if TRAINING else []),
     output:
         table=f"{RESULTS}/tables/study_time.tex",

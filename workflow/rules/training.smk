@@ -11,9 +11,9 @@ rule training_cell:
         weights=WEIGHTS,
         device=DEVICE_RECORD,
     output:
-        f"{RESULTS}/cells/training/{{framework}}/{{model}}/{{precision}}/bs{{batch}}.json",
+        f"{RESULTS}/cells/training/{{framework}}/{{mode}}/{{model}}/{{precision}}/bs{{batch}}.json",
     log:
-        f"{RESULTS}/logs/cells/training/{{framework}}/{{model}}/{{precision}}/bs{{batch}}.log",
+        f"{RESULTS}/logs/cells/training/{{framework}}/{{mode}}/{{model}}/{{precision}}/bs{{batch}}.log",
     group:
         # cluster.pairing: same_node puts every framework's cell of one comparison in one job on one node
         TRAINING_GROUP
@@ -33,9 +33,9 @@ rule training_cell:
         num_classes=canonical(config["dataset"]["num_classes"]),
         slot_dir=SLOT_DIR,
         job_record=job_record(
-            "training_cell", "{framework}/{model}/{precision}/bs{batch}"
+            "training_cell", "{framework}/{mode}/{model}/{precision}/bs{batch}"
         ),
-        state_dir=lambda wildcards: f"{RESULTS}/state/training/{wildcards.framework}/{wildcards.model}/"
+        state_dir=lambda wildcards: f"{RESULTS}/state/training/{wildcards.framework}/{wildcards.mode}/{wildcards.model}/"
         f"{wildcards.precision}/bs{wildcards.batch}",
     script:
         "../scripts/run_cells.py"

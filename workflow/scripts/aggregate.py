@@ -1,4 +1,4 @@
-from fwbench.analysis.aggregate import write_speedups, write_tidy
+from fwbench.analysis.aggregate import write_mode_gains, write_speedups, write_tidy
 from fwbench.io import read_json
 from fwbench.logs import redirect_to
 
@@ -6,4 +6,6 @@ with redirect_to(snakemake.log[0]):
     facts = [row for path in snakemake.input.facts for row in read_json(path)]
     frame = write_tidy(snakemake.input.cells, snakemake.output.csv, facts=facts, peak=read_json(snakemake.input.peak))
     print(frame["status"].value_counts().to_dict())
-    print(write_speedups(snakemake.input.cells, snakemake.output.speedups).to_string())
+    ratios = write_speedups(snakemake.input.cells, snakemake.output.speedups, ratio_modes=snakemake.params.ratio_modes)
+    print(ratios.to_string())
+    print(write_mode_gains(snakemake.input.cells, snakemake.output.mode_gains).to_string())

@@ -11,6 +11,8 @@ with redirect_to(snakemake.log[0]):
         (load_result(path) for path in snakemake.input.cells),
         read_tidy(snakemake.input.parity),
         read_tidy(snakemake.input.inference),
+        speedups=read_tidy(snakemake.input.speedups),
+        config={"ratio_modes": snakemake.params.ratio_modes},
     )
     atomic_write_text(snakemake.output.csv, rows.to_csv(index=False))
     atomic_write_text(snakemake.output.section, ledger_section(rows))

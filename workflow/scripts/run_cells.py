@@ -1,5 +1,5 @@
-"""Entry point of the measuring rules: one training cell (framework in the wildcards) or one inference or micro
-comparison group (every framework of params.frameworks, in the order of the rule's outputs), run by
+"""Entry point of the measuring rules: one training cell (framework and mode in the wildcards) or one inference or
+micro comparison group (every (framework, mode) of params.variants, in the order of the rule's outputs), run by
 fwbench.runner.run_group. A micro group reads no dataset; its `weights` input is the operands file."""
 
 from pathlib import Path
@@ -11,10 +11,12 @@ from fwbench.jobtime import timed_job
 from fwbench.runner import run_group
 
 wildcards = dict(snakemake.wildcards.items())
-frameworks = [wildcards["framework"]] if "framework" in wildcards else snakemake.params.frameworks
+variants = [(wildcards["framework"], wildcards["mode"])] if "framework" in wildcards else snakemake.params.variants
 cells = [
-    cell_from_wildcards({**wildcards, "framework": framework}, snakemake.params.suite, snakemake.params.image_size)
-    for framework in frameworks
+    cell_from_wildcards(
+        {**wildcards, "framework": framework, "mode": mode}, snakemake.params.suite, snakemake.params.image_size
+    )
+    for framework, mode in variants
 ]
 state_dir = getattr(snakemake.params, "state_dir", None)
 with timed_job(snakemake.params.job_record, snakemake.rule, wildcards):

@@ -5,6 +5,7 @@ with redirect_to(snakemake.log[0]):
     write_paper_inputs(
         csv=snakemake.input.csv,
         speedups_csv=snakemake.input.speedups,
+        mode_gains_csv=snakemake.input.mode_gains,
         cell_paths=snakemake.input.cells,
         facts=snakemake.input.facts,
         weights=snakemake.input.weights,

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from fwbench import modes as execution_modes
+from fwbench.analysis import partners
 from fwbench.analysis.cells import cells_by_path, load_cells
 from fwbench.analysis.latex import BASELINE, ordered_frameworks
 from fwbench.analysis.partners import (
+    cell_mode,
     check_placement,
     deviations_differ,
     device_columns,
@@ -18,6 +21,8 @@ from fwbench.analysis.partners import (
     flag_deviations,
     flag_partners,
     placement_columns,
+    ratio_variant,
+    variant_key,
 )
 from fwbench.io import atomic_write_text
 from fwbench.trackers.flops import peak_for
@@ -29,7 +34,42 @@ from fwbench.trackers.stats import (
     welch_ratio_interval,
 )
 
-KEY_COLUMNS = ["suite", "model", "precision", "batch_size", "framework"]
+KEY_COLUMNS = ["suite", "model", "precision", "batch_size", "framework", "mode"]
+# Every mode of the registry in its order (eager before compile): how rows of one framework in two modes sort.
+MODE_ORDER = list(dict.fromkeys(mode for modes in execution_modes.MODES.values() for mode in modes))
+
+
+def _setting(value: Any, key: str) -> Any:
+    """One field of a recorded setting that is a record ({"setting": "on", "in_effect": null, ...}); a setting
+    recorded as a bare value is its own first field."""
+    if isinstance(value, Mapping):
+        return value.get(key)
+    return value if key in ("setting", "state") else None
+
+
+def mode_columns(result: dict[str, Any]) -> dict[str, Any]:
+    """The tidy columns of the mode axis: `mode` and `compiled`, and how the cell compiled and tuned its kernels
+    (torch.compile's `compile_mode`, the `autotune` setting and whether it was in effect, the compilation cache's
+    state), so that tables can say what a compiled number includes and a ratio can say what it pairs."""
+    settings = (result["provenance"].get("framework") or {}).get("settings") or {}
+    mode = cell_mode(result["cell"])
+    return {
+        "mode": mode,
+        "compiled": execution_modes.is_compiled(mode),
+        "compile_mode": settings.get("compile_mode"),
+        "autotune": _setting(settings.get("autotune"), "setting"),
+        "autotune_in_effect": _setting(settings.get("autotune"), "in_effect"),
+        "compilation_cache": _setting(settings.get("compilation_cache"), "state"),
+    }
+
+
+def _mode_rank(mode: str) -> int:
+    return MODE_ORDER.index(mode) if mode in MODE_ORDER else len(MODE_ORDER)
+
+
+def _sort_key(column: pd.Series) -> pd.Series:
+    """Modes sort in the registry's order (eager before compile), every other key column as it is."""
+    return column.map(_mode_rank) if column.name == "mode" else column
 
 
 def _row(result: dict[str, Any], path: str) -> dict[str, Any]:
@@ -40,7 +80,9 @@ def _row(result: dict[str, Any], path: str) -> dict[str, Any]:
     versions = framework.get("versions", {})
     memory = metrics.get("device_memory") or {}
     return {
-        **{key: cell[key] for key in ("suite", "framework", "model", "precision", "batch_size", "image_size")},
+        **{key: cell[key] for key in ("suite", "framework")},
+        **mode_columns(result),
+        **{key: cell[key] for key in ("model", "precision", "batch_size", "image_size")},
         "status": result["status"],
         "reason": result["reason"],
         **failure_columns(result),
@@ -61,6 +103,7 @@ def _row(result: dict[str, Any], path: str) -> dict[str, Any]:
         "n_iters": metrics.get("n_iters"),
         "stop_reason": metrics.get("stop_reason"),
         "recompiled": (metrics.get("flags") or {}).get("recompiled"),
+        "graph_breaks": (metrics.get("compile_report") or {}).get("graph_breaks"),
         "other_gpu_processes": (metrics.get("flags") or {}).get("other_gpu_processes"),
         "energy_j_per_image": (metrics.get("energy") or {}).get("joules_per_image"),
         "energy_source": (metrics.get("energy") or {}).get("source"),
@@ -91,7 +134,8 @@ def tidy(paths: Iterable[str | Path]) -> pd.DataFrame:
     frame = pd.DataFrame(rows)
     if frame.empty:
         raise ValueError("no cell results to aggregate")
-    return flag_deviations(flag_partners(frame.sort_values(KEY_COLUMNS, kind="stable").reset_index(drop=True)))
+    frame = frame.sort_values(KEY_COLUMNS, kind="stable", key=_sort_key).reset_index(drop=True)
+    return flag_deviations(flag_partners(frame))
 
 
 def add_mfu(frame: pd.DataFrame, facts: Iterable[dict[str, Any]], peak: dict[str, Any]) -> pd.DataFrame:
@@ -141,6 +185,10 @@ SPEEDUP_COLUMNS = [
     "method",
     "numerator",
     "denominator",
+    "numerator_mode",
+    "denominator_mode",
+    "mixed_modes",
+    "stand_in",
     "deviation_differs",
     "deviation_detail",
     "refused",
@@ -186,15 +234,26 @@ def ratio_interval(num: dict[str, Any], den: dict[str, Any]) -> tuple[Interval, 
     return interval, WITHIN, len(rounds), method
 
 
-def _ok_cells_by_comparison(results: Iterable[dict[str, Any]]) -> dict[tuple, dict[str, dict[str, Any]]]:
-    """(model, precision, batch) -> {framework: result} of the successful cells: the cells a ratio can compare."""
-    cells: dict[tuple, dict[str, dict[str, Any]]] = {}
+Variants = dict[tuple[str, str], dict[str, Any]]
+
+
+def _ok_cells_by_comparison(results: Iterable[dict[str, Any]]) -> dict[tuple, Variants]:
+    """(model, precision, batch) -> {(framework, mode): result} of the successful cells: the cells a ratio can
+    compare. One framework may have a cell in each of its modes (PyTorch eager and compiled)."""
+    cells: dict[tuple, Variants] = {}
     for result in results:
         if result["status"] != "ok":
             continue
         cell = result["cell"]
-        cells.setdefault((cell["model"], cell["precision"], cell["batch_size"]), {})[cell["framework"]] = result
+        key = (cell["model"], cell["precision"], cell["batch_size"])
+        cells.setdefault(key, {})[(cell["framework"], cell_mode(cell))] = result
     return cells
+
+
+def _modes_present(variants: Variants, framework: str) -> list[str]:
+    """The modes `framework` has a successful cell in, in the registry's order (its primary mode first)."""
+    present = {mode for f, mode in variants if f == framework}
+    return sorted(present, key=_mode_rank)
 
 
 def _refused_row(ratio: dict[str, Any], reason: str) -> dict[str, Any]:
@@ -213,22 +272,25 @@ def _refused_row(ratio: dict[str, Any], reason: str) -> dict[str, Any]:
     }
 
 
-def _speedup_row(key: tuple, numerator: str, denominator: str, by_framework: dict[str, dict[str, Any]]) -> dict:
-    """One ratio numerator/denominator of one comparison, with its interval, deviation and node marks; refused
-    (`_refused_row`) when the two cells ran on different device models."""
+def _name(result: dict[str, Any]) -> str:
+    """How detail texts name a ratio's cell (`partners.variant_key`: the framework, with its mode where that is not
+    the primary one), so that the two modes of one framework stay apart."""
+    return variant_key(result["cell"]["framework"], cell_mode(result["cell"]))
+
+
+def _ratio_row(key: tuple, num: dict[str, Any], den: dict[str, Any]) -> dict[str, Any]:
+    """The ratio num/den of one comparison, with its interval, deviation and node marks; refused (`_refused_row`)
+    when the two cells ran on different device models."""
     model, precision, batch = key
-    num, den = by_framework[numerator], by_framework[denominator]
-    names = {fw: failure_columns(r)["deviations"] for fw, r in ((numerator, num), (denominator, den))}
+    names = {_name(cell): failure_columns(cell)["deviations"] for cell in (num, den)}
     differs = deviations_differ(*names.values())
-    placement = check_placement([den, num])  # named PyTorch first, as the ratio is read
+    placement = check_placement([den, num])  # the denominator first, as the ratio is read
     row = {
         "model": model,
         "precision": precision,
         "batch_size": batch,
-        "numerator": numerator,
-        "denominator": denominator,
         "deviation_differs": differs,
-        "deviation_detail": "; ".join(f"{fw}: {n or 'none'}" for fw, n in names.items()) if differs else None,
+        "deviation_detail": "; ".join(f"{name}: {n or 'none'}" for name, n in names.items()) if differs else None,
         "refused": None,
         "node_differs": placement.nodes_differ,
         "node_detail": placement.nodes_detail,
@@ -247,29 +309,123 @@ def _speedup_row(key: tuple, numerator: str, denominator: str, by_framework: dic
     }
 
 
+def _speedup_row(
+    key: tuple, numerator: str, denominator: str, variants: Variants, config: dict[str, Any]
+) -> dict[str, Any] | None:
+    """One framework's ratio to the baseline at one comparison: each side's cell in its ratio mode, or its first
+    successful mode standing in (`partners.ratio_variant`; `stand_in` says which); `mixed_modes` where one side is
+    compiled and the other not. None when either framework has no successful cell."""
+    picked = {f: ratio_variant(f, _modes_present(variants, f), config) for f in (numerator, denominator)}
+    num_mode, den_mode = picked[numerator][0], picked[denominator][0]
+    if num_mode is None or den_mode is None:
+        return None
+    stand_ins = [
+        f"{f}: {mode} for {execution_modes.ratio_mode(config, f)}"
+        for f, (mode, fell_back) in picked.items()
+        if fell_back
+    ]
+    row = {
+        "numerator": numerator,
+        "denominator": denominator,
+        "numerator_mode": num_mode,
+        "denominator_mode": den_mode,
+        "mixed_modes": partners.mixed_modes(num_mode, den_mode),
+        "stand_in": "; ".join(stand_ins) or None,
+    }
+    return row | _ratio_row(key, variants[(numerator, num_mode)], variants[(denominator, den_mode)])
+
+
 def speedups(
-    results: Iterable[dict[str, Any]], numerator: str | None = None, denominator: str = BASELINE
+    results: Iterable[dict[str, Any]],
+    numerator: str | None = None,
+    denominator: str = BASELINE,
+    ratio_modes: Mapping[str, str] | None = None,
 ) -> pd.DataFrame:
     """Throughput ratio numerator/denominator with a 95% CI (see `ratio_interval`), for every (model, precision,
-    batch) where both cells succeeded; with no `numerator`, one row per other framework of the results against the
-    denominator (PyTorch), the framework in the `numerator` column, rows ordered by comparison and then framework
-    in the paper's order. `resolved`: the CI excludes 1 and comes from paired, interleaved rounds; a
-    within-process or unpaired interval never resolves a comparison. `deviation_differs`: the two cells ran with
-    different workarounds from the fallback ladder (`deviation_detail` says which), so the ratio is marked and left
-    out of the summary statistics. `refused`: the two cells ran on different device models (GPU models, CPU models,
-    or a GPU and a CPU; the reason names each), so the ratio and its interval are NaN and it is in no summary.
-    `node_differs`: they ran on different nodes of one device model (`node_detail` names them): the ratio is kept,
-    and marked. Columns in SPEEDUP_COLUMNS' order."""
+    batch) where both frameworks have a successful cell; with no `numerator`, one row per other framework of the
+    results against the denominator (PyTorch), the framework in the `numerator` column, rows ordered by comparison
+    and then framework in the paper's order.
+
+    Modes: each side is the framework's cell in its ratio mode (`ratio_modes`, the config's; by default each
+    framework's compiled mode, fwbench.modes.ratio_mode), or, where that cell is missing or failed, its first
+    successful mode, which `stand_in` names. `numerator_mode` and `denominator_mode` say what was paired;
+    `mixed_modes`: one side compiled and the other not (an eager program against a compiled one), which every
+    table marks.
+
+    `resolved`: the CI excludes 1 and comes from paired, interleaved rounds; a within-process or unpaired interval
+    never resolves a comparison. `deviation_differs`: the two cells ran with different workarounds from the
+    fallback ladder (`deviation_detail` says which), so the ratio is marked and left out of the summary statistics.
+    `refused`: the two cells ran on different device models (GPU models, CPU models, or a GPU and a CPU; the reason
+    names each), so the ratio and its interval are NaN and it is in no summary. `node_differs`: they ran on
+    different nodes of one device model (`node_detail` names them): the ratio is kept, and marked. Columns in
+    SPEEDUP_COLUMNS' order."""
     cells = _ok_cells_by_comparison(results)
-    present = {framework for by_framework in cells.values() for framework in by_framework}
+    present = {framework for variants in cells.values() for framework, _ in variants}
     numerators = [numerator] if numerator is not None else [f for f in ordered_frameworks(present) if f != denominator]
+    config = {"ratio_modes": dict(ratio_modes or {})}
     rows = [
-        _speedup_row(key, framework, denominator, by_framework)
-        for key, by_framework in sorted(cells.items())
+        _speedup_row(key, framework, denominator, variants, config)
+        for key, variants in sorted(cells.items())
         for framework in numerators
-        if framework in by_framework and denominator in by_framework
     ]
-    return pd.DataFrame(rows, columns=SPEEDUP_COLUMNS)
+    return pd.DataFrame([row for row in rows if row is not None], columns=SPEEDUP_COLUMNS)
+
+
+MODE_GAIN_COLUMNS = [
+    "model",
+    "precision",
+    "batch_size",
+    "framework",
+    "mode",
+    "baseline_mode",
+    "ratio",
+    "ci_low",
+    "ci_high",
+    "ci_scope",
+    "pairs",
+    "resolved",
+    "method",
+    "deviation_differs",
+    "deviation_detail",
+    "refused",
+    "node_differs",
+    "node_detail",
+]
+
+
+def _gain_rows(key: tuple, framework: str, variants: Variants) -> list[dict[str, Any]]:
+    """Each compiled mode of `framework` over its eager mode at one comparison (none without both)."""
+    modes = _modes_present(variants, framework)
+    eager = next((mode for mode in modes if not execution_modes.is_compiled(mode)), None)
+    if eager is None:
+        return []
+    return [
+        {"framework": framework, "mode": mode, "baseline_mode": eager}
+        | _ratio_row(key, variants[(framework, mode)], variants[(framework, eager)])
+        for mode in modes
+        if execution_modes.is_compiled(mode)
+    ]
+
+
+def mode_gains(results: Iterable[dict[str, Any]]) -> pd.DataFrame:
+    """The gain of compiling within one framework: for every comparison (model, precision, batch) and every framework
+    with successful cells in an eager and a compiled mode, the compiled cell's throughput over the eager one's, with
+    the same interval (`ratio_interval`: the two cells are trials of one group, interleaved round by round), marks
+    and refusals as the ratios between frameworks. Rows by comparison, then framework in the paper's order; columns
+    in MODE_GAIN_COLUMNS' order (an empty table, with them, when no framework ran in two modes)."""
+    rows = [
+        row
+        for key, variants in sorted(_ok_cells_by_comparison(results).items())
+        for framework in ordered_frameworks(f for f, _ in variants)
+        for row in _gain_rows(key, framework, variants)
+    ]
+    return pd.DataFrame(rows, columns=MODE_GAIN_COLUMNS)
+
+
+def write_mode_gains(paths: Iterable[str | Path], out_csv: str | Path) -> pd.DataFrame:
+    frame = mode_gains(load_cells(paths))
+    atomic_write_text(out_csv, frame.to_csv(index=False))
+    return frame
 
 
 def ratios_for(ratios: pd.DataFrame, framework: str) -> pd.DataFrame:
@@ -300,7 +456,59 @@ def node_differs(ratios: pd.DataFrame) -> pd.Series:
     return _flag(ratios, "node_differs") & ~refused(ratios)
 
 
-def write_speedups(paths: Iterable[str | Path], out_csv: str | Path) -> pd.DataFrame:
-    frame = speedups(load_cells(paths))
+def mixed_modes(ratios: pd.DataFrame) -> pd.Series:
+    """Which kept ratios set an eager program against a compiled one (none in a table from before modes)."""
+    return _flag(ratios, "mixed_modes") & ~refused(ratios)
+
+
+def _has_modes(ratios: pd.DataFrame) -> bool:
+    return {"numerator", "numerator_mode", "denominator_mode"} <= set(ratios.columns)
+
+
+def _stands_in(ratios: pd.DataFrame) -> pd.Series:
+    if "stand_in" not in ratios:
+        return pd.Series(False, index=ratios.index)
+    return ratios["stand_in"].map(lambda value: isinstance(value, str) and value != "")
+
+
+def pairings(ratios: pd.DataFrame) -> dict[str, tuple[str, str]]:
+    """Per framework, the (numerator mode, PyTorch mode) its ratio column pairs: the modes of its ratios where both
+    sides ran in their ratio modes, or, where a stand-in is all there is (no compiled PyTorch cell in the whole
+    study), the pairing most of its ratios have. Empty for a table from before modes."""
+    if not _has_modes(ratios) or ratios.empty:
+        return {}
+    framework = ratios["numerator"]
+    pairs = pd.Series(list(zip(ratios["numerator_mode"], ratios["denominator_mode"], strict=True)), ratios.index)
+    intended = pairs[~_stands_in(ratios)]
+    out = {}
+    for name in framework.unique():
+        mine = intended[framework[intended.index] == name]
+        mine = mine if not mine.empty else pairs[framework == name]
+        out[str(name)] = mine.value_counts().index[0]
+    return out
+
+
+def off_pairing(ratios: pd.DataFrame) -> pd.Series:
+    """Which ratios pair other modes than their column (`pairings`): a stand-in where the ratio mode's cell is
+    missing or failed. Tables mark them and summaries leave them out; none in a table from before modes."""
+    columns = pairings(ratios)
+    if not columns:
+        return pd.Series(False, index=ratios.index)
+    framework = ratios["numerator"]
+    return pd.Series(
+        [
+            (num, den) != columns.get(str(f))
+            for f, num, den in zip(framework, ratios["numerator_mode"], ratios["denominator_mode"], strict=True)
+        ],
+        index=ratios.index,
+        dtype=bool,
+    )
+
+
+def write_speedups(
+    paths: Iterable[str | Path], out_csv: str | Path, ratio_modes: Mapping[str, str] | None = None
+) -> pd.DataFrame:
+    """`ratio_modes`: the config's (`speedups`); left out, each framework's compiled mode."""
+    frame = speedups(load_cells(paths), ratio_modes=ratio_modes)
     atomic_write_text(out_csv, frame.to_csv(index=False))
     return frame

@@ -16,12 +16,12 @@ from typing import Any
 
 import jsonschema
 
-from fwbench.grid import parse_cell_path
+from fwbench.grid import Cell, parse_cell_path
 from fwbench.results import load_result
 
 # The README's command; --forcerun reruns the file's job (its whole comparison group) and everything downstream.
 RUN_COMMAND = ".venv/bin/snakemake --cores all --resources gpu=1"
-CELL_KEYS = ("suite", "framework", "model", "precision", "batch_size")
+CELL_KEYS = ("suite", "framework", "mode", "model", "precision", "batch_size")
 
 
 class CellFileError(ValueError):
@@ -74,9 +74,11 @@ def _problem(path: Path, result: dict[str, Any] | None, error: Exception | None)
         expected = parse_cell_path(path, result["cell"]["image_size"])
     except ValueError:
         return None  # not at a cell path (a test's or a user's file): nothing to compare the contents with
-    holds, wanted = (tuple(cell[k] for k in CELL_KEYS) for cell in (result["cell"], expected.as_dict()))
+    # A result written before cells had a mode holds its framework's primary one (fwbench.grid.Cell).
+    held = Cell(**result["cell"]).as_dict()
+    holds, wanted = (tuple(cell[k] for k in CELL_KEYS) for cell in (held, expected.as_dict()))
     if holds != wanted:
-        label = "{}/{}/{}/{}/bs{}".format(*holds)
+        label = "{}/{}/{}/{}/{}/bs{}".format(*holds)
         return f"it holds the result of cell {label}"
     return None
 

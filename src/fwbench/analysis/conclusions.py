@@ -6,6 +6,10 @@ over the pairs, names the largest resolved difference with its paired CI, and st
 (step-0 agreement, time per epoch, time to the target accuracy) as measured. The limitations paragraph lists what
 this study lacked, read from the same results: the device, the number of trials, the resolution, the data, missing
 energy or memory with the recorded reason, failed and noisy cells, and how far published figures could be compared.
+
+Every ratio names the execution modes it pairs (fwbench.modes): each framework's ratio mode (compiled by default) where
+both cells exist, and where one side's cell in that mode is missing its first mode stands in; a ratio that then sets
+an eager program against a compiled one says so in the sentence that counts it.
 """
 
 from __future__ import annotations
@@ -16,12 +20,25 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from fwbench.analysis.aggregate import mixed_modes as mixed_ratios
 from fwbench.analysis.aggregate import node_differs, refused
-from fwbench.analysis.latex import escape, join_words, label, number, ordered_frameworks, ratio_label
+from fwbench.analysis.latex import (
+    escape,
+    join_words,
+    label,
+    mode_label,
+    number,
+    ordered_frameworks,
+    ordered_variants,
+    ratio_label,
+)
 from fwbench.analysis.macros import summary_ratios
-from fwbench.analysis.partners import check_placement
+from fwbench.analysis.partners import cell_mode, check_placement, mixed_modes, multi_mode, ratio_variant, with_modes
+from fwbench.analysis.published import modes_sentence as published_modes
 from fwbench.analysis.published import summary_sentence as published_sentence
 from fwbench.analysis.published import training_times
+from fwbench.analysis.training import compiled_step0_text, mode_gain_text
+from fwbench.modes import is_compiled
 
 BASELINE = "torch"
 BOOTSTRAP_SAMPLES = 10_000
@@ -48,13 +65,48 @@ def _resolved(ratios: pd.DataFrame) -> pd.Series:
     return (ratios["resolved"].astype(str) == "True") & (ratios["ci_scope"] == "paired_rounds")
 
 
-def inference_sentences(ratios: pd.DataFrame, frameworks: list[str]) -> list[str]:
+def _pair_text(num: str, num_mode: str, den_mode: str) -> str:
+    """ "JAX/Flax jit over PyTorch compiled": the two modes a ratio pairs."""
+    return f"{label(num)} {mode_label(num_mode)} over {label(BASELINE)} {mode_label(den_mode)}"
+
+
+def _modes_sentence(mine: pd.DataFrame, every: pd.DataFrame, framework: str) -> str:
+    """Which modes a framework's ratios pair, counted from them: the pairing of the summarised ratios, how many of
+    them set an eager program against a compiled one (another mode standing in where the ratio mode's cell is
+    missing), and how many further such ratios the summary leaves out. Empty for a table from before modes."""
+    if "numerator_mode" not in mine or mine.empty:
+        return ""
+    pairs = mine.groupby(["numerator_mode", "denominator_mode"], sort=False).size().sort_values(ascending=False)
+    described = [f"{_pair_text(framework, a, b)} in {_plural(int(n), 'pair')}" for (a, b), n in pairs.items()]
+    mixed = int(mixed_ratios(mine).sum())
+    text = f" The ratios pair {join_words(described)}"
+    if mixed:
+        one = mixed == 1
+        text += (
+            f"; {_plural(mixed, 'ratio')} of them set{'s' if one else ''} a compiled program against an eager one "
+            f"(no {label(BASELINE)} cell in the ratio mode of {'its' if one else 'their'} comparison: marked in "
+            "Table~\\ref{tab:inference})"
+        )
+    left_out = every.index.difference(mine.index)
+    dropped = int(mixed_ratios(every.loc[left_out]).sum()) if len(left_out) else 0
+    if dropped:
+        text += (
+            f"; {_plural(dropped, 'further ratio')} setting a compiled program against an eager one "
+            f"{'is' if dropped == 1 else 'are'} left out of these figures"
+        )
+    return text + "."
+
+
+def inference_sentences(ratios: pd.DataFrame, frameworks: list[str], every: pd.DataFrame | None = None) -> list[str]:
     """Per framework against PyTorch: resolved pairs each way, the median ratio with its bootstrap CI, the largest
-    resolved difference, and how the direction depends on the batch size where it does."""
+    resolved difference, how the direction depends on the batch size where it does, and which execution modes the
+    ratios pair (`_modes_sentence`; `every`: all computed ratios, to count the mixed ones the summary left out)."""
     sentences = []
+    every = ratios if every is None else every
     for framework in [f for f in ordered_frameworks(frameworks) if f != BASELINE]:
         mine = ratios[ratios["numerator"] == framework] if "numerator" in ratios else ratios
         mine = mine.dropna(subset=["ratio"])
+        all_mine = every[every["numerator"] == framework] if "numerator" in every else every
         name = label(framework)
         if mine.empty:
             sentences.append(f"{name} has no ratio to PyTorch in this study.")
@@ -78,7 +130,7 @@ def inference_sentences(ratios: pd.DataFrame, frameworks: list[str]) -> list[str
                 f"[{number(strongest['ci_low'])}, {number(strongest['ci_high'])}] on {escape(strongest['model'])} at "
                 f"batch {int(strongest['batch_size'])}"
             )
-        sentences.append(text + "." + _batch_pattern(mine, name))
+        sentences.append(text + "." + _batch_pattern(mine, name) + _modes_sentence(mine, all_mine, framework))
     return sentences
 
 
@@ -120,33 +172,72 @@ def placement_sentence(ratios: pd.DataFrame) -> str:
     return "; ".join(parts) + "." if parts else ""
 
 
-def _training_comparison(steady: pd.DataFrame, framework: str) -> str:
-    """One framework's last epoch against PyTorch's: its time and speed ratio, "failed", or the comparison refused
-    when the two cells ran on different device models (a ratio would compare the devices); a pair on different
-    nodes of one device model keeps its ratio and says so."""
-    name = label(framework)
-    if steady.loc[framework, "status"] != "ok":
+def _phrase(framework: str, mode: str, named: bool) -> str:
+    """A variant in a training sentence: the framework ("JAX/Flax"), or with its mode in front where it must be
+    named ("compiled PyTorch", "eager PyTorch")."""
+    return f"{mode_label(mode)} {label(framework)}" if named else label(framework)
+
+
+def _training_comparison(num: pd.Series, base: pd.Series, named: set[str]) -> str:
+    """One variant's last epoch against the baseline's: its time and speed ratio, "failed", or the comparison
+    refused when the two cells ran on different device models (a ratio would compare the devices); a pair on
+    different nodes of one device model keeps its ratio and says so, and a pair of an eager and a compiled program
+    says that too. `named`: the frameworks whose mode the sentence names."""
+    framework, mode, base_mode = num["framework"], cell_mode(num), cell_mode(base)
+    mixed = mixed_modes(mode, base_mode)
+    name = _phrase(framework, mode, framework in named)
+    if num["status"] != "ok":
         return f"{name} failed"
-    placement = check_placement([steady.loc[BASELINE], steady.loc[framework]])
+    placement = check_placement([base, num])
     if placement.models_differ:
         return (
             f"{name} no comparable time (the comparison is refused: the cells ran on different device models, "
             f"{escape(placement.model_values())})"
         )
-    t, base = float(steady.loc[framework, "time_s"]), float(steady.loc[BASELINE, "time_s"])
+    t, reference = float(num["time_s"]), float(base["time_s"])
     node = (
         f", on another node of the same device model: {escape(placement.node_values())}"
         if placement.nodes_differ
         else ""
     )
-    return f"{name} {number(t)}~s ({number(base / t)}$\\times$ PyTorch's speed{node})"
+    whose = _phrase(BASELINE, base_mode, BASELINE in named or mixed)
+    kinds = ("a compiled program against an eager one", "an eager program against a compiled one")
+    pairing = f"; {kinds[0] if is_compiled(mode) else kinds[1]}, for want of a cell in the ratio mode" if mixed else ""
+    return f"{name} {number(t)}~s ({number(reference / t)}$\\times$ {whose}'s speed{node}{pairing})"
 
 
-def training_sentences(epochs: pd.DataFrame | None, agreement: pd.DataFrame | None, target: float | None) -> list[str]:
-    """Step-0 agreement, time per epoch against PyTorch (`_training_comparison`), and the time to the target
-    accuracy, per trained model, precision (named when the study has several) and batch size."""
+def _pick(variants: dict[tuple[str, str], pd.Series], framework: str, config: Mapping[str, Any]) -> str | None:
+    """The mode of `framework` a training ratio uses: its ratio mode, or its first successful mode standing in
+    (`partners.ratio_variant`, as the inference ratios pick); a failed cell's where none succeeded."""
+    modes = [m for f, m in variants if f == framework]
+    succeeded = [m for m in modes if variants[(framework, m)]["status"] == "ok"]
+    return ratio_variant(framework, succeeded or modes, config)[0]
+
+
+def _target_text(steady: dict[tuple[str, str], pd.Series], target: float, named: set[str]) -> str:
+    reached = []
+    for framework, mode in ordered_variants(steady):
+        value = steady[(framework, mode)].get("time_to_target_s")
+        name = _phrase(framework, mode, framework in named)
+        measured = value is not None and pd.notna(value)
+        reached.append(f"{name} in {number(float(value))}~s" if measured else f"{name} not within the run")
+    return f"The target of {number(100 * target)}\\% top-1 was reached by " + join_words(reached) + "."
+
+
+def training_sentences(
+    epochs: pd.DataFrame | None,
+    agreement: pd.DataFrame | None,
+    target: float | None,
+    config: Mapping[str, Any] | None = None,
+) -> list[str]:
+    """Step-0 agreement (compiled PyTorch's with eager PyTorch's named apart), time per epoch against PyTorch
+    (`_training_comparison`: each framework in its ratio mode, `config`'s ratio_modes or compiled by default, its
+    first mode standing in where that cell is missing, and said so where that pairs an eager program with a compiled
+    one), the compiled-over-eager gain within a framework, and the time to the target accuracy, per trained model,
+    precision (named when the study has several) and batch size."""
     if epochs is None or epochs.empty:
         return ["The study trained no model."]
+    config = config or {}
     sentences = []
     if agreement is not None and not agreement.empty and "rel_diff_loss_after_step" in agreement:
         worst = agreement["rel_diff_loss_after_step"].astype(float).max()
@@ -156,35 +247,33 @@ def training_sentences(epochs: pd.DataFrame | None, agreement: pd.DataFrame | No
             f"agree to {worst:.1e} (largest relative difference to PyTorch over "
             f"{_plural(len(agreement), 'comparison')}; {flagged} flagged)."
         )
+        sentences += [text for text in [compiled_step0_text(agreement)] if text]
     keys = ["model", "precision", "batch_size"]
-    last = epochs.sort_values("epoch").groupby(["framework", *keys]).tail(1)
+    epochs = with_modes(epochs)
+    last = epochs.sort_values("epoch").groupby(["framework", "mode", *keys]).tail(1)
+    named = multi_mode(zip(epochs["framework"], epochs["mode"], strict=True))
     several_precisions = epochs["precision"].nunique() > 1
     for (model, precision, batch), _ in training_times(epochs).groupby(keys):
-        steady = last[(last["model"] == model) & (last["precision"] == precision) & (last["batch_size"] == batch)]
-        steady = steady.set_index("framework", drop=False)
-        if BASELINE not in steady.index or steady.loc[BASELINE, "status"] != "ok":
+        rows = last[(last["model"] == model) & (last["precision"] == precision) & (last["batch_size"] == batch)]
+        steady = {(row["framework"], row["mode"]): row for _, row in rows.iterrows()}
+        base_mode = _pick(steady, BASELINE, config)
+        if base_mode is None or steady[(BASELINE, base_mode)]["status"] != "ok":
             continue
-        base = float(steady.loc[BASELINE, "time_s"])
-        parts = [_training_comparison(steady, f) for f in ordered_frameworks(steady.index) if f != BASELINE]
+        base = steady[(BASELINE, base_mode)]
+        picked = [(f, _pick(steady, f, config)) for f in ordered_frameworks(f for f, _ in steady) if f != BASELINE]
+        parts = [_training_comparison(steady[variant], base, named) for variant in picked]
+        mixed = any(mixed_modes(mode, base_mode) for _, mode in picked)
         where = f"{escape(model)} in {escape(precision)}" if several_precisions else escape(model)
         if parts:
             sentences.append(
-                f"Training {where} at batch {int(batch)}, the last epoch took PyTorch {number(base)}~s and "
+                f"Training {where} at batch {int(batch)}, the last epoch took "
+                f"{_phrase(BASELINE, base_mode, BASELINE in named or mixed)} {number(float(base['time_s']))}~s and "
                 + join_words(parts)
                 + " (one run per framework, so no interval)."
             )
         if target is not None:
-            reached = []
-            for framework in ordered_frameworks(steady.index):
-                value = steady.loc[framework].get("time_to_target_s")
-                reached.append(
-                    f"{label(framework)} in {number(float(value))}~s"
-                    if value is not None and pd.notna(value)
-                    else f"{label(framework)} not within the run"
-                )
-            sentences.append(
-                f"The target of {number(100 * target)}\\% top-1 was reached by " + join_words(reached) + "."
-            )
+            sentences.append(_target_text(steady, target, named))
+    sentences += [text for text in [mode_gain_text(epochs)] if text]
     return sentences
 
 
@@ -237,7 +326,7 @@ def limitations(
         items.append("device memory was not measured (" + escape("; ".join(memory)) + "); host memory was")
     failed = inference[inference["status"] != "ok"]
     failed_training = (
-        epochs[epochs["status"] != "ok"].drop_duplicates(["framework", "model", "batch_size"])
+        with_modes(epochs[epochs["status"] != "ok"]).drop_duplicates(["framework", "mode", "model", "batch_size"])
         if epochs is not None and not epochs.empty
         else []
     )
@@ -249,9 +338,9 @@ def limitations(
     if epochs is not None and not epochs.empty:
         trained = sorted(set(epochs["model"]))
         untrained = [m for m in config.get("models", []) if m not in trained]
-        runs = epochs.groupby(["framework", "model", "batch_size"]).ngroups
+        runs = with_modes(epochs).groupby(["framework", "mode", "model", "batch_size"]).ngroups
         text = (
-            f"training ran once per framework and model ({_plural(runs, 'run')} of "
+            f"training ran once per framework, mode and model ({_plural(runs, 'run')} of "
             f"{_plural(int(epochs['epoch'].max()) + 1, 'epoch')}), without an interval"
         )
         if untrained:
@@ -282,9 +371,11 @@ def conclusions_section(
     target = (config.get("training") or {}).get("target_top1")
     # The ratios the paper's summary figures count (those between cells with different workarounds left out unless
     # the configuration counts them), so that these sentences and the abstract agree.
-    summary = inference_sentences(summary_ratios(ratios, dict(config))[0], list(config["frameworks"]))
+    kept = summary_ratios(ratios, dict(config))[0]
+    summary = inference_sentences(kept, list(config["frameworks"]), ratios[~refused(ratios)])
     summary += [sentence for sentence in [placement_sentence(ratios)] if sentence]
-    training = training_sentences(epochs, agreement, target) if "training" in config.get("suites", []) else []
+    trained = "training" in config.get("suites", [])
+    training = training_sentences(epochs, agreement, target, config) if trained else []
     held = int((ledger["status"] == "held").sum())
     ledger_text = f"Of the {len(ledger)} fairness controls, {held} held (Section~\\ref{{sec:ledger}})."
     items = limitations(inference, epochs, published, ledger, config)
@@ -300,7 +391,8 @@ def conclusions_section(
                 r"\label{sec:conclusions}",
                 r"\paragraph{Inference} " + " ".join(summary),
                 *([r"\paragraph{Training} " + " ".join(training)] if training else []),
-                r"\paragraph{Against published figures} " + published_sentence(published) + " " + ledger_text,
+                r"\paragraph{Against published figures} "
+                + " ".join(filter(None, [published_sentence(published), published_modes(published), ledger_text])),
                 r"\paragraph{Limitations} " + limits,
             ]
         )

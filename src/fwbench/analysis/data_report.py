@@ -11,6 +11,7 @@ import pandas as pd
 
 from fwbench.analysis.figures import save_figure
 from fwbench.analysis.latex import escape, number
+from fwbench.analysis.partners import cell_mode
 from fwbench.analysis.tables import stacked_header
 
 TARGET_FACTOR = 3.0  # the loader must sustain this multiple of the fastest consumer
@@ -68,13 +69,15 @@ def dataset_table(manifest: dict[str, Any], timing: dict[str, Any]) -> str:
 
 
 def fastest_consumer(frame: pd.DataFrame) -> tuple[float | None, str]:
-    """The fastest successful inference cell: a training step does at least its work, so a loader that keeps up
-    with it keeps up with every training cell."""
+    """The fastest successful inference cell, named with its execution mode (compiled PyTorch may be the fastest
+    where eager PyTorch is not): a training step does at least its work, so a loader that keeps up with it keeps up
+    with every training cell."""
     ok = frame[frame["status"] == "ok"]
     if ok.empty:
         return None, "no successful cell"
     best = ok.loc[ok["throughput_img_s"].idxmax()]
-    return float(best["throughput_img_s"]), f"{best['framework']} {best['model']} bs{best['batch_size']}"
+    name = f"{best['framework']} {cell_mode(best)} {best['model']} bs{best['batch_size']}"
+    return float(best["throughput_img_s"]), name
 
 
 def loader_table(loader: dict[str, Any], frame: pd.DataFrame) -> str:

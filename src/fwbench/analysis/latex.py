@@ -48,6 +48,51 @@ def ordered_frameworks(frameworks) -> list[str]:
     return sorted(distinct, key=lambda f: (known.index(f) if f in known else len(known), f))
 
 
+# How each execution mode (fwbench.modes) reads in tables and prose; compiled modes are what the ratios pair.
+MODE_LABELS = {"eager": "eager", "compile": "compiled", "jit": "jit", "xla": "XLA"}
+MODE_SHORT = {"eager": "e", "compile": "c", "jit": "", "xla": ""}
+
+
+def mode_label(mode: str) -> str:
+    return MODE_LABELS.get(mode, mode)
+
+
+def variant_label(framework: str, mode: str, *, alone: bool = False) -> str:
+    """A framework in one execution mode: "PyTorch (eager)", "PyTorch (compiled)", "JAX/Flax (jit)". `alone`: the
+    framework has no other mode in this study, so its name alone is unambiguous ("JAX/Flax")."""
+    return label(framework) if alone else f"{label(framework)} ({mode_label(mode)})"
+
+
+def variant_short(framework: str, mode: str) -> str:
+    """Narrow form for headers and ratio names: "PT-eager", "PT-compiled", "JAX", "TF" (a framework's only, always
+    compiled mode needs no suffix)."""
+    if framework in ("jax", "tensorflow") and mode in ("jit", "xla"):
+        return short_label(framework)
+    return f"{short_label(framework)}-{mode_label(mode)}"
+
+
+def pairing_label(framework: str, mode: str, baseline_mode: str) -> str:
+    """A ratio to the baseline in prose with the modes it pairs: "JAX/PyTorch-compiled", "TF/PyTorch-eager" (the
+    numerator as `variant_short` names it, the baseline spelt out with its mode)."""
+    return f"{variant_short(framework, mode)}/{label(BASELINE)}-{mode_label(baseline_mode)}"
+
+
+def ordered_variants(variants) -> list[tuple[str, str]]:
+    """Distinct (framework, mode) pairs in the paper's order: frameworks as ordered_frameworks, then each
+    framework's modes in registry order (eager before compiled)."""
+    from fwbench.modes import MODES
+
+    distinct = {(str(f), str(m)) for f, m in variants}
+    frameworks = ordered_frameworks(f for f, _ in distinct)
+
+    def key(variant):
+        framework, mode = variant
+        order = MODES.get(framework, ())
+        return (frameworks.index(framework), order.index(mode) if mode in order else len(order), mode)
+
+    return sorted(distinct, key=key)
+
+
 def others(frameworks) -> list[str]:
     """The frameworks compared against the baseline, in the paper's order."""
     return [f for f in ordered_frameworks(frameworks) if f != BASELINE]

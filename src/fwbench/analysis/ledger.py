@@ -5,18 +5,41 @@ A reader of a framework comparison needs to know which of its fairness claims we
 test suite somewhere else: so each row cites what the cells recorded (digests, settings, thread counts, compile
 times, flags) or what the study's parity rule measured, and says "held", "did not hold" with where, or "not
 measured" with why (a CPU has no NVML to list other processes, a cell from before fwbench recorded a digest).
+
+Cells are (framework, execution mode) variants (fwbench.modes): PyTorch eager and PyTorch compiled are two cells of
+one comparison, named apart in every row, and three controls are about the modes: that the ratios between frameworks
+pair compiled with compiled (or say where they do not), that kernel autotuning was alike in every cell, and that no
+compiled cell recompiled or broke its graph while timed.
 """
 
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import pandas as pd
 
-from fwbench.analysis.latex import escape, join_words, label, ordered_frameworks
-from fwbench.analysis.partners import PlacementCheck, check_placement, node_of
+from fwbench.analysis.aggregate import mixed_modes as mixed_ratios
+from fwbench.analysis.aggregate import refused
+from fwbench.analysis.latex import (
+    BASELINE,
+    escape,
+    join_words,
+    label,
+    ordered_frameworks,
+)
+from fwbench.analysis.partners import (
+    PlacementCheck,
+    cell_mode,
+    check_placement,
+    mixed_modes,
+    node_of,
+    ratio_variant,
+    variant_names,
+)
+from fwbench.analysis.training import graph_breaks
+from fwbench.modes import is_compiled
 
 HELD = "held"
 NOT_HELD = "did not hold"
@@ -26,8 +49,13 @@ WHERE_LIMIT = 4  # cells named in a row before "and N more"
 
 
 def _cell_name(result: dict[str, Any]) -> str:
+    """A cell as the ledger names it, its mode included (two modes of one framework are two cells)."""
     c = result["cell"]
-    return f"{c['suite']} {c['framework']} {c['model']} {c['precision']} bs{c['batch_size']}"
+    return f"{c['suite']} {c['framework']} {cell_mode(c)} {c['model']} {c['precision']} bs{c['batch_size']}"
+
+
+def _variant(result: dict[str, Any]) -> tuple[str, str]:
+    return result["cell"]["framework"], cell_mode(result["cell"])
 
 
 def _named(names: list[str]) -> str:
@@ -106,7 +134,7 @@ def inputs_row(results: list[dict[str, Any]], parity_inputs_equal: bool | None) 
         if value is None:
             unrecorded.append(_cell_name(r))
             continue
-        groups[_group_key(r)][r["cell"]["framework"]] = value
+        groups[_group_key(r)][_variant(r)] = value
     for key, by_framework in groups.items():
         if len(by_framework) < 2:
             continue
@@ -196,26 +224,29 @@ def threads_row(results: list[dict[str, Any]]) -> dict[str, str]:
     return _row(control, NOT_HELD if where else HELD, measured, "; ".join(where))
 
 
+def _compile_seconds(result: dict[str, Any]) -> float:
+    """A cell's compilation and first calls, every trial's, and a training cell's compile wall time."""
+    metrics = result["metrics"]
+    seconds = sum(
+        float(t.get("compile_s") or 0.0) + float(t.get("first_call_s") or 0.0)
+        for t in metrics.get("trials") or [metrics]
+    )
+    if result["cell"]["suite"] == "training":
+        seconds += float(metrics.get("compile_wall_s") or 0.0)
+    return seconds
+
+
 def compile_row(results: list[dict[str, Any]]) -> dict[str, str]:
-    """Compilation and first calls kept outside the timed loops: how much time that was per framework."""
+    """Compilation and first calls kept outside the timed loops: how much time that was per framework and mode (an
+    eager mode's is its first calls alone; compiled PyTorch's is torch.compile's tracing and code generation)."""
     control = "Compile time apart from steady state"
     seconds: Counter = Counter()
-    eager = set()
     for r in _ok(results):
-        metrics, framework = r["metrics"], r["cell"]["framework"]
-        trials = metrics.get("trials") or [metrics]
-        for t in trials:
-            seconds[framework] += float(t.get("compile_s") or 0.0) + float(t.get("first_call_s") or 0.0)
-        if r["cell"]["suite"] == "training":
-            seconds[framework] += float(metrics.get("compile_wall_s") or 0.0)
-        if metrics.get("compile_s") is None and r["cell"]["suite"] == "inference":
-            eager.add(framework)
+        seconds[_variant(r)] += _compile_seconds(r)
     if not seconds:
         return _row(control, NOT_MEASURED, "no successful cell")
-    parts = [
-        f"{label(f)} {seconds[f]:.1f} s" + (" (eager: first calls)" if f in eager else "")
-        for f in ordered_frameworks(seconds)
-    ]
+    names = variant_names(seconds)
+    parts = [f"{names[v]} {seconds[v]:.1f} s" + ("" if is_compiled(v[1]) else " (eager: first calls)") for v in names]
     return _row(control, HELD, "compile and first calls outside every timed loop: " + ", ".join(parts))
 
 
@@ -289,7 +320,7 @@ def order_row(results: list[dict[str, Any]]) -> dict[str, str]:
     groups: dict[tuple, dict[str, list[int]]] = defaultdict(dict)
     for r in _ok(_suite(results, "inference")):
         trials = r["metrics"].get("trials") or []
-        groups[_group_key(r)][r["cell"]["framework"]] = [t.get("order") for t in trials]
+        groups[_group_key(r)][_variant(r)] = [t.get("order") for t in trials]
     if not groups:
         return _row(control, NOT_MEASURED, "no inference cells")
     single = [k for k, v in groups.items() if all(len(orders) < 2 for orders in v.values())]
@@ -318,6 +349,126 @@ def flag_row(control: str, results: list[dict[str, Any]], flag: str, what: str) 
     flagged = [_cell_name(r) for r in ok if (r["metrics"].get("flags") or {}).get(flag)]
     measured = f"{len(flagged)} of {len(ok)} cells {what}"
     return _row(control, NOT_HELD if flagged else HELD, measured, _named(flagged))
+
+
+def recompile_row(results: list[dict[str, Any]]) -> dict[str, str]:
+    """No compiled cell recompiled while timed (a retrace, a recompilation, or torch.compile falling back to a graph
+    break inside the timed loop: `flags.recompiled`), in any suite, and no torch.compile graph break at all (a break
+    runs part of the program eagerly, so the compiled cell is not wholly the compiled program it is named)."""
+    control = "No recompilation or graph break while timed"
+    ok = _ok(results)
+    recompiled = [_cell_name(r) for r in ok if (r["metrics"].get("flags") or {}).get("recompiled")]
+    breaks = {_cell_name(r): graph_breaks(r["metrics"]) for r in ok}
+    broken = [f"{name} ({count})" for name, count in breaks.items() if count]
+    counted = sum(count is not None for count in breaks.values())
+    measured = f"{len(recompiled)} of {len(ok)} cells recompiled inside the timed loop"
+    if counted:
+        measured += f"; {len(broken)} of {counted} torch.compile cells had graph breaks"
+    where = [
+        f"recompiled in {_named(recompiled)}" if recompiled else "",
+        f"graph breaks in {_named(broken)}" if broken else "",
+    ]
+    return _row(control, NOT_HELD if recompiled or broken else HELD, measured, "; ".join(filter(None, where)))
+
+
+def _ratio_modes(results: list[dict[str, Any]], suite: str, config: Mapping[str, Any]) -> list[tuple[str, bool]]:
+    """(comparison, mixed) of every ratio between frameworks of `suite` as the analysis pairs it
+    (`partners.ratio_variant`: each framework's ratio mode, its first successful mode standing in), from the
+    successful cells: a ratio per other framework and comparison where PyTorch and it have a cell."""
+    groups: dict[tuple, dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
+    for r in _ok(_suite(results, suite)):
+        framework, mode = _variant(r)
+        groups[_group_key(r)][framework].append(mode)
+    out = []
+    for key, modes in groups.items():
+        base = ratio_variant(BASELINE, modes.get(BASELINE, []), config)[0]
+        for framework in (f for f in ordered_frameworks(modes) if f != BASELINE):
+            mode = ratio_variant(framework, modes[framework], config)[0]
+            if base is not None and mode is not None:
+                out.append((f"{key[0]} {framework} {key[1]} {key[2]} bs{key[3]}", mixed_modes(mode, base)))
+    return out
+
+
+def _inference_pairing(speedups: pd.DataFrame) -> list[tuple[str, bool]]:
+    """(comparison, mixed) of every computed inference ratio of the speedups table (`mixed_modes`)."""
+    kept = speedups[~refused(speedups)]
+    names = [f"inference {r.numerator} {r.model} {r.precision} bs{r.batch_size}" for r in kept.itertuples()]
+    return list(zip(names, mixed_ratios(kept).tolist(), strict=True))
+
+
+# How a mixed ratio is shown, per suite: the tables mark it ($^m$ or the column's named pairing), the conclusions
+# name both modes in the sentence that gives it.
+SHOWN = {"inference": "each marked in its table", "training": "each named as such in the conclusions"}
+
+
+def pairing_row(
+    results: list[dict[str, Any]], speedups: pd.DataFrame | None, config: Mapping[str, Any] | None = None
+) -> dict[str, str]:
+    """The ratios between frameworks pair compiled programs with compiled ones, or every one that sets an eager
+    program against a compiled one (eager PyTorch standing in where no compiled PyTorch cell exists) is marked.
+    Inference ratios are read from the speedups table (its `mixed_modes` column is what the tables mark); training
+    ratios from the cells, paired as the conclusions pair them (they name the modes of a mixed one). Without the
+    speedups table the inference pairing is derived from the cells, and whether its mixed ratios are marked is not
+    measured here."""
+    control = "Ratios pair compiled with compiled"
+    config = config or {}
+    read = speedups is not None and "mixed_modes" in speedups
+    suites = {
+        "inference": _inference_pairing(speedups) if read else _ratio_modes(results, "inference", config),
+        "training": _ratio_modes(results, "training", config),
+    }
+    shown = SHOWN | ({} if read else {"inference": "whether marked is read from the speedups table, not given"})
+    parts, where = [], []
+    for suite, ratios in suites.items():
+        mixed = [name for name, is_mixed in ratios if is_mixed]
+        if ratios:
+            parts.append(f"{suite}: {len(ratios) - len(mixed)} of {len(ratios)} ratios pair compiled with compiled")
+        if mixed:
+            parts[-1] += f", {len(mixed)} set a compiled program against an eager one ({shown[suite]})"
+            where.append(f"{suite}: {_named(mixed)}")
+    if not parts:
+        return _row(control, NOT_MEASURED, "no ratio between frameworks (no comparison with PyTorch and another)")
+    unread = not read and any(is_mixed for _, is_mixed in suites["inference"])
+    return _row(control, NOT_MEASURED if unread else HELD, "; ".join(parts), "; ".join(where))
+
+
+def autotune_row(results: list[dict[str, Any]]) -> dict[str, str]:
+    """Kernel autotuning alike: every cell recorded the same `autotune` setting, and where it could be in effect (a
+    GPU) it was in effect in every framework alike; on a CPU no framework autotunes kernels (in_effect None)."""
+    control = "Autotuning alike"
+    settings: dict[str, list[str]] = defaultdict(list)
+    effect: dict[str, set[Any]] = defaultdict(set)
+    unrecorded = []
+    for r in _ok(results):
+        record = _settings(r).get("autotune")
+        if not isinstance(record, dict):
+            if r["cell"]["framework"] != "numpy":  # the host baseline tunes nothing: its record is optional
+                unrecorded.append(_cell_name(r))
+            continue
+        settings[str(record.get("setting"))].append(_cell_name(r))
+        if record.get("in_effect") is not None:
+            effect[r["cell"]["framework"]].add(bool(record["in_effect"]))
+    if not settings:
+        return _row(control, NOT_MEASURED, "no cell recorded its autotune setting (cells from before fwbench did)")
+    count = sum(len(cells) for cells in settings.values())
+    measured = "; ".join(f"{setting} in {len(cells)} of {count} cells" for setting, cells in sorted(settings.items()))
+    if effect:
+        measured += "; in effect: " + ", ".join(
+            f"{label(f)} {'/'.join('yes' if e else 'no' for e in sorted(effect[f]))}"
+            for f in ordered_frameworks(effect)
+        )
+    else:
+        measured += "; not applicable: every cell ran on a CPU, where no framework autotunes kernels"
+    where = []
+    if len(settings) > 1:
+        where.append("settings differ: " + "; ".join(f"{s} in {_named(c)}" for s, c in sorted(settings.items())))
+    if len({frozenset(e) for e in effect.values()}) > 1:
+        where.append("in effect in some frameworks only")
+    if where:
+        return _row(control, NOT_HELD, measured, "; ".join(where))
+    if unrecorded:
+        return _row(control, NOT_MEASURED, measured, f"no autotune record in {_named(unrecorded)}")
+    return _row(control, HELD, measured)
 
 
 def isolation_row(results: list[dict[str, Any]]) -> dict[str, str]:
@@ -356,8 +507,15 @@ def failures_row(results: list[dict[str, Any]]) -> dict[str, str]:
     return _row(control, NOT_HELD if failed else HELD, measured, where)
 
 
-def ledger(results: Iterable[dict[str, Any]], parity: pd.DataFrame, inference: pd.DataFrame) -> pd.DataFrame:
-    """Every row of the ledger (COLUMNS), in the order the paper prints them."""
+def ledger(
+    results: Iterable[dict[str, Any]],
+    parity: pd.DataFrame,
+    inference: pd.DataFrame,
+    speedups: pd.DataFrame | None = None,
+    config: Mapping[str, Any] | None = None,
+) -> pd.DataFrame:
+    """Every row of the ledger (COLUMNS), in the order the paper prints them. `speedups`: the inference ratios
+    (speedups.csv), whose `mixed_modes` the pairing control reads; `config`: the study's (its ratio_modes)."""
     results = list(results)
     parity_inputs = bool(parity["same_inputs"].astype(bool).all()) if len(parity) else None
     rows = [
@@ -366,13 +524,15 @@ def ledger(results: Iterable[dict[str, Any]], parity: pd.DataFrame, inference: p
         precision_row(results),
         threads_row(results),
         compile_row(results),
+        pairing_row(results, speedups, config),
+        autotune_row(results),
         device_row(results, inference),
         node_row(results),
         order_row(results),
         deviations_row(results),
         flag_row("Not noisy (IQR at most 10% of the median)", results, "noisy", "noisy"),
         flag_row("CI target reached", results, "ci_not_reached", "stopped before their CI target"),
-        flag_row("No recompilation while timed", results, "recompiled", "recompiled inside the timed loop"),
+        recompile_row(results),
         isolation_row(results),
         failures_row(results),
     ]

@@ -6,7 +6,8 @@ from typing import Any
 
 import pandas as pd
 
-from fwbench.analysis.aggregate import node_differs, ratios_for, refused
+from fwbench.analysis import partners
+from fwbench.analysis.aggregate import mixed_modes, node_differs, off_pairing, pairings, ratios_for, refused
 from fwbench.analysis.latex import (
     BASELINE,
     FRAMEWORK_LABELS,
@@ -15,11 +16,17 @@ from fwbench.analysis.latex import (
     join_words,
     label,
     macro_name,
+    mode_label,
     number,
     ordered_frameworks,
+    ordered_variants,
     others,
+    pairing_label,
     ratio_label,
+    variant_label,
 )
+from fwbench.analysis.partners import multi_mode, with_modes
+from fwbench.modes import is_compiled
 
 
 def include_deviating(config: dict[str, Any]) -> bool:
@@ -39,6 +46,13 @@ def computed_ratios(ratios: pd.DataFrame) -> pd.DataFrame:
     return ratios[~refused(ratios)]
 
 
+def stand_ins(ratios: pd.DataFrame) -> pd.Series:
+    """The computed ratios that pair other modes than their column (`aggregate.off_pairing`: a framework's first
+    mode standing in where its ratio mode's cell failed or was not measured): marked in the table, and left out of
+    the summaries, which speak for the column's pairing."""
+    return off_pairing(ratios) & ~refused(ratios)
+
+
 def placement_macros(ratios: pd.DataFrame) -> dict[str, str]:
     """fwbNumRatiosRefused (ratios refused: their cells ran on different device models, a marked dash in the table)
     and fwbNumRatiosNodeDiffer (kept ratios whose cells ran on different nodes of one device model, marked)."""
@@ -53,12 +67,15 @@ def summary_ratios(ratios: pd.DataFrame, config: dict[str, Any]) -> tuple[pd.Dat
     always (`computed_ratios`; counted by `placement_macros`), then fwbNumPairsAll (every computed ratio),
     fwbNumPairsDeviating (ratios whose cells ran with different workarounds, marked in the table),
     fwbNumPairsExcludedDeviating (those left out of the summary: all of them, or none when
-    `fallbacks.include_deviating_in_summary` is set) and fwbDeviatingPairsSentence (one sentence for the text)."""
+    `fallbacks.include_deviating_in_summary` is set) and fwbDeviatingPairsSentence (one sentence for the text).
+    Ratios that pair other modes than their column (a stand-in, `stand_ins`) are left out as well: a summary of
+    compiled-over-compiled ratios must not mix in an eager program (`mode_ratio_macros` counts them)."""
     placement = placement_macros(ratios)
     ratios = computed_ratios(ratios)
     deviating = _deviating(ratios)
     include = include_deviating(config)
     kept = ratios if include else ratios[~deviating]
+    kept = kept[~stand_ins(ratios).loc[kept.index]]
     count, excluded = int(deviating.sum()), 0 if include else int(deviating.sum())
     if count == 0:
         sentence = "No ratio compares cells that ran with different workarounds."
@@ -167,11 +184,26 @@ def ratio_totals(ratios: pd.DataFrame) -> dict[str, str]:
     }
 
 
-def _excluded_note(excluded: int) -> str:
-    """After "the N pairs where both frameworks succeeded": the pairs left out for their workarounds, if any."""
-    if not excluded:
-        return ""
-    return f" (and with the same workarounds: {excluded} further pair{'' if excluded == 1 else 's'} left out)"
+def _excluded_note(excluded: int, stand_in: int = 0) -> str:
+    """After "the N pairs where both frameworks succeeded": the pairs left out for their workarounds, and those
+    left out because another mode stood in for the column's (`stand_ins`), if any."""
+    notes = []
+    if excluded:
+        notes.append(f"with the same workarounds: {excluded} further pair{'' if excluded == 1 else 's'} left out")
+    if stand_in:
+        notes.append(
+            f"in the modes named: {stand_in} further pair{'' if stand_in == 1 else 's'}, with another mode standing "
+            "in, left out"
+        )
+    return f" (and {'; and '.join(notes)})" if notes else ""
+
+
+def _pairing_name(framework: str, pairing: dict[str, tuple[str, str]]) -> str:
+    """A framework's ratio in prose with the modes it pairs ("JAX/PyTorch-compiled"), or without modes where the
+    speedups table has none ("JAX/PyTorch")."""
+    if framework not in pairing:
+        return ratio_label(framework)
+    return pairing_label(framework, *pairing[framework])
 
 
 def _compared(frameworks: list[str]) -> list[str]:
@@ -179,13 +211,13 @@ def _compared(frameworks: list[str]) -> list[str]:
     return [f for f in frameworks if f != BASELINE] if BASELINE in frameworks else []
 
 
-def _speedup_clause(framework: str, values: dict[str, str], excluded: int, alone: bool) -> str:
+def _speedup_clause(framework: str, values: dict[str, str], left_out: tuple[int, int], alone: bool, name: str) -> str:
     if values["pairs"] == "0":
         return f"no model and batch-size pair has both {label(framework)} and PyTorch results to compare"
     both = "both frameworks" if alone else f"{label(framework)} and PyTorch both"
     return (
-        f"across the {values['pairs']} model and batch-size pairs where {both} succeeded{_excluded_note(excluded)}, "
-        f"the median {ratio_label(framework)} throughput ratio is {values['median']}, ranging from {values['min']} "
+        f"across the {values['pairs']} model and batch-size pairs where {both} succeeded{_excluded_note(*left_out)}, "
+        f"the median {name} throughput ratio is {values['median']}, ranging from {values['min']} "
         f"(95\\% CI {values['min_ci']}, {values['min_cell']}) to {values['max']} (95\\% CI {values['max_ci']}, "
         f"{values['max_cell']})"
     )
@@ -195,13 +227,29 @@ def _capitalised(text: str) -> str:
     return text[:1].upper() + text[1:]
 
 
-def speedup_sentence(defs: dict[str, str], frameworks: list[str], excluded: dict[str, int]) -> str:
-    """The abstract's summary of the ratios (fwbSpeedupSentence): for each framework against PyTorch, over how many
-    pairs (and how many were left out for their workarounds), the median and the extremes with their CIs."""
+def speedup_sentence(
+    defs: dict[str, str],
+    frameworks: list[str],
+    excluded: dict[str, int],
+    stand_in: dict[str, int] | None = None,
+    pairing: dict[str, tuple[str, str]] | None = None,
+) -> str:
+    """The abstract's summary of the ratios (fwbSpeedupSentence): for each framework against PyTorch, in the modes
+    its ratios pair (`pairing`), over how many pairs (and how many were left out for their workarounds, `excluded`,
+    or for another mode standing in, `stand_in`), the median and the extremes with their CIs."""
     compared = _compared(frameworks)
     if not compared:
         return "The study has no framework to compare with PyTorch, so it reports no throughput ratio."
-    clauses = [_speedup_clause(f, _values(defs, f), excluded.get(f, 0), alone=len(compared) == 1) for f in compared]
+    clauses = [
+        _speedup_clause(
+            f,
+            _values(defs, f),
+            (excluded.get(f, 0), (stand_in or {}).get(f, 0)),
+            alone=len(compared) == 1,
+            name=_pairing_name(f, pairing or {}),
+        )
+        for f in compared
+    ]
     return _capitalised("; ".join(clauses)) + "."
 
 
@@ -209,17 +257,21 @@ def _values(defs: dict[str, str], framework: str) -> dict[str, str]:
     return {role: defs[name] for role, name in ratio_names(framework).items()}
 
 
-def faster_sentence(defs: dict[str, str], frameworks: list[str]) -> str:
-    """The results' count of resolved ratios, each framework against PyTorch (fwbFasterSentence)."""
+def faster_sentence(
+    defs: dict[str, str], frameworks: list[str], pairing: dict[str, tuple[str, str]] | None = None
+) -> str:
+    """The results' count of resolved ratios, each framework against PyTorch in the modes its ratios pair
+    (fwbFasterSentence)."""
     compared = _compared(frameworks)
     if not compared:
         return "No framework is compared with PyTorch in this study."
     clauses = []
     for framework in compared:
         values = _values(defs, framework)
+        modes = f" ({_pairing_name(framework, pairing)})" if framework in (pairing or {}) else ""
         clauses.append(
-            f"of {values['pairs']} comparable cells, {label(framework)} is faster in {values['faster']} and PyTorch "
-            f"in {values['slower']}"
+            f"of {values['pairs']} comparable cells{modes}, {label(framework)} is faster in {values['faster']} and "
+            f"PyTorch in {values['slower']}"
         )
     return _capitalised("; ".join(clauses)) + (
         " (the paired 95\\% CI over interleaved rounds entirely above, respectively below, one); the rest are not "
@@ -237,15 +289,187 @@ def peak_sentence(defs: dict[str, str], frameworks: list[str]) -> str:
     return "; ".join(clauses) + "."
 
 
-def sentence_macros(defs: dict[str, str], frameworks: list[str], excluded: dict[str, int]) -> dict[str, str]:
+def sentence_macros(
+    defs: dict[str, str],
+    frameworks: list[str],
+    excluded: dict[str, int],
+    stand_in: dict[str, int] | None = None,
+    pairing: dict[str, tuple[str, str]] | None = None,
+) -> dict[str, str]:
     """The sentences of the abstract and the results that name every framework of the study (config order):
-    fwbFrameworkList, fwbSpeedupSentence, fwbFasterSentence and fwbPeakSentence."""
+    fwbFrameworkList, fwbSpeedupSentence, fwbFasterSentence and fwbPeakSentence; the ratios named with the modes
+    they pair (`pairing`, `aggregate.pairings`)."""
     return {
         "fwbFrameworkList": join_words([label(f) for f in frameworks]),
-        "fwbSpeedupSentence": speedup_sentence(defs, frameworks, excluded),
-        "fwbFasterSentence": faster_sentence(defs, frameworks),
+        "fwbSpeedupSentence": speedup_sentence(defs, frameworks, excluded, stand_in, pairing),
+        "fwbFasterSentence": faster_sentence(defs, frameworks, pairing),
         "fwbPeakSentence": peak_sentence(defs, frameworks),
     }
+
+
+# The summary roles of `_ratio_summary`, as the mode-gain macros name them (fwbModeGainMedian, fwbNumModeGains, ...).
+GAIN_NAMES = {
+    "median": "fwbModeGainMedian",
+    "min": "fwbModeGainMin",
+    "min_ci": "fwbModeGainMinCI",
+    "min_cell": "fwbModeGainMinCell",
+    "max": "fwbModeGainMax",
+    "max_ci": "fwbModeGainMaxCI",
+    "max_cell": "fwbModeGainMaxCell",
+    "pairs": "fwbNumModeGains",
+    "faster": "fwbModeGainFaster",
+    "slower": "fwbModeGainSlower",
+    "unresolvable": "fwbModeGainUnresolvable",
+}
+
+
+def summary_gains(gains: pd.DataFrame | None, config: dict[str, Any]) -> pd.DataFrame:
+    """The compiled-over-eager gains the summary is taken over: refused ones never, those whose two cells ran with
+    different workarounds only when `fallbacks.include_deviating_in_summary` is set (as for the ratios)."""
+    if gains is None or gains.empty:
+        return pd.DataFrame(columns=["model", "batch_size", "framework", "ratio", "ci_low", "ci_high", "ci_scope"])
+    gains = computed_ratios(gains)
+    return gains if include_deviating(config) else gains[~_deviating(gains)]
+
+
+def _seconds(values: pd.Series, how: str) -> str:
+    return number(float(getattr(values, how)())) if len(values) else "---"
+
+
+def compile_seconds_macros(frame: pd.DataFrame) -> dict[str, str]:
+    """fwbTorchCompileSecondsMedian and fwbTorchCompileSecondsMax: torch.compile's compile time (its first call:
+    Dynamo tracing and Inductor code generation, apart from the timed steps) over the successful compiled PyTorch
+    cells, "---" without one; fwbNumGraphBreakCells: those cells whose compilation broke the graph."""
+    frame = with_modes(frame)
+    mine = frame[(frame["status"] == "ok") & (frame["framework"] == "torch") & (frame["mode"] == "compile")]
+    seconds = mine["compile_s"].dropna().astype(float) if "compile_s" in mine else pd.Series(dtype=float)
+    breaks = mine["graph_breaks"].fillna(0).astype(float) if "graph_breaks" in mine else pd.Series(dtype=float)
+    return {
+        "fwbTorchCompileSecondsMedian": _seconds(seconds, "median"),
+        "fwbTorchCompileSecondsMax": _seconds(seconds, "max"),
+        "fwbNumGraphBreakCells": str(int((breaks > 0).sum())),
+    }
+
+
+def _gain_frameworks(gains: pd.DataFrame) -> str:
+    frameworks = ordered_frameworks(gains["framework"]) if "framework" in gains and len(gains) else ["torch"]
+    return join_words([label(f) for f in frameworks])
+
+
+def mode_gain_sentence(defs: dict[str, str], gains: pd.DataFrame) -> str:
+    """The results' sentence on the eager-vs-compiled gain (fwbModeGainSentence): over how many comparisons, the
+    median compiled/eager throughput ratio and its extremes, how many resolve each way, and the compile time that
+    buys it; or that the study measured no framework in both modes."""
+    values = {role: defs[name] for role, name in GAIN_NAMES.items()}
+    if values["pairs"] == "0":
+        return (
+            "No framework ran both eagerly and compiled in a comparison of this study, so there is no "
+            "compiled-over-eager gain to report."
+        )
+    who = _gain_frameworks(gains)
+    text = (
+        f"Over the {values['pairs']} model, precision and batch-size comparisons where {who} ran both eagerly and "
+        f"compiled, the median compiled/eager throughput ratio is {values['median']}, ranging from {values['min']} "
+        f"(95\\% CI {values['min_ci']}, {values['min_cell']}) to {values['max']} (95\\% CI {values['max_ci']}, "
+        f"{values['max_cell']}); compiled is faster in {values['faster']} and eager in {values['slower']} (paired "
+        "95\\% CI over interleaved rounds), the rest are not resolved."
+    )
+    if defs["fwbTorchCompileSecondsMedian"] != "---":
+        text += (
+            f" torch.compile's first call (Dynamo tracing and Inductor code generation) took a median of "
+            f"{defs['fwbTorchCompileSecondsMedian']}~s per process (at most {defs['fwbTorchCompileSecondsMax']}~s), "
+            "apart from the timed steps."
+        )
+    return text
+
+
+def _scope(frame: pd.DataFrame, framework: str, mode: str) -> str:
+    """ "for every model", or "for m1 and m2 only" where a mode was measured on some of the study's models."""
+    mine = frame[(frame["framework"] == framework) & (frame["mode"] == mode)]
+    models = sorted(set(mine["model"]))
+    return "for every model" if set(models) == set(frame["model"]) else f"for {join_words(models)} only"
+
+
+def _ran(frame: pd.DataFrame, framework: str) -> str:
+    """How a framework ran in this study: "eagerly for every model and compiled for small_cnn only", or "eagerly
+    and compiled for every model"."""
+    modes = [m for f, m in ordered_variants(zip(frame["framework"], frame["mode"], strict=True)) if f == framework]
+    by_scope: dict[str, list[str]] = {}
+    for mode in modes:
+        by_scope.setdefault(_scope(frame, framework, mode), []).append("compiled" if is_compiled(mode) else "eagerly")
+    return " and ".join(f"{join_words(ways)} {scope}" for scope, ways in by_scope.items())
+
+
+def modes_sentence(frame: pd.DataFrame) -> str:
+    """The method's sentence on what this study ran in which mode (fwbModesSentence), frameworks that ran alike
+    named together: "In this study, PyTorch ran eagerly for every model and compiled for mobilenet_v3_small and
+    small_cnn only; JAX/Flax and TensorFlow/Keras ran compiled for every model."."""
+    frame = with_modes(frame)
+    by_text: dict[str, list[str]] = {}
+    for framework in ordered_frameworks(frame["framework"]):
+        by_text.setdefault(_ran(frame, framework), []).append(label(framework))
+    clauses = [f"{join_words(names)} ran {text}" for text, names in by_text.items()]
+    return escape("In this study, " + "; ".join(clauses) + ".")
+
+
+def ratio_pairing_sentence(ratios: pd.DataFrame) -> str:
+    """The results' sentence on what the ratios between frameworks pair (fwbRatioPairingSentence): each column's
+    modes and, where another mode stood in, how many such ratios were marked and left out of the summaries."""
+    computed = computed_ratios(ratios)
+    pairing = pairings(computed)
+    if not pairing:
+        return ""
+    names = [pairing_label(f, *pairing[f]) for f in others(pairing)]
+    text = f"The ratios between frameworks pair {join_words(names)}"
+    mixed = [pairing_label(f, *pairing[f]) for f in others(pairing) if partners.mixed_modes(*pairing[f])]
+    if mixed:
+        who = "each" if len(mixed) == len(names) > 1 else join_words(mixed)
+        text += f"; {who} set{'' if len(mixed) > 1 and who != 'each' else 's'} a compiled against an eager program"
+    count = int(stand_ins(computed).sum())
+    if count:
+        one = count == 1
+        text += (
+            f". In {count} ratio{'' if one else 's'} another mode stands in where a comparison has no successful cell "
+            f"in the column's mode (marked $^{{m}}$); {'it is' if one else 'they are'} left out of the summary figures"
+        )
+    return text + "."
+
+
+def mode_macros(
+    frame: pd.DataFrame,
+    ratios: pd.DataFrame,
+    gains: pd.DataFrame | None,
+    config: dict[str, Any],
+    env: dict[str, Any] | None = None,
+) -> dict[str, str]:
+    """Macros of the execution-mode axis: the compiled-over-eager gains' summary (GAIN_NAMES, fwbModeGainSentence),
+    torch.compile's compile times (`compile_seconds_macros`), the ratios that set an eager against a compiled
+    program (fwbNumRatiosMixedModes) or pair another mode than their column (fwbNumRatiosStandIn), the settings
+    that decide what a compiled number includes as the setup table gives them (`env`,
+    fwbench.analysis.provenance: fwbTorchCompileMode, fwbAutotune, fwbCompilationCache) and the sentences naming
+    the study's modes (fwbModesSentence, fwbRatioPairingSentence). Every macro is defined for every study, so the
+    paper compiles without a second mode."""
+    env = env or {}
+    kept = summary_gains(gains, config)
+    defs = {GAIN_NAMES[role]: value for role, value in _ratio_summary(kept).items()}
+    defs |= compile_seconds_macros(frame)
+    computed = computed_ratios(ratios)
+    defs |= {
+        "fwbNumRatiosMixedModes": str(int(mixed_modes(computed).sum())),
+        "fwbNumRatiosStandIn": str(int(stand_ins(computed).sum())),
+        "fwbTorchCompileMode": escape(env.get("torch.compile mode") or "not used"),
+        "fwbAutotune": escape(env.get("Kernel autotuning") or "not recorded"),
+        "fwbCompilationCache": escape(env.get("Compilation cache") or "not recorded"),
+        "fwbModesSentence": modes_sentence(frame),
+        "fwbRatioPairingSentence": ratio_pairing_sentence(ratios),
+    }
+    defs["fwbModeGainSentence"] = mode_gain_sentence(defs, kept)
+    return defs
+
+
+def _mode_suffix(row: pd.Series, several: set[str]) -> str:
+    """ ", compiled" after a cell's name where its framework ran in several modes ("" otherwise)."""
+    return f", {mode_label(row['mode'])}" if row["framework"] in several else ""
 
 
 def macros(
@@ -254,8 +478,11 @@ def macros(
     env: dict[str, Any],
     config: dict[str, Any],
     extra: dict[str, str] | None = None,
+    gains: pd.DataFrame | None = None,
 ) -> str:
-    """`extra`: macros computed elsewhere (the data section's), defined in the same file.
+    """`extra`: macros computed elsewhere (the data section's), defined in the same file. `gains`: the
+    compiled-over-eager gains (`aggregate.mode_gains`) summarised by `mode_macros`; without them the mode-gain
+    macros say that none was measured.
 
     Refused ratios (cells on different device models) are in no summary (fwbNumRatiosRefused counts them). Ratios
     whose two cells ran with different workarounds from the fallback ladder (`deviation_differs`) are left
@@ -264,9 +491,14 @@ def macros(
 
     Every framework's ratios against PyTorch are summarised under its own names (`ratio_names`), JAX's also under
     the names the paper used when it was the only one; the sentences naming the study's frameworks
-    (`sentence_macros`) follow the config's order."""
+    (`sentence_macros`) follow the config's order and name the modes each ratio pairs. Ratios with another mode
+    standing in for their column's are left out of the summaries too (`stand_ins`; fwbNumRatiosStandIn)."""
+    frame = with_modes(frame)
     ok = frame[frame["status"] == "ok"]
-    every_ratio = computed_ratios(ratios)  # what the summary leaves out beyond refusals is the deviating pairs
+    several = multi_mode(zip(frame["framework"], frame["mode"], strict=True))
+    every_ratio = computed_ratios(ratios)  # beyond refusals, the summary leaves out deviating pairs and stand-ins
+    off = stand_ins(every_ratio)
+    mode_defs = mode_macros(frame, ratios, gains, config, env)
     ratios, deviation_defs = summary_ratios(ratios, config)
     defs = {
         "fwbStudyName": escape(config["study"]),
@@ -308,7 +540,7 @@ def macros(
     )
     if "mfu" in ok and ok["mfu"].notna().any():
         best = ok.loc[ok["mfu"].idxmax()]
-        fw = FRAMEWORK_LABELS.get(best["framework"], best["framework"])
+        fw = variant_label(best["framework"], best["mode"], alone=best["framework"] not in several)
         defs["fwbMaxMFU"] = number(100 * float(best["mfu"]), 2)
         defs["fwbMaxMFUCell"] = escape(f"{fw} {best['model']} at batch {best['batch_size']}")
         fp32_peaks = ok.loc[ok["precision"] == "fp32", "peak_flops"].dropna()  # the tf32 peak has its own row
@@ -333,7 +565,9 @@ def macros(
         best = mine.sort_values("throughput_img_s").iloc[-1] if not mine.empty else None
         defs[macro_name("peak", framework)] = number(best["throughput_img_s"]) if best is not None else "---"
         defs[macro_name("peak", framework, "cell")] = (
-            escape(f"{best['model']} at batch {best['batch_size']}") if best is not None else "no successful cell"
+            escape(f"{best['model']} at batch {best['batch_size']}{_mode_suffix(best, several)}")
+            if best is not None
+            else "no successful cell"
         )
         defs[macro_name("label", framework)] = text
     defs.update(deviation_defs)
@@ -342,8 +576,12 @@ def macros(
         defs |= ratio_macros(ratios_for(ratios, framework), framework)
     defs |= ratio_macros(ratios_for(ratios, "jax"))  # the names the paper used when JAX was the only ratio
     defs |= ratio_totals(ratios)
-    excluded = {f: len(ratios_for(every_ratio, f)) - len(ratios_for(ratios, f)) for f in others(FRAMEWORK_LABELS)}
+    stand_in = {f: int(off[ratios_for(every_ratio, f).index].sum()) for f in others(FRAMEWORK_LABELS)}
+    excluded = {
+        f: len(ratios_for(every_ratio, f)) - len(ratios_for(ratios, f)) - stand_in[f] for f in others(FRAMEWORK_LABELS)
+    }
     frameworks = list(config.get("frameworks") or ordered_frameworks(frame["framework"]))
-    defs |= sentence_macros(defs, frameworks, excluded)
+    defs |= sentence_macros(defs, frameworks, excluded, stand_in, pairings(every_ratio))
+    defs |= mode_defs
     defs.update(extra or {})
     return "% Generated by fwbench.analysis.macros from the study's results; do not edit.\n" + define_macros(defs)

@@ -4,6 +4,10 @@ A reference study (an NVIDIA T4) timed a matrix product and a small network at b
 PyTorch and JAX and read conclusions off the batch size at which each framework overtakes NumPy. Here the same
 question is answered from the micro cells (`results/cells/micro/...`):
 
+Cells are keyed by framework and execution mode (fwbench.modes: a config may measure PyTorch both eagerly and
+compiled in this suite), and every table, series, macro and label below keeps the two apart; a mode is named
+wherever its framework has another one in the study.
+
 - the tidy table (`micro_frame`): one row per cell and timing variant ("resident": each call on device-resident
   inputs; "transfer": the host-to-device copy of the input batch plus the call), failed cells one row;
 - the speedup over NumPy (`micro_speedups`): NumPy's median time per call over the framework's, at the same
@@ -34,7 +38,8 @@ import numpy as np
 import pandas as pd
 
 from fwbench.analysis.cells import CellFileError
-from fwbench.analysis.latex import FRAMEWORK_LABELS
+from fwbench.analysis.latex import FRAMEWORK_LABELS, ordered_variants
+from fwbench.analysis.partners import cell_mode, variant_names
 from fwbench.results import load_result
 from fwbench.trackers.stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, Interval, order_statistic_median, summary
 
@@ -53,6 +58,34 @@ UNVERIFIED_MARK = r"$^{m}$"
 
 def label(framework: str) -> str:
     return LABELS.get(framework, framework)
+
+
+def series_order(pairs: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
+    """Distinct (framework, mode) pairs, NumPy first, then the study's frameworks in the paper's order, each
+    framework's modes eager first."""
+    pairs = {(str(f), str(m)) for f, m in pairs}
+    numpy = sorted(p for p in pairs if p[0] == NUMPY)
+    return numpy + ordered_variants(pairs - set(numpy))
+
+
+def mode_names(pairs: Iterable[tuple[str, str]]) -> dict[tuple[str, str], str]:
+    """(framework, mode) -> its name in the section, tables and figure: the framework alone where it has one mode in
+    the study ("JAX/Flax", "NumPy"), with the mode where it has several ("PyTorch (eager)", "PyTorch (compiled)")."""
+    pairs = series_order(pairs)
+    names = variant_names(pairs)
+    return {(f, m): label(f) if f == NUMPY and names[(f, m)] == f else names[(f, m)] for f, m in pairs}
+
+
+def row_modes(frame: pd.DataFrame) -> pd.Series:
+    """Each row's mode; a table from before modes (no `mode` column) has each framework's primary one."""
+    if "mode" in frame:
+        return frame["mode"].astype(str)
+    return pd.Series([cell_mode({"framework": f}) for f in frame["framework"]], index=frame.index, dtype=object)
+
+
+def frame_modes(frame: pd.DataFrame) -> list[tuple[str, str]]:
+    """The (framework, mode) pairs of a micro table, in `series_order`."""
+    return series_order(zip(frame["framework"], row_modes(frame), strict=True))
 
 
 def _one_line(text: object) -> str:
@@ -90,6 +123,10 @@ class MicroCell:
     reason: str | None
     variants: dict[str, tuple[np.ndarray, ...]] = field(default_factory=dict)
     result: dict[str, Any] = field(default_factory=dict, repr=False)
+    mode: str = ""  # the execution mode (fwbench.modes); left out, the framework's primary one
+
+    def __post_init__(self):
+        self.mode = self.mode or cell_mode({"framework": self.framework})
 
     @property
     def ok(self) -> bool:
@@ -103,8 +140,10 @@ class MicroCell:
         return np.concatenate(self.variants[variant])
 
 
+# The mode's folder is optional: paths from before cells had a mode lack it.
 _MICRO_PATH = re.compile(
-    r"(?:^|/)cells/micro/(?P<framework>[^/]+)/(?P<operation>[^/]+)/(?P<precision>[^/]+)/bs(?P<batch>[0-9]+)\.json$"
+    r"(?:^|/)cells/micro/(?P<framework>[^/]+)/(?:(?P<mode>[^/]+)/)?(?P<operation>[^/]+)/(?P<precision>[^/]+)/"
+    r"bs(?P<batch>[0-9]+)\.json$"
 )
 
 
@@ -156,9 +195,11 @@ def _micro_problem(path: str | Path, result: Any) -> str | None:
     if result.get("status") not in ("ok", "failed"):
         return f"status {result.get('status')!r} is neither ok nor failed"
     match = _MICRO_PATH.search(str(path))
-    holds = (cell["framework"], cell["model"], cell["precision"], str(cell["batch_size"]))
-    if match and holds != (match["framework"], match["operation"], match["precision"], match["batch"]):
-        return "it holds the result of cell micro/{}/{}/{}/bs{}".format(*holds)
+    holds = (cell["framework"], cell_mode(cell), cell["model"], cell["precision"], str(cell["batch_size"]))
+    if match:
+        mode = match["mode"] or cell_mode({"framework": match["framework"]})
+        if holds != (match["framework"], mode, match["operation"], match["precision"], match["batch"]):
+            return "it holds the result of cell micro/{}/{}/{}/{}/bs{}".format(*holds)
     if result["status"] == "ok":
         try:
             _variant_trials(result)
@@ -179,6 +220,7 @@ def _cell(path: str | Path, result: dict[str, Any]) -> MicroCell:
         reason=result.get("reason"),
         variants=_variant_trials(result) if result["status"] == "ok" else {},
         result=result,
+        mode=cell_mode(cell),
     )
 
 
@@ -199,7 +241,9 @@ def load_micro_cells(paths: Iterable[str | Path]) -> list[MicroCell]:
         raise CellFileError(problems)
     if not cells:
         raise ValueError("no micro cell results to analyse")
-    return sorted(cells, key=lambda c: (c.operation, c.precision, c.framework != NUMPY, c.framework, c.batch_size))
+    return sorted(
+        cells, key=lambda c: (c.operation, c.precision, c.framework != NUMPY, c.framework, c.mode, c.batch_size)
+    )
 
 
 def _as_cells(cells_or_paths: Iterable[MicroCell | str | Path]) -> list[MicroCell]:
@@ -214,6 +258,7 @@ def _as_cells(cells_or_paths: Iterable[MicroCell | str | Path]) -> list[MicroCel
 
 FRAME_COLUMNS = [
     "framework",
+    "mode",
     "operation",
     "precision",
     "batch_size",
@@ -292,6 +337,7 @@ def _common(cell: MicroCell) -> dict[str, Any]:
     platform, device = _device(cell.result)
     return {
         "framework": cell.framework,
+        "mode": cell.mode,
         "operation": cell.operation,
         "precision": cell.precision,
         "batch_size": cell.batch_size,
@@ -455,6 +501,7 @@ def speedup_interval(
 
 SPEEDUP_COLUMNS = [
     "framework",
+    "mode",
     "operation",
     "precision",
     "variant",
@@ -485,7 +532,7 @@ class _Draws:
     def __call__(self, cell: MicroCell, variant: str) -> np.ndarray:
         key = (cell.path, variant)
         if key not in self._cache:
-            name = f"{cell.framework}/{cell.operation}/{cell.precision}/bs{cell.batch_size}/{variant}"
+            name = f"{cell.framework}/{cell.mode}/{cell.operation}/{cell.precision}/bs{cell.batch_size}/{variant}"
             self._cache[key] = median_draws(cell.variants[variant], _rng(name), self.resamples)
         return self._cache[key]
 
@@ -496,7 +543,7 @@ def _ci_method(baseline: MicroCell, cell: MicroCell, variant: str) -> str:
         return "percentile bootstrap of the samples (one trial per cell)"
     return (
         f"hierarchical percentile bootstrap: trials, then samples within them (NumPy {plural(counts[0], 'trial')}, "
-        f"{label(cell.framework)} {plural(counts[1], 'trial')})"
+        f"{label(cell.framework)} {cell.mode} {plural(counts[1], 'trial')})"
     )
 
 
@@ -507,7 +554,7 @@ def _missing_reason(cell: MicroCell, variant: str, baseline: MicroCell | None) -
     if not baseline.ok:
         return f"the NumPy cell failed: {_one_line(baseline.reason)}"
     if not cell.ok:
-        return f"the {label(cell.framework)} cell failed: {_one_line(cell.reason)}"
+        return f"the {label(cell.framework)} {cell.mode} cell failed: {_one_line(cell.reason)}"
     if variant not in cell.variants:
         why = ((cell.result.get("metrics") or {}).get("missing") or {}).get(variant)
         return f"no {variant} samples" + (f": {_one_line(why)}" if why else "")
@@ -518,6 +565,7 @@ def _speedup_row(cell: MicroCell, variant: str, baseline: MicroCell | None, draw
     platform, device = _device(cell.result)
     row = {
         "framework": cell.framework,
+        "mode": cell.mode,
         "operation": cell.operation,
         "precision": cell.precision,
         "variant": variant,
@@ -545,12 +593,12 @@ def _speedup_row(cell: MicroCell, variant: str, baseline: MicroCell | None, draw
     }
 
 
-def _expected_variants(cells: Sequence[MicroCell]) -> dict[tuple[str, str, str], list[str]]:
-    """(framework, operation, precision) -> the variants its ok cells have (a failed cell stands for them all;
+def _expected_variants(cells: Sequence[MicroCell]) -> dict[tuple[str, str, str, str], list[str]]:
+    """(framework, mode, operation, precision) -> the variants its ok cells have (a failed cell stands for them all;
     "resident" when none succeeded)."""
-    found: dict[tuple[str, str, str], set[str]] = {}
+    found: dict[tuple[str, str, str, str], set[str]] = {}
     for cell in cells:
-        names = found.setdefault((cell.framework, cell.operation, cell.precision), set())
+        names = found.setdefault((cell.framework, cell.mode, cell.operation, cell.precision), set())
         names.update(cell.variants)
     return {
         key: [v for v in VARIANTS if v in names] + sorted(names - set(VARIANTS)) or ["resident"]
@@ -561,7 +609,8 @@ def _expected_variants(cells: Sequence[MicroCell]) -> dict[tuple[str, str, str],
 def micro_speedups(
     cells_or_paths: Iterable[MicroCell | str | Path], *, resamples: int = BOOTSTRAP_RESAMPLES
 ) -> pd.DataFrame:
-    """Speedup over NumPy for every framework other than NumPy, operation, precision, variant and batch size:
+    """Speedup over NumPy for every framework other than NumPy and each of its modes, operation, precision, variant
+    and batch size:
     NumPy's resident median over the framework's median of that variant (NumPy computes on the host, so it has
     only the resident variant), with a 95% CI (`median_draws`). A missing or failed cell on either side gives a
     row with status "missing" and the reason, never a speedup of 0."""
@@ -573,10 +622,10 @@ def micro_speedups(
         _speedup_row(cell, variant, baselines.get(cell.key), draws)
         for cell in cells
         if cell.framework != NUMPY
-        for variant in variants[(cell.framework, cell.operation, cell.precision)]
+        for variant in variants[(cell.framework, cell.mode, cell.operation, cell.precision)]
     ]
     frame = integers(pd.DataFrame(rows).reindex(columns=SPEEDUP_COLUMNS))
-    keys = ["framework", "operation", "precision", "variant", "batch_size"]
+    keys = ["framework", "mode", "operation", "precision", "variant", "batch_size"]
     return frame.sort_values(keys, kind="stable").reset_index(drop=True)
 
 
@@ -674,6 +723,7 @@ CROSSOVER_FIELDS = [
 ]
 CROSSOVER_COLUMNS = [
     "framework",
+    "mode",
     "operation",
     "precision",
     "variant",
@@ -730,10 +780,10 @@ def is_measured_text(value: Any) -> bool:
 
 
 def micro_crossovers(speedups: pd.DataFrame) -> pd.DataFrame:
-    """One row per framework, operation, precision and variant: the crossover of the speedup's CI lower bound
+    """One row per framework, mode, operation, precision and variant: the crossover of the speedup's CI lower bound
     (`crossover`), and the speedup with its CI at the largest measured batch."""
     rows = []
-    keys = ["framework", "operation", "precision", "variant"]
+    keys = ["framework", "mode", "operation", "precision", "variant"]
     for key, group in speedups.groupby(keys, sort=True):
         group = group.sort_values("batch_size")
         lows = [row["ci_low"] if row["status"] == "ok" else None for _, row in group.iterrows()]

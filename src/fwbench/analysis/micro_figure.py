@@ -1,5 +1,6 @@
 """The micro suite's figure: time per call and speedup over NumPy by batch size, crossovers and the reference
-marked.
+marked. One series per framework and execution mode: a framework's second mode (compiled PyTorch beside eager) is a
+lighter shade of its colour, and named with its mode.
 """
 
 from __future__ import annotations
@@ -14,15 +15,19 @@ import pandas as pd
 from fwbench.analysis.latex import FRAMEWORK_LABELS
 from fwbench.analysis.micro import (
     NUMPY,
+    frame_modes,
     is_measured,
     label,
+    mode_names,
     one_value,
+    row_modes,
 )
 from fwbench.analysis.micro_reference import (
     REFERENCE_STUDY,
     SERIES,
     reference_for,
 )
+from fwbench.modes import MODES
 
 
 def framework_order(frameworks: Iterable[str]) -> list[str]:
@@ -36,6 +41,25 @@ def _color(framework: str) -> str:
     from fwbench.analysis.figures import PALETTE
 
     return {**PALETTE, "NumPy": "#333333"}.get(label(framework), "#888888")
+
+
+SHADE = 0.45  # how far towards white a framework's later modes are drawn, per mode after its first
+
+
+def variant_color(framework: str, mode: str | None = None) -> str:
+    """A (framework, mode)'s colour in every figure: the framework's own for its primary mode, a lighter shade of it
+    for each later mode in the registry (compiled PyTorch beside eager PyTorch), so a figure tells the modes of one
+    framework apart while keeping them visibly one framework's."""
+    import matplotlib.colors
+
+    base = _color(framework)
+    order = MODES.get(framework, ())
+    rank = order.index(mode) if mode in order else 0
+    if rank == 0:
+        return base
+    mix = min(0.8, SHADE * rank)
+    rgb = [channel + (1.0 - channel) * mix for channel in matplotlib.colors.to_rgb(base)]
+    return matplotlib.colors.to_hex(rgb)
 
 
 def _panels(frame: pd.DataFrame) -> list[tuple[str, str]]:
@@ -68,8 +92,8 @@ def _line(ax, x, y, low, high, *, color: str, dashed: bool, text: str) -> None:
         ax.vlines(bars["x"], bars["low"], bars["high"], color=color, linewidth=2, alpha=0.5)
 
 
-def _series_label(framework: str, variant: str) -> str:
-    return label(framework) + (" + copy" if variant == "transfer" else "")
+def _series_label(name: str, variant: str) -> str:
+    return name + (" + copy" if variant == "transfer" else "")
 
 
 def _log_y(ax, values: Iterable[float]) -> None:
@@ -79,11 +103,14 @@ def _log_y(ax, values: Iterable[float]) -> None:
     ax.set_yscale("log")
 
 
-def _series(ax, ok: pd.DataFrame, frameworks: Iterable[str], columns: tuple[str, str, str]) -> None:
-    """One line per framework and variant (the copy variant dashed) of `columns` (value, CI low, CI high)."""
+def _series(ax, ok: pd.DataFrame, names: dict[tuple[str, str], str], columns: tuple[str, str, str]) -> None:
+    """One line per framework, mode and variant (the copy variant dashed) of `columns` (value, CI low, CI high);
+    `names`: each (framework, mode)'s name (`mode_names` of the whole study, so every panel names it alike)."""
     value, low, high = columns
-    for framework in framework_order(frameworks):
-        for variant, rows in ok[ok["framework"] == framework].groupby("variant", sort=False):
+    modes = row_modes(ok)
+    for framework, mode in names:
+        mine = ok[(ok["framework"] == framework) & (modes == mode)]
+        for variant, rows in mine.groupby("variant", sort=False):
             rows = rows.sort_values("batch_size")
             _line(
                 ax,
@@ -91,16 +118,16 @@ def _series(ax, ok: pd.DataFrame, frameworks: Iterable[str], columns: tuple[str,
                 rows[value],
                 rows[low],
                 rows[high],
-                color=_color(framework),
+                color=variant_color(framework, mode),
                 dashed=variant != "resident",
-                text=_series_label(framework, variant),
+                text=_series_label(names[(framework, mode)], variant),
             )
 
 
-def _time_panel(ax, panel: pd.DataFrame) -> None:
-    """Median time per call against batch size, one line per framework and variant (copy dashed)."""
+def _time_panel(ax, panel: pd.DataFrame, names: dict[tuple[str, str], str]) -> None:
+    """Median time per call against batch size, one line per framework, mode and variant (copy dashed)."""
     ok = panel[panel["status"] == "ok"]
-    _series(ax, ok, panel["framework"], ("median_ms", "median_ci_low", "median_ci_high"))
+    _series(ax, ok, names, ("median_ms", "median_ci_low", "median_ci_high"))
     failed = panel[panel["status"] != "ok"]
     if not failed.empty:
         floor = float(ok["median_ms"].min()) if not ok.empty else 1.0
@@ -117,19 +144,20 @@ def _mark_crossovers(ax, crossovers: pd.DataFrame) -> None:
 
     blend = matplotlib.transforms.blended_transform_factory(ax.transData, ax.transAxes)
     for index, (_, row) in enumerate(crossovers[crossovers["kind"] == "crossover"].iterrows()):
-        batch, color = int(row["crossover_batch"]), _color(row["framework"])
+        batch, color = int(row["crossover_batch"]), variant_color(row["framework"], row.get("mode"))
         ax.axvline(batch, color=color, linestyle=":" if row["variant"] == "resident" else "-.", linewidth=1)
         text = (f"≤{batch}" if bool(row["at_smallest"]) else str(batch)) + (" copy" * (row["variant"] != "resident"))
         ax.text(batch, 0.96 - 0.07 * index, text, transform=blend, color=color, fontsize=6, ha="left", va="top")
 
 
 def _published_points(ax, published: pd.DataFrame, speedups: pd.DataFrame, operation: str) -> None:
-    """The reference's speedups, as hollow markers, for the series each of our frameworks is compared with."""
+    """The reference's speedups, as hollow markers, for the series each of our frameworks (in the mode the
+    reference is taken to have run, `reference_for`) is compared with."""
     names = {
-        reference_for(framework, one_value(rows["platform"])): framework
-        for framework, rows in speedups.groupby("framework")
+        reference_for(framework, one_value(rows["platform"]), mode): (framework, mode)
+        for (framework, mode), rows in speedups.groupby(["framework", row_modes(speedups)])
     }
-    for name, framework in names.items():
+    for name, (framework, mode) in names.items():
         rows = published[(published["reference"] == name) & (published["operation"] == operation)]
         if name is None or rows.empty:
             continue
@@ -139,16 +167,23 @@ def _published_points(ax, published: pd.DataFrame, speedups: pd.DataFrame, opera
             marker="s",
             s=14,
             facecolors="none",
-            edgecolors=_color(framework),
+            edgecolors=variant_color(framework, mode),
             linewidths=0.8,
             label=f"{SERIES[name].label}, reference ({REFERENCE_STUDY})",
         )
 
 
-def _speedup_panel(ax, speedups: pd.DataFrame, crossovers: pd.DataFrame, published: pd.DataFrame, operation: str):
+def _speedup_panel(
+    ax,
+    speedups: pd.DataFrame,
+    crossovers: pd.DataFrame,
+    published: pd.DataFrame,
+    operation: str,
+    names: dict[tuple[str, str], str],
+):
     """Speedup over NumPy with CI bars, the line at 1, crossovers and the reference's points."""
     ok = speedups[speedups["status"] == "ok"]
-    _series(ax, ok, speedups["framework"], ("speedup", "ci_low", "ci_high"))
+    _series(ax, ok, names, ("speedup", "ci_low", "ci_high"))
     missing = speedups[speedups["status"] != "ok"]
     if not missing.empty:
         ax.scatter(missing["batch_size"], [1.0] * len(missing), marker="x", color="black", zorder=5, label="failed")
@@ -181,7 +216,8 @@ def micro_figure(
     png: str | Path,
 ) -> None:
     """Time per call (top) and speedup over NumPy (bottom) against batch size, log-log, one column per operation
-    (and precision, when the study has several): one line per framework, the copy variant dashed, 95% CI bars,
+    (and precision, when the study has several): one line per framework and mode, the copy variant dashed, 95% CI
+    bars,
     crossovers as dotted lines labelled with their batch size, the reference's speedups as hollow squares, failed
     cells as x. A column without a successful cell is drawn empty, with a note."""
     import matplotlib
@@ -195,17 +231,19 @@ def micro_figure(
     sns.set_theme(context="paper", style="whitegrid", font_scale=0.8)
     panels = _panels(frame)
     several = len({p for _, p in panels}) > 1
+    names = mode_names(frame_modes(frame))
     fig, axes = plt.subplots(2, max(1, len(panels)), figsize=(3.3 * max(1, len(panels)), 4.8), squeeze=False)
     for column, (operation, precision) in enumerate(panels):
         top, bottom = axes[0, column], axes[1, column]
         cells = _select(frame, operation, precision)
-        _time_panel(top, cells)
+        _time_panel(top, cells, names)
         _speedup_panel(
             bottom,
             _select(speedups, operation, precision),
             _select(crossovers, operation, precision),
             _select(published, operation),
             operation,
+            names,
         )
         for ax in (top, bottom):
             _batch_axis(ax, cells["batch_size"])

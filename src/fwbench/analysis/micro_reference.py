@@ -1,5 +1,9 @@
 """The micro suite's published reference (reference/published-t4-micro.csv, an NVIDIA T4 report) and the comparison
 of its crossovers with ours, with caveats computed from the reference's own numbers.
+
+The report does not say whether it compiled anything (torch.compile, jax.jit), so each of its series is taken as its
+framework's primary mode (torch.compile is opt-in; every JAX program is an XLA one) and compared with ours in that
+mode only; our series in another mode (compiled PyTorch) are listed as not comparable, saying why.
 """
 
 from __future__ import annotations
@@ -21,6 +25,8 @@ from fwbench.analysis.micro import (
     is_measured_text,
     label,
 )
+from fwbench.analysis.partners import cell_mode
+from fwbench.modes import primary
 
 REFERENCE_STUDY = "T4 report"
 REFERENCE_GPU = "NVIDIA T4"
@@ -47,6 +53,12 @@ class ReferenceSeries:
     baselines: tuple[str, ...]
     device: str
     label: str
+    mode: str | None = None  # the execution mode the report states; None: not stated (its framework's primary)
+
+    @property
+    def assumed_mode(self) -> str:
+        """The mode our cells must be in to compare with this series (stated, else the framework's primary)."""
+        return self.mode or primary(self.framework)
 
 
 REFERENCE_SERIES = (
@@ -84,9 +96,7 @@ PUBLISHED_COLUMNS = [
 ]
 
 
-def reference_for(framework: str, platform: str | None) -> str | None:
-    """The reference series our cells compare with: JAX with its JAX (a GPU there), PyTorch with its PyTorch CPU
-    or CUDA series by the platform our PyTorch cells computed on."""
+def _series_for(framework: str, platform: str | None) -> str | None:
     if framework == "jax":
         return "jax"
     if framework == "torch" and platform == "cpu":
@@ -94,6 +104,16 @@ def reference_for(framework: str, platform: str | None) -> str | None:
     if framework == "torch" and platform in ("cuda", "gpu"):
         return "torch_cuda"
     return None
+
+
+def reference_for(framework: str, platform: str | None, mode: str | None = None) -> str | None:
+    """The reference series our cells compare with: JAX with its JAX (a GPU there), PyTorch with its PyTorch CPU
+    or CUDA series by the platform our PyTorch cells computed on; only cells in the series' mode (`mode` None: the
+    framework's primary one) compare with it."""
+    name = _series_for(framework, platform)
+    if name is None or (mode or cell_mode({"framework": framework})) != SERIES[name].assumed_mode:
+        return None
+    return name
 
 
 def _read_reference(csv_path: str | Path) -> pd.DataFrame:
@@ -254,6 +274,13 @@ def _unmatched_ours(row: pd.Series) -> str:
     """Why one of our series has no reference series to compare with."""
     if row["framework"] == "torch" and not is_measured_text(row["platform"]):
         return "no PyTorch cell succeeded, so whether to compare with its CPU or CUDA series is unknown"
+    name = _series_for(row["framework"], row["platform"])
+    if name is not None:
+        series = SERIES[name]
+        stated = "states" if series.mode else "does not state a mode, so it is taken as"
+        return (
+            f"the reference's {series.label} series {stated} {series.assumed_mode}; this series ran in {cell_mode(row)}"
+        )
     return f"the reference has no {label(row['framework'])} {row['operation']} series on {row['platform']}"
 
 
@@ -276,7 +303,7 @@ def compare_crossovers(crossovers: pd.DataFrame, published: pd.DataFrame) -> pd.
     by_key = {(row["reference"], row["operation"]): row for _, row in published.iterrows()}
     rows, used = [], set()
     for _, row in crossovers.iterrows():
-        name = reference_for(row["framework"], row["platform"])
+        name = reference_for(row["framework"], row["platform"], cell_mode(row))
         match = by_key.get((name, row["operation"]))
         out = {**row.to_dict(), "agreement": "not comparable"}
         if match is None:

@@ -1,5 +1,6 @@
 """The micro suite's report: LaTeX tables, the macros the text quotes, the paper's section, and the one entry point
-the workflow calls (`write_micro_outputs`), from the analysis of fwbench.analysis.micro.
+the workflow calls (`write_micro_outputs`), from the analysis of fwbench.analysis.micro. Every series is a framework
+in one execution mode, named with its mode wherever its framework has another one in the study (`mode_names`).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from typing import Any
 
 import pandas as pd
 
-from fwbench.analysis.latex import define_macros, escape, macro_name, number, short_label
+from fwbench.analysis.latex import define_macros, escape, macro_name, mode_label, number, short_label, variant_short
 from fwbench.analysis.micro import (
     FAILED,
     NUMPY,
@@ -19,6 +20,7 @@ from fwbench.analysis.micro import (
     VARIANTS,
     counted,
     crossover_text,
+    frame_modes,
     from_row,
     is_measured,
     is_measured_text,
@@ -27,7 +29,9 @@ from fwbench.analysis.micro import (
     micro_crossovers,
     micro_frame,
     micro_speedups,
+    mode_names,
     plural,
+    row_modes,
 )
 from fwbench.analysis.micro_figure import (
     framework_order,
@@ -43,8 +47,10 @@ from fwbench.analysis.micro_reference import (
     reference_baselines,
     reference_flatness,
 )
+from fwbench.analysis.partners import cell_mode, multi_mode
 from fwbench.analysis.tables import stacked, stacked_header
 from fwbench.io import atomic_write_text
+from fwbench.modes import DESCRIPTIONS, is_compiled, primary
 from fwbench.trackers.stats import BOOTSTRAP_RESAMPLES
 
 
@@ -56,8 +62,13 @@ def _speedup_text(row: Mapping[str, Any] | None) -> str:
     return rf"\textbf{{{text}}}" if row["ci_low"] > 1 else text
 
 
-def _time_text(frame: pd.DataFrame, framework: str, variant: str) -> str:
-    rows = frame[frame["framework"] == framework]
+def _of(frame: pd.DataFrame, framework: str, mode: str) -> pd.DataFrame:
+    """The rows of one framework in one mode."""
+    return frame[(frame["framework"] == framework) & (row_modes(frame) == mode)]
+
+
+def _time_text(frame: pd.DataFrame, framework: str, mode: str, variant: str) -> str:
+    rows = _of(frame, framework, mode)
     if rows.empty:
         return "---"
     if (rows["status"] != "ok").all():
@@ -66,8 +77,10 @@ def _time_text(frame: pd.DataFrame, framework: str, variant: str) -> str:
     return number(match["median_ms"].iloc[0]) if not match.empty else "---"
 
 
-def _variants_of(frame: pd.DataFrame, framework: str) -> list[str]:
-    found = set(frame.loc[frame["framework"] == framework, "variant"])
+def _variants_of(frame: pd.DataFrame, framework: str, mode: str | None = None) -> list[str]:
+    """The timing variants a framework (in `mode`, when given) was measured in, resident first."""
+    rows = frame[frame["framework"] == framework] if mode is None else _of(frame, framework, mode)
+    found = set(rows["variant"])
     return [v for v in VARIANTS if v in found] + sorted(found - set(VARIANTS))
 
 
@@ -78,16 +91,17 @@ def _lookup(speedups: pd.DataFrame, **key: Any) -> dict[str, Any] | None:
     return rows.iloc[0].to_dict() if not rows.empty else None
 
 
-def _table_header(frameworks: list[str]) -> tuple[list[str], int]:
-    """The two header rows (framework groups, then each framework's time and speedup) and the number of columns."""
+def _table_header(names: list[str]) -> tuple[list[str], int]:
+    """The two header rows (a group per framework and mode, named by `names`, then each one's time and speedup) and
+    the number of columns."""
     groups, rules, position = [], [], 3
-    for framework in frameworks:
-        groups.append(rf"\multicolumn{{2}}{{c}}{{\textbf{{{escape(label(framework))}}}}}")
+    for name in names:
+        groups.append(rf"\multicolumn{{2}}{{c}}{{\textbf{{{escape(name)}}}}}")
         rules.append(rf"\cmidrule(lr){{{position}-{position + 1}}}")
         position += 2
     head = [r"\textbf{BS}", r"\textbf{NumPy ms}"]
-    columns = [r"\textbf{ms}", r"\textbf{$\times$ NumPy [95\% CI]}"] * len(frameworks)
-    lines = [" & ".join(["", "", *groups]) + r" \\", "".join(rules)] if frameworks else []
+    columns = [r"\textbf{ms}", r"\textbf{$\times$ NumPy [95\% CI]}"] * len(names)
+    lines = [" & ".join(["", "", *groups]) + r" \\", "".join(rules)] if names else []
     return [*lines, " & ".join(head + columns) + r" \\"], position - 1
 
 
@@ -99,23 +113,24 @@ def micro_variants(frame: pd.DataFrame) -> list[str]:
 
 
 def micro_table(frame: pd.DataFrame, speedups: pd.DataFrame, variant: str = "resident") -> str:
-    """Per operation, precision and batch size: NumPy's median ms per call and, per framework measured in `variant`
-    (resident: inputs on the device; transfer: with the host-to-device copy of the input batch), its median ms
-    per call and speedup over NumPy [95% CI] (booktabs tabular). One table per variant keeps it within the page at
-    8 pt."""
-    frameworks = [f for f in framework_order(frame["framework"]) if f != NUMPY and variant in _variants_of(frame, f)]
-    header, ncols = _table_header(frameworks)
+    """Per operation, precision and batch size: NumPy's median ms per call and, per framework and mode measured in
+    `variant` (resident: inputs on the device; transfer: with the host-to-device copy of the input batch), its
+    median ms per call and speedup over NumPy [95% CI] (booktabs tabular). One table per variant keeps it within
+    the page at 8 pt."""
+    names = mode_names(frame_modes(frame))
+    pairs = [(f, m) for f, m in names if f != NUMPY and variant in _variants_of(frame, f, m)]
+    header, ncols = _table_header([names[pair] for pair in pairs])
     lines = [r"\begin{tabular}{r r " + "r" * (ncols - 2) + "}", r"\toprule", *header, r"\midrule"]
     groups = list(frame.groupby(["operation", "precision"], sort=True))
     for index, ((operation, precision), group) in enumerate(groups):
         # the operation and precision head their rows, across the table (two columns fewer)
         lines.append(rf"\multicolumn{{{ncols}}}{{l}}{{\texttt{{{escape(operation)}}}, {escape(precision)}}} \\")
         for batch, cells in group.groupby("batch_size", sort=True):
-            values = [str(batch), _time_text(cells, NUMPY, "resident")]
-            for framework in frameworks:
-                key = {"framework": framework, "operation": operation, "precision": precision}
+            values = [str(batch), _time_text(cells, NUMPY, primary(NUMPY), "resident")]
+            for framework, mode in pairs:
+                key = {"framework": framework, "mode": mode, "operation": operation, "precision": precision}
                 match = _lookup(speedups, **key, variant=variant, batch_size=batch)
-                values += [_time_text(cells, framework, variant), _speedup_text(match)]
+                values += [_time_text(cells, framework, mode, variant), _speedup_text(match)]
             lines.append(" & ".join(values) + r" \\")
         if index < len(groups) - 1:
             lines.append(r"\midrule")
@@ -170,11 +185,12 @@ def crossover_table(comparison: pd.DataFrame) -> str:
     text = _wrapped("1.25cm")
     spec = f"l l l l {text} l {text} {_wrapped('1.5cm')} {_wrapped('1.5cm')} {_wrapped('1.9cm')} {_wrapped('1.7cm')}"
     lines = [rf"\begin{{tabular}}{{{spec}}}", r"\toprule", " & ".join(header) + r" \\", r"\midrule"]
+    several = _multi_mode(comparison)
     for _, row in comparison.iterrows():
         measured = row["kind"] != "not measured"
         series = SERIES.get(row["reference"]) if is_measured_text(row["reference"]) else None
         values = [
-            escape(short_label(row["framework"])),
+            escape(_short(row, several)),
             rf"\texttt{{{escape(row['operation'])}}}",
             _text(row["precision"]),
             escape(VARIANT_LABELS.get(row["variant"], row["variant"])) if measured else "---",
@@ -191,12 +207,29 @@ def crossover_table(comparison: pd.DataFrame) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _multi_mode(rows: pd.DataFrame) -> set[str]:
+    """The frameworks with more than one mode among a table's rows."""
+    return multi_mode(zip(rows["framework"], row_modes(rows), strict=True)) if not rows.empty else set()
+
+
+def _short(row: Mapping[str, Any], several: set[str]) -> str:
+    """A crossover row's short framework name, with its mode where the framework has several ("PT-compiled")."""
+    framework = row["framework"]
+    return variant_short(framework, cell_mode(row)) if framework in several else short_label(framework)
+
+
 def crossover_names(comparison: pd.DataFrame) -> str:
-    """The caption's key to the crossover table's short framework names, e.g. " Framework: PT for PyTorch, ..."."""
-    frameworks = list(dict.fromkeys(comparison["framework"])) if not comparison.empty else []
-    if not frameworks:
+    """The caption's key to the crossover table's short framework names, e.g. " Framework: PT for PyTorch, ...",
+    with each mode where a framework has several ("PT-compiled for PyTorch compiled with torch.compile")."""
+    if comparison.empty:
         return ""
-    return " Framework: " + ", ".join(f"{escape(short_label(f))} for {escape(label(f))}" for f in frameworks) + "."
+    several = _multi_mode(comparison)
+    keys = {}
+    for _, row in comparison.iterrows():
+        framework, mode = row["framework"], cell_mode(row)
+        what = label(framework) + (f" {escape(mode_label(mode))}" if framework in several else "")
+        keys.setdefault(_short(row, several), what)
+    return " Framework: " + ", ".join(f"{escape(short)} for {escape(what)}" for short, what in keys.items()) + "."
 
 
 @dataclass
@@ -264,10 +297,23 @@ def _cell_counts(frame: pd.DataFrame) -> tuple[int, int, int]:
     return len(cells), ok, len(cells) - ok
 
 
-def _series_name(row: Mapping[str, Any], several_precisions: bool) -> str:
-    precision = f" {escape(row['precision'])}" if several_precisions else ""
-    copy = " with copy" if row["variant"] == "transfer" else ""
-    return rf"{escape(label(row['framework']))} \texttt{{{escape(row['operation'])}}}{precision}{copy}"
+@dataclass(frozen=True)
+class Naming:
+    """How the section's sentences name a series: its framework (with its mode where the framework has several in
+    the study, `mode_names`), operation, precision (where the study has several) and variant."""
+
+    names: dict[tuple[str, str], str]
+    precisions: bool
+
+    @classmethod
+    def of(cls, frame: pd.DataFrame) -> Naming:
+        return cls(mode_names(frame_modes(frame)), frame["precision"].nunique() > 1)
+
+    def series(self, row: Mapping[str, Any]) -> str:
+        precision = f" {escape(row['precision'])}" if self.precisions else ""
+        copy = " with copy" if row["variant"] == "transfer" else ""
+        framework = self.names.get((row["framework"], cell_mode(row)), label(row["framework"]))
+        return rf"{escape(framework)} \texttt{{{escape(row['operation'])}}}{precision}{copy}"
 
 
 def micro_macros(analysis: MicroAnalysis) -> dict[str, str]:
@@ -299,7 +345,7 @@ def micro_macros(analysis: MicroAnalysis) -> dict[str, str]:
     for word in ("same", "earlier", "later", "not comparable"):
         defs[macro_name("MicroNum", word)] = str(int((comparison["agreement"] == word).sum()))
     for _, row in crossovers.iterrows():
-        parts = (row["framework"], row["operation"], row["precision"], row["variant"])
+        parts = (*_macro_variant(row), row["operation"], row["precision"], row["variant"])
         defs[macro_name("MicroCrossover", *parts)] = crossover_text(from_row(row))
         defs[macro_name("MicroSpeedupAtLargest", *parts)] = _at_largest(row)
     for _, row in analysis.published_crossovers.iterrows():
@@ -312,7 +358,18 @@ def micro_macros(analysis: MicroAnalysis) -> dict[str, str]:
         errors = rows["max_rel_error"].dropna()
         defs[macro_name("MicroMaxRelError", framework)] = _sci(errors.max()) if len(errors) else "---"
         defs[macro_name("MicroDevice", framework)] = _joined_text(_values(rows["device"]))
+    for framework, mode in frame_modes(frame):
+        if mode != primary(framework):  # the primary mode's are the framework's own above
+            errors = _of(frame, framework, mode)["max_rel_error"].dropna()
+            defs[macro_name("MicroMaxRelError", framework, mode)] = _sci(errors.max()) if len(errors) else "---"
     return defs
+
+
+def _macro_variant(row: Mapping[str, Any]) -> tuple[str, ...]:
+    """A series' framework part of a macro name: the framework for its primary mode (fwbMicroCrossoverJaxMatmul...,
+    as before modes), the framework and mode otherwise (fwbMicroCrossoverTorchCompileMatmul...)."""
+    mode = cell_mode(row)
+    return (row["framework"],) if mode == primary(row["framework"]) else (row["framework"], mode)
 
 
 def _and(items: Sequence[str]) -> str:
@@ -356,15 +413,16 @@ def _operations_text(frame: pd.DataFrame) -> str:
 
 def _timing_text(frame: pd.DataFrame) -> str:
     compiled = frame[frame["compile_s"].map(is_measured)].drop_duplicates("path")
+    names = mode_names(frame_modes(frame))
     text = (
         " Every framework, NumPy included, is timed per call on inputs and weights already on its device, each call "
         "followed by a synchronise: the wall clock of the call, Python dispatch included, for every framework alike."
     )
-    for framework, rows in compiled.groupby("framework"):
+    for (framework, mode), rows in compiled.groupby(["framework", row_modes(compiled)]):
         seconds = rows["compile_s"].astype(float)
         text += (
-            f" {escape(label(framework))} compiles before the timed calls, on the exact shapes timed; its compile "
-            f"time is reported apart and never timed (median {number(seconds.median())}~s per cell, at most "
+            f" {escape(names[(framework, mode)])} compiles before the timed calls, on the exact shapes timed; its "
+            f"compile time is reported apart and never timed (median {number(seconds.median())}~s per cell, at most "
             f"{number(seconds.max())}~s)."
         )
     if (frame["variant"] == "transfer").any():
@@ -396,9 +454,9 @@ def _threads_text(frame: pd.DataFrame) -> str:
 
 def _agreement_text(frame: pd.DataFrame) -> str:
     errors = [
-        f"{_sci(rows['max_rel_error'].max())} for {escape(label(f))}"
-        for f in framework_order(frame["framework"])
-        if (rows := frame[frame["framework"] == f])["max_rel_error"].notna().any()
+        f"{_sci(rows['max_rel_error'].max())} for {escape(name)}"
+        for (f, m), name in mode_names(frame_modes(frame)).items()
+        if (rows := _of(frame, f, m))["max_rel_error"].notna().any()
     ]
     if not errors:
         return ""
@@ -433,10 +491,30 @@ def _precision_text(frame: pd.DataFrame) -> str:
     )
 
 
+def _modes_text(frame: pd.DataFrame) -> str:
+    """What each framework's mode is, since a speedup over NumPy (which calls its routines one by one) folds in
+    whatever a compiler gains: each series is named with its mode where its framework has several."""
+    pairs = [pair for pair in frame_modes(frame) if pair[0] != NUMPY]
+    if not pairs:
+        return ""
+    described = [f"{escape(label(f))} {escape(DESCRIPTIONS.get((f, m), m))}" for f, m in pairs]
+    compiled = [pair for pair in pairs if is_compiled(pair[1])]
+    return (
+        f" Each framework runs in its execution mode: {_and(described)}"
+        + (
+            "; NumPy calls its routines eagerly, so the speedups of compiled modes include what their compiler gains"
+            if compiled
+            else ""
+        )
+        + "."
+    )
+
+
 def _method(analysis: MicroAnalysis) -> str:
     frame = analysis.frame
     return (
         _operations_text(frame)
+        + _modes_text(frame)
         + _timing_text(frame)
         + _threads_text(frame)
         + _agreement_text(frame)
@@ -445,8 +523,8 @@ def _method(analysis: MicroAnalysis) -> str:
     )
 
 
-def _listed(rows: pd.DataFrame, several: bool, what) -> str:
-    return _and([f"{_series_name(row, several)} {what(row)}".rstrip() for _, row in rows.iterrows()])
+def _listed(rows: pd.DataFrame, naming: Naming, what) -> str:
+    return _and([f"{naming.series(row)} {what(row)}".rstrip() for _, row in rows.iterrows()])
 
 
 def _tables_ref(frame: pd.DataFrame) -> str:
@@ -467,17 +545,19 @@ def _results(analysis: MicroAnalysis) -> str:
             "No framework besides NumPy was measured, so there is no speedup to report "
             f"({_tables_ref(analysis.frame)} gives NumPy's times)."
         )
-    several = analysis.frame["precision"].nunique() > 1
+    naming = Naming.of(analysis.frame)
     crossed = crossovers[crossovers["kind"] == "crossover"]
+    modes = ", mode" if _multi_mode(crossovers) else ""
     text = (
-        f"Of {plural(len(crossovers), 'speedup series', 'speedup series')} (framework, operation, "
-        f"{'precision, ' if several else ''}variant; Figure~\\ref{{fig:micro}}, {_tables_ref(analysis.frame)}), "
+        f"Of {plural(len(crossovers), 'speedup series', 'speedup series')} (framework{modes}, operation, "
+        f"{'precision, ' if naming.precisions else ''}variant; Figure~\\ref{{fig:micro}}, "
+        f"{_tables_ref(analysis.frame)}), "
         f"{len(crossed)} cross{'es' if len(crossed) == 1 else ''} over within the measured batch sizes"
     )
     if len(crossed):
-        text += ": " + _listed(crossed, several, lambda r: f"from {crossover_text(from_row(r))}")
-    text += "." + _at_smallest_text(crossed) + _never_text(crossovers, several) + _unverified_text(crossed, several)
-    return text + _largest_text(crossovers, several)
+        text += ": " + _listed(crossed, naming, lambda r: f"from {crossover_text(from_row(r))}")
+    text += "." + _at_smallest_text(crossed) + _never_text(crossovers, naming) + _unverified_text(crossed, naming)
+    return text + _largest_text(crossovers, naming)
 
 
 def _at_smallest_text(crossed: pd.DataFrame) -> str:
@@ -492,7 +572,7 @@ def _at_smallest_text(crossed: pd.DataFrame) -> str:
     )
 
 
-def _never_text(crossovers: pd.DataFrame, several: bool) -> str:
+def _never_text(crossovers: pd.DataFrame, naming: Naming) -> str:
     never = crossovers[crossovers["kind"] == "never"]
     empty = crossovers[crossovers["kind"] == "no data"]
     text = ""
@@ -500,7 +580,7 @@ def _never_text(crossovers: pd.DataFrame, several: bool) -> str:
         one = len(never) == 1
         text += (
             f" {len(never)} never {'does' if one else 'do'} (the CI's lower bound at the largest batch size is not "
-            f"above 1): {_listed(never, several, lambda r: '')}."
+            f"above 1): {_listed(never, naming, lambda r: '')}."
         )
     if len(empty):
         text += f" {plural(len(empty), 'series', 'series')} {'has' if len(empty) == 1 else 'have'} no successful "
@@ -508,12 +588,12 @@ def _never_text(crossovers: pd.DataFrame, several: bool) -> str:
     return text
 
 
-def _unverified_text(crossed: pd.DataFrame, several: bool) -> str:
+def _unverified_text(crossed: pd.DataFrame, naming: Naming) -> str:
     unverified = crossed[crossed["unverified_batches"].map(is_measured_text)]
     if unverified.empty:
         return ""
     one = len(unverified) == 1
-    at = _listed(unverified, several, lambda r: f"at {str(r['unverified_batches']).replace('+', ', ')}")
+    at = _listed(unverified, naming, lambda r: f"at {str(r['unverified_batches']).replace('+', ', ')}")
     return (
         f" {counted(len(unverified), 'crossover').capitalize()} {'is' if one else 'are'} unverified ($^{{m}}$): "
         "a cell at a "
@@ -521,7 +601,7 @@ def _unverified_text(crossed: pd.DataFrame, several: bool) -> str:
     )
 
 
-def _largest_text(crossovers: pd.DataFrame, several: bool) -> str:
+def _largest_text(crossovers: pd.DataFrame, naming: Naming) -> str:
     measured = crossovers[crossovers["speedup_at_largest"].map(is_measured)]
     if measured.empty:
         return ""
@@ -531,7 +611,7 @@ def _largest_text(crossovers: pd.DataFrame, several: bool) -> str:
         return f" At its largest batch size, the speedup is {_at_largest(high)}."
     return (
         f" At the largest batch size of each series, the speedup ranges from {_at_largest(low)} "
-        f"({_series_name(low, several)}) to {_at_largest(high)} ({_series_name(high, several)})."
+        f"({naming.series(low)}) to {_at_largest(high)} ({naming.series(high)})."
     )
 
 
@@ -588,18 +668,35 @@ def _baselines_caveat(analysis: MicroAnalysis) -> str:
     )
 
 
+def _modes_caveat(analysis: MicroAnalysis) -> str:
+    """(v) Modes, where a framework has several in the study: the reference states none, so its series are compared
+    with each framework's primary mode only (micro_reference.reference_for), and the other modes with nothing."""
+    names = mode_names(frame_modes(analysis.frame))
+    others = [name for (f, m), name in names.items() if f != NUMPY and m != primary(f)]
+    if not others:
+        return ""
+    primaries = [name for (f, m), name in names.items() if f != NUMPY and m == primary(f)]
+    return (
+        " (v) Modes: the reference does not state whether it compiled anything, so its series are taken as each "
+        f"framework's primary mode and compared with {_and([escape(n) for n in primaries])}; "
+        f"{_and([escape(n) for n in others])} {'has' if len(others) == 1 else 'have'} no reference series."
+    )
+
+
 def _comparison_text(analysis: MicroAnalysis) -> str:
     counts = analysis.comparison["agreement"].value_counts()
     words = [f"{int(counts.get(w, 0))} {w}" for w in ("same", "earlier", "later", "not comparable")]
+    modes = _modes_caveat(analysis)
     return (
         f"Table~\\ref{{tab:micro-crossover}} sets our crossovers beside the reference's (the same definition applied "
-        f"to its point estimates, since it gives no interval): {_and(words)}. Four caveats, computed from the "
-        "reference's own numbers where it gives them. "
+        f"to its point estimates, since it gives no interval): {_and(words)}. {'Five' if modes else 'Four'} caveats, "
+        "computed from the reference's own numbers where it gives them. "
         + _device_caveat(analysis)
         + " "
         + _flatness_caveat(analysis)
         + " (iii) Sizes: the reference does not state the sizes of its matrices or network; ours are given above. "
         + _baselines_caveat(analysis)
+        + modes
     )
 
 
@@ -610,7 +707,8 @@ def _float(kind: str, caption: str, label_: str, body: str) -> list[str]:
         rf"\caption{{{caption}}}",
         rf"\label{{{label_}}}",
         r"\footnotesize",
-        r"\setlength{\tabcolsep}{4pt}",  # with 8 pt text: the widest table fits the page unscaled
+        # with 8 pt text the widest table (crossovers, with a mode in its framework names) fits the page unscaled
+        r"\setlength{\tabcolsep}{3.5pt}",
         body.rstrip(),
         rf"\end{{{kind}*}}",
     ]

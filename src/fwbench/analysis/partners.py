@@ -12,25 +12,106 @@ from typing import Any
 
 import pandas as pd
 
+from fwbench import modes as execution_modes
+from fwbench.analysis.latex import ordered_variants, variant_label
+
 # Columns of the tidy table that must match between partners on a GPU; framework-specific knobs (cuDNN benchmark
 # mode, XLA_FLAGS) are recorded and printed in the setup table but are not comparable one to one.
 COMPARED = {"device": "GPU", "tf32_in_effect": "TF32", "dtype": "dtype", "cuda_major": "CUDA major"}
 PARTNER_KEYS = ["suite", "model", "precision", "batch_size"]
 
 
+# Execution modes (fwbench.modes): torch eager and torch compile are two cells of one comparison, so whatever pairs or
+# names partners keys them by (framework, mode). A result or table from before cells had a mode ran in its
+# framework's primary one.
+
+
+def cell_mode(cell: Any) -> str:
+    """The execution mode of a cell dict (a result's `cell`) or a tidy row; the framework's primary mode where it is
+    not recorded (None, NaN, "")."""
+    mode = cell.get("mode") if hasattr(cell, "get") else None
+    if mode is None or (not isinstance(mode, str) and pd.isna(mode)) or str(mode) == "":
+        framework = str(cell["framework"])
+        return execution_modes.primary(framework) if framework in execution_modes.MODES else ""
+    return str(mode)
+
+
+def with_modes(frame: pd.DataFrame) -> pd.DataFrame:
+    """`frame` with every row's `mode` (a table written before cells had a mode gets its frameworks' primary one)
+    and `compiled` (whether that mode runs a compiled program)."""
+    if frame.empty:
+        return frame.assign(mode=pd.Series(dtype=object), compiled=pd.Series(dtype=bool))
+    modes = [cell_mode(row) for _, row in frame.iterrows()]
+    return frame.assign(mode=modes, compiled=[execution_modes.is_compiled(m) for m in modes])
+
+
+def variant_key(framework: str, mode: str | None) -> str:
+    """A variant in a detail string: the framework alone in its primary mode ("torch", "jax"), with the mode
+    otherwise ("torch compile"), so messages about studies with one mode per framework read as they always did."""
+    if not mode or framework not in execution_modes.MODES or mode == execution_modes.primary(framework):
+        return framework
+    return f"{framework} {mode}"
+
+
+def mixed_modes(mode_a: str, mode_b: str) -> bool:
+    """Whether exactly one of two modes runs a compiled program: a ratio between them measures a compiler too."""
+    return execution_modes.is_compiled(mode_a) != execution_modes.is_compiled(mode_b)
+
+
+def multi_mode(variants: Iterable[tuple[str, str]]) -> set[str]:
+    """The frameworks with more than one mode among these (framework, mode) pairs: only their labels need the mode
+    (`latex.variant_label(..., alone=...)`)."""
+    seen: dict[str, set[str]] = {}
+    for framework, mode in variants:
+        seen.setdefault(str(framework), set()).add(str(mode))
+    return {framework for framework, found in seen.items() if len(found) > 1}
+
+
+def variant_names(
+    variants: Iterable[tuple[str, str]], context: Iterable[tuple[str, str]] = ()
+) -> dict[tuple[str, str], str]:
+    """(framework, mode) -> its name in a table or sentence, in the paper's order: the framework alone where it has
+    one mode among `variants` and `context` ("JAX/Flax"), with the mode where it has several ("PyTorch (eager)",
+    "PyTorch (compiled)"). `context`: variants that count without being named (the baseline a table compares with)."""
+    variants = ordered_variants(variants)
+    several = multi_mode([*variants, *context])
+    return {v: variant_label(v[0], v[1], alone=v[0] not in several) for v in variants}
+
+
+def ratio_variant(framework: str, present: Iterable[str], config: Any = None) -> tuple[str | None, bool]:
+    """(mode, fell back) of `framework` for a ratio between frameworks, given the modes it has cells in: the
+    configured ratio mode (`fwbench.modes.ratio_mode`, compiled by default) when present, else its first configured
+    mode present (the primary one), else whichever it has; (None, False) without a cell."""
+    present = list(dict.fromkeys(present))
+    if not present:
+        return None, False
+    if framework not in execution_modes.MODES:  # a framework the registry does not know has no ratio mode
+        return present[0], False
+    wanted = execution_modes.ratio_mode(config or {}, framework)
+    if wanted in present:
+        return wanted, False
+    order = execution_modes.framework_modes(config or {}, framework) + list(execution_modes.MODES.get(framework, ()))
+    for mode in order:
+        if mode in present:
+            return mode, True
+    return present[0], True
+
+
 def flag_partners(frame: pd.DataFrame) -> pd.DataFrame:
     """Add `settings_differ` (bool) and `settings_differ_detail` (what differs, e.g. "TF32: torch True, jax
-    False") to every row; CPU cells and failed cells are never flagged."""
+    False"; a mode besides the primary one is named, "torch compile") to every row; CPU cells and failed cells are
+    never flagged."""
     frame = frame.copy()
     frame["settings_differ"] = False
     frame["settings_differ_detail"] = None
     on_gpu = (frame["status"] == "ok") & (frame["platform"] == "cuda")
     for _, group in frame[on_gpu].groupby(PARTNER_KEYS, sort=False):
-        if group["framework"].nunique() < 2:
+        names = [variant_key(str(row["framework"]), cell_mode(row)) for _, row in group.iterrows()]
+        if len(set(names)) < 2:
             continue
         details = []
         for column, label in COMPARED.items():
-            values = group.set_index("framework")[column]
+            values = group[column].set_axis(names)
             if values.astype(str).nunique() > 1:
                 details.append(f"{label}: " + ", ".join(f"{f} {v}" for f, v in values.items()))
         if details:
@@ -78,15 +159,16 @@ def flag_deviations(frame: pd.DataFrame, keys: list[str] | None = None) -> pd.Da
     """Add `deviation_differs` (bool) to every row: True for the successful cells of a partner group (the same cell
     in every framework, `keys`; several rows per cell, e.g. training epochs, are fine) whose frameworks ran with
     different workarounds. Failed cells have no ratio and are never flagged; a frame without the column (results
-    from before the fallback ladder) is not flagged."""
+    from before the fallback ladder) is not flagged. The two modes of one framework (torch eager and compile) are
+    partners too: the compiled-over-eager gain is a ratio."""
     keys = keys or PARTNER_KEYS
     frame = frame.copy()
     frame["deviation_differs"] = False
     if "deviations" not in frame:
         return frame
-    ok = frame[frame["status"] == "ok"]
+    ok = with_modes(frame[frame["status"] == "ok"])
     for _, group in ok.groupby(keys, sort=False):
-        per_framework = group.groupby("framework", sort=False)["deviations"].first()
+        per_framework = group.groupby(["framework", "mode"], sort=False)["deviations"].first()
         if len(per_framework) > 1 and deviations_differ(*per_framework.tolist()):
             frame.loc[group.index, "deviation_differs"] = True
     return frame
@@ -133,10 +215,13 @@ def device_columns(result: dict[str, Any]) -> dict[str, Any]:
 
 
 def _tidy_view(cell: Any) -> tuple[str, dict[str, Any]]:
-    """(framework, tidy columns) of a cell given as a result or as a tidy row (a dict or a pandas row)."""
+    """(variant, tidy columns) of a cell given as a result or as a tidy row (a dict or a pandas row): two modes of
+    one framework stay two entries."""
     if isinstance(cell, dict) and "cell" in cell and "provenance" in cell:
-        return cell["cell"]["framework"], device_columns(cell) | placement_columns(cell)
-    return str(cell["framework"]), {key: cell.get(key) for key in ("device", "platform", "cpu_model", "node")}
+        name = variant_key(cell["cell"]["framework"], cell_mode(cell["cell"]))
+        return name, device_columns(cell) | placement_columns(cell)
+    name = variant_key(str(cell["framework"]), cell_mode(cell))
+    return name, {key: cell.get(key) for key in ("device", "platform", "cpu_model", "node")}
 
 
 def device_model(platform: object, device: object, cpu_model: object) -> tuple[str | None, str | None]:
@@ -150,7 +235,8 @@ def device_model(platform: object, device: object, cpu_model: object) -> tuple[s
 
 @dataclass(frozen=True)
 class PlacementCheck:
-    """Where the cells of one comparison ran, per framework: the device model (platform, model) and the node."""
+    """Where the cells of one comparison ran, per variant (`variant_key`: the framework, with its mode where that is
+    not the primary one): the device model (platform, model) and the node."""
 
     models: dict[str, tuple[str | None, str | None]]
     nodes: dict[str, str | None]
@@ -188,8 +274,9 @@ class PlacementCheck:
 
 
 def check_placement(cells: Iterable[Any]) -> PlacementCheck:
-    """Whether two or more cells of one comparison (results or tidy rows, one per framework) ran on different device
-    models or different nodes: a ratio between them is refused, respectively marked (see `speedups`)."""
+    """Whether two or more cells of one comparison (results or tidy rows, one per framework and mode) ran on
+    different device models or different nodes: a ratio between them is refused, respectively marked (see
+    `speedups`)."""
     models, nodes = {}, {}
     for cell in cells:
         framework, columns = _tidy_view(cell)

@@ -1,4 +1,8 @@
-"""What the study ran on, summarised across its cells (and flagged where cells disagree)."""
+"""What the study ran on, summarised across its cells (and flagged where cells disagree).
+
+Execution modes (fwbench.modes) get rows of their own: which modes each framework ran in, torch.compile's mode, each
+compiled variant's compilation cache and the kernel autotuning setting, each read from the cells' records, so a
+difference between two cells of one framework in two modes is never folded into one value."""
 
 from __future__ import annotations
 
@@ -7,7 +11,9 @@ from pathlib import Path
 from typing import Any
 
 from fwbench.analysis.cells import load_cells
-from fwbench.analysis.latex import label, ordered_frameworks
+from fwbench.analysis.latex import label, mode_label, ordered_frameworks, ordered_variants
+from fwbench.analysis.partners import cell_mode, variant_names
+from fwbench.modes import is_compiled
 
 
 def _one(values: set[Any]) -> Any:
@@ -142,6 +148,83 @@ def _placement_rows(results: list[dict[str, Any]]) -> dict[str, str]:
     return rows
 
 
+def _variants(results: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    """The (framework, mode) pairs the study has cells of, NumPy (the micro suite's host baseline) apart."""
+    return ordered_variants(
+        (r["cell"]["framework"], cell_mode(r["cell"])) for r in results if r["cell"]["framework"] != "numpy"
+    )
+
+
+def _per_variant(results: list[dict[str, Any]], read, names: dict[tuple[str, str], str]) -> str | None:
+    """One value per variant of `names` (its name in the study, "PyTorch (compiled): cold; JAX/Flax: disabled"), or
+    the one value every variant shares; `read(settings)` gives a cell's value (None: not recorded), and cells that
+    recorded none are left out."""
+    values: dict[tuple[str, str], set[Any]] = {v: set() for v in names}
+    for result in results:
+        variant = (result["cell"]["framework"], cell_mode(result["cell"]))
+        value = read(_framework(result).get("settings") or {})
+        if variant in values and value is not None:
+            values[variant].add(str(value))
+    found = {v: _one(set(vs)) for v, vs in values.items() if vs}
+    if not found:
+        return None
+    if len(set(found.values())) == 1 and len(found) == len(names):
+        return next(iter(found.values()))
+    return "; ".join(f"{names[v]}: {value}" for v, value in found.items())
+
+
+def _record(key: str, field: str):
+    """A reader of one field of a recorded setting that is a record ({"state": ...}); a bare value is its own."""
+
+    def read(settings: dict[str, Any]) -> Any:
+        value = settings.get(key)
+        return value.get(field) if isinstance(value, dict) else value
+
+    return read
+
+
+def _autotune(results: list[dict[str, Any]]) -> str | None:
+    """The study's autotune setting as the cells recorded it, and where it was in effect: "on (not applicable on
+    the CPU)", "on, in effect", or each value where cells differ."""
+    records = [
+        (_framework(r).get("settings") or {}).get("autotune") for r in results if r["cell"]["framework"] != "numpy"
+    ]
+    records = [record for record in records if isinstance(record, dict)]
+    if not records:
+        return None
+    setting = _one({str(record.get("setting")) for record in records})
+    effect = {record.get("in_effect") for record in records}
+    if effect == {None}:
+        return f"{setting} (not applicable on the CPU)"
+    shown = _one({"in effect" if e else "not in effect" for e in effect if e is not None})
+    return f"{setting}, {shown}"
+
+
+def _mode_rows(results: list[dict[str, Any]]) -> dict[str, Any]:
+    """The setup table's rows on execution modes: each framework's modes, torch.compile's mode (where a cell
+    compiled with it), each compiled variant's compilation cache, and the autotune setting."""
+    variants = _variants(results)
+    if not variants:
+        return {}
+    modes: dict[str, list[str]] = {}
+    for framework, mode in variants:
+        modes.setdefault(framework, []).append(mode_label(mode))
+    rows = {"Execution modes": "; ".join(f"{label(f)} {', '.join(m)}" for f, m in modes.items())}
+    names = variant_names(variants)
+    torch_compiled = {v: name for v, name in names.items() if v[1] == "compile"}
+    compile_mode = _per_variant(results, lambda settings: settings.get("compile_mode"), torch_compiled)
+    if compile_mode is not None:
+        rows["torch.compile mode"] = compile_mode
+    compiled = {v: name for v, name in names.items() if is_compiled(v[1])}
+    cache = _per_variant(results, _record("compilation_cache", "state"), compiled)
+    if cache is not None:
+        rows["Compilation cache"] = cache
+    autotune = _autotune(results)
+    if autotune is not None:
+        rows["Kernel autotuning"] = autotune
+    return rows
+
+
 def study_environment(paths: Iterable[str | Path]) -> dict[str, Any]:
     results = load_cells(paths)
     present = _present(results)
@@ -163,7 +246,7 @@ def study_environment(paths: Iterable[str | Path]) -> dict[str, Any]:
         if framework:
             fields["Device"].add((framework.get("device") or {}).get("name"))
             fields["Threads per cell"].add((framework.get("settings") or {}).get("intra_op_threads"))
-    env = {key: _one(values) for key, values in fields.items()} | _placement_rows(results)
+    env = {key: _one(values) for key, values in fields.items()} | _mode_rows(results) | _placement_rows(results)
     platforms = {(_framework(r).get("device") or {}).get("platform") for r in results}
     if platforms & {"cuda", "gpu"}:
         env |= {key: _one(values) for key, values in _gpu_rows(results).items()}

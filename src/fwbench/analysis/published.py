@@ -7,6 +7,11 @@ img/s, but both can say which framework was faster and by how much. So each row 
 study's ratio with its paired CI, and a verdict: the published ratio lies within this CI, or only the resolved
 direction agrees, or it is opposite, or this study did not resolve the ratio. Absolute numbers are shown labelled
 as not comparable unless device and resolution are the same.
+
+Execution modes (fwbench.modes): a source may state the mode each framework ran in (`modes` in sources.yaml); where it
+does not, each framework's figures are taken as its primary mode (PyTorch eager: torch.compile is opt-in; JAX jit),
+and said so. A published ratio is matched with this study's cells in those modes (eager PyTorch cells for an eager
+published baseline, where the study has them), and each row records which modes were matched on both sides.
 """
 
 from __future__ import annotations
@@ -19,8 +24,9 @@ import pandas as pd
 import yaml
 
 from fwbench.analysis.aggregate import refused
-from fwbench.analysis.latex import escape, join_words, label, literal, number, short_label
-from fwbench.analysis.partners import check_placement
+from fwbench.analysis.latex import escape, join_words, label, literal, mode_label, number, short_label
+from fwbench.analysis.partners import check_placement, ratio_variant, with_modes
+from fwbench.modes import MODES, primary
 
 BASELINE = "torch"
 # The references' framework names -> ours.
@@ -38,6 +44,8 @@ SOURCE_KEYS = {
     "source",
     "notes",
 }
+# Keys a source may add: `modes`, {framework (the reference's name or ours): mode} where the source states them.
+OPTIONAL_KEYS = {"modes"}
 SUITES = ("inference", "training")
 # Verdicts, in the order the text counts them; the first two count as agreement.
 WITHIN = "within CI"
@@ -60,6 +68,12 @@ COLUMNS = [
     "published_ratio",
     "ours_torch",
     "ours_other",
+    "published_torch_mode",
+    "published_other_mode",
+    "modes_stated",
+    "ours_torch_mode",
+    "ours_other_mode",
+    "modes_match",
     "ratio",
     "ci_low",
     "ci_high",
@@ -88,6 +102,25 @@ class Source:
     device_kind: str
     source: str
     notes: str
+    modes: dict[str, str] | None = None
+
+    def mode_of(self, framework: str) -> tuple[str, bool]:
+        """(mode, stated): the mode the source states for `framework`, or the framework's primary mode, not stated."""
+        stated = (self.modes or {}).get(framework)
+        return (stated, True) if stated else (primary(framework), False)
+
+
+def _modes(path: Path, key: str, value) -> dict[str, str] | None:
+    """A source's `modes` with its framework names mapped to ours; an unknown framework or mode is refused."""
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise ValueError(f"{path}: source {key!r} has modes {value!r}; expected a mapping of framework to mode")
+    modes = {PUBLISHED_FRAMEWORKS.get(str(f), str(f)): str(m) for f, m in value.items()}
+    unknown = sorted(f"{f}: {m}" for f, m in modes.items() if m not in MODES.get(f, ()))
+    if unknown:
+        raise ValueError(f"{path}: source {key!r} has unknown mode(s) {', '.join(unknown)}")
+    return modes
 
 
 def read_sources(path: str | Path) -> list[Source]:
@@ -109,6 +142,7 @@ def read_sources(path: str | Path) -> list[Source]:
                 key=str(key),
                 path=path.parent / entry["file"],
                 **{k: entry[k] for k in sorted(SOURCE_KEYS - {"file"})},
+                modes=_modes(path, key, entry.get("modes")),
             )
         )
     return sources
@@ -199,16 +233,49 @@ def absolute_comparability(source: Source, frame: pd.DataFrame, image_size: int)
     return True, f"comparable: {source.device} at {image_size} px in both"
 
 
+def _our_mode(cells: pd.DataFrame, framework: str, wanted: str) -> str | None:
+    """The mode of this study's cells of `framework` (at one model, batch and precision) to set beside a published
+    figure in mode `wanted`: that mode where there is a cell in it, else the first mode with a successful cell
+    (`partners.ratio_variant`'s order), else any; None without a cell."""
+    mine = cells[cells["framework"] == framework]
+    modes = list(dict.fromkeys(mine["mode"]))
+    if wanted in modes:
+        return wanted
+    succeeded = list(dict.fromkeys(mine.loc[mine["status"] == "ok", "mode"]))
+    return ratio_variant(framework, succeeded or modes, {"ratio_modes": {framework: wanted}})[0]
+
+
 def _our_cells(table: pd.DataFrame, row, source: Source) -> dict[str, pd.DataFrame] | None:
     """This study's cells (rows of `table`) matching a published row: {PyTorch: ..., the row's framework: ...} at
-    the row's model and batch size and the source's precision, or None when either is missing (not shown)."""
-    cells = table[
-        (table["model"] == row.model)
-        & (table["batch_size"] == row.batch_size)
-        & (table["precision"] == source.precision)
-    ]
-    ours = {f: cells[cells["framework"] == f] for f in (BASELINE, row.framework)}
+    the row's model and batch size and the source's precision, each in the mode the source ran (stated, or its
+    framework's primary one) where the study has it, or None when either framework has no cell (not shown)."""
+    cells = with_modes(
+        table[
+            (table["model"] == row.model)
+            & (table["batch_size"] == row.batch_size)
+            & (table["precision"] == source.precision)
+        ]
+    )
+    ours = {}
+    for framework in (BASELINE, row.framework):
+        mode = _our_mode(cells, framework, source.mode_of(framework)[0])
+        ours[framework] = cells[(cells["framework"] == framework) & (cells["mode"] == mode)]
     return None if any(c.empty for c in ours.values()) else ours
+
+
+def _modes_part(source: Source, framework: str, ours: dict[str, pd.DataFrame]) -> dict:
+    """Which modes a matched row pairs: the source's for PyTorch and the other framework (and whether it states
+    them), ours, and whether ours are the source's on both sides."""
+    published = {f: source.mode_of(f) for f in (BASELINE, framework)}
+    mine = {f: ours[f].iloc[0]["mode"] for f in (BASELINE, framework)}
+    return {
+        "published_torch_mode": published[BASELINE][0],
+        "published_other_mode": published[framework][0],
+        "modes_stated": published[BASELINE][1] and published[framework][1],
+        "ours_torch_mode": mine[BASELINE],
+        "ours_other_mode": mine[framework],
+        "modes_match": all(mine[f] == published[f][0] for f in mine),
+    }
 
 
 def _failure_reason(ours: dict[str, pd.DataFrame]) -> str:
@@ -217,27 +284,49 @@ def _failure_reason(ours: dict[str, pd.DataFrame]) -> str:
     return "; ".join(f"{label(c['framework'])}: {c.get('reason') or c['status']}" for c in failed)
 
 
+def _speedup_pair(speedups: pd.DataFrame, row, source: Source, modes: dict) -> pd.DataFrame:
+    """This study's ratio rows (speedups.csv) of the matched cells: same comparison and framework, and, where the
+    table records modes, the matched cells' modes on both sides (a table from before modes has one per pair)."""
+    if speedups.empty or "numerator" not in speedups:
+        return speedups.iloc[0:0]
+    pair = speedups[
+        (speedups["model"] == row.model)
+        & (speedups["batch_size"] == row.batch_size)
+        & (speedups["precision"] == source.precision)
+        & (speedups["numerator"] == row.framework)
+    ]
+    if {"numerator_mode", "denominator_mode"} <= set(pair.columns):
+        other, torch = pair["numerator_mode"], pair["denominator_mode"]
+        pair = pair[(other == modes["ours_other_mode"]) & (torch == modes["ours_torch_mode"])]
+    return pair
+
+
+# A matched pair of cells whose modes the speedups table does not pair (it pairs the ratio modes: compiled PyTorch
+# where there is one, while the published baseline ran eagerly): its ratio is that of the two cells' throughputs,
+# without a paired interval, and judged by its direction alone.
+UNPAIRED_SCOPE = "cells' throughputs (the ratio table pairs other modes)"
+
+
 def _inference_matches(source: Source, ratios: pd.DataFrame, frame: pd.DataFrame, speedups: pd.DataFrame):
     for row in ratios.itertuples():
         ours = _our_cells(frame, row, source)
         if ours is None:
             continue  # no cell of this study matches: not shown
-        pair = speedups[
-            (speedups["model"] == row.model)
-            & (speedups["batch_size"] == row.batch_size)
-            & (speedups["precision"] == source.precision)
-            & (speedups["numerator"] == row.framework)
-        ]
+        modes = _modes_part(source, row.framework, ours)
+        pair = _speedup_pair(speedups, row, source, modes)
         result = {"model": row.model, "batch_size": row.batch_size, "precision": source.precision}
-        result |= {"framework": row.framework, **_published_part(row)}
+        result |= {"framework": row.framework, **_published_part(row), **modes}
         result["ours_torch"] = _value(ours[BASELINE], "throughput_img_s")
         result["ours_other"] = _value(ours[row.framework], "throughput_img_s")
         reason = _failure_reason(ours)
         # a ratio refused for its cells' different device models has none to set beside the published one
         if not reason and refused(pair).any():
             reason = f"ratio refused, {pair.iloc[0]['refused']}"
-        if reason or pair.empty:
-            yield result | {"verdict": FAILED, "reason": reason or "no ratio for this pair"}
+        if not reason and pair.empty:
+            yield result | _unpaired(row, ours, result)
+            continue
+        if reason:
+            yield result | {"verdict": FAILED, "reason": reason}
             continue
         p = pair.iloc[0]
         yield result | {
@@ -247,6 +336,19 @@ def _inference_matches(source: Source, ratios: pd.DataFrame, frame: pd.DataFrame
             "ci_scope": p["ci_scope"],
             "verdict": verdict(row.published_ratio, float(p["ratio"]), p["ci_low"], p["ci_high"], p["ci_scope"]),
         }
+
+
+def _unpaired(row, ours: dict[str, pd.DataFrame], result: dict) -> dict:
+    """The ratio of two matched cells the speedups table has no row for: their throughputs divided, unless a cell
+    ran on another device model than its partner (refused, as `speedups` refuses it)."""
+    placement = check_placement([ours[BASELINE].iloc[0], ours[row.framework].iloc[0]])
+    if placement.models_differ:
+        return {"verdict": FAILED, "reason": f"ratio refused, {placement.models_detail}"}
+    if result["ours_torch"] is None or result["ours_other"] is None:
+        return {"verdict": FAILED, "reason": "no ratio for this pair"}
+    ratio = result["ours_other"] / result["ours_torch"]
+    judged = verdict(row.published_ratio, ratio, None, None, None)
+    return {"ratio": ratio, "ci_scope": UNPAIRED_SCOPE, "verdict": judged}
 
 
 def _published_part(row) -> dict:
@@ -268,12 +370,12 @@ PLACEMENT_COLUMNS = ["device", "platform", "cpu_model", "node"]
 
 
 def training_times(epochs: pd.DataFrame) -> pd.DataFrame:
-    """Per training cell: its status, its training time (the epochs' times summed; compilation is apart) and where
-    it ran."""
-    keys = ["framework", "model", "precision", "batch_size"]
+    """Per training cell (framework and mode): its status, its training time (the epochs' times summed; compilation
+    is apart) and where it ran."""
+    keys = ["framework", "mode", "model", "precision", "batch_size"]
     placement = [c for c in PLACEMENT_COLUMNS if c in epochs]
     rows = []
-    for key, cell in epochs.groupby(keys, sort=False):
+    for key, cell in with_modes(epochs).groupby(keys, sort=False):
         ok = (cell["status"] == "ok").all()
         rows.append(
             dict(zip(keys, key, strict=True))
@@ -299,6 +401,7 @@ def _training_matches(source: Source, ratios: pd.DataFrame, epochs: pd.DataFrame
             "precision": source.precision,
             "framework": row.framework,
             **_published_part(row),
+            **_modes_part(source, row.framework, ours),
             "ours_torch": _value(ours[BASELINE], "time_s"),
             "ours_other": _value(ours[row.framework], "time_s"),
         }
@@ -363,18 +466,57 @@ def _ratio_with_ci(row) -> str:
     return f"{number(row.ratio)} [{number(row.ci_low)}, {number(row.ci_high)}]"
 
 
+OTHER_MODE_MARK = r"$^{\ddagger}$"  # a row whose cells here ran in another mode than the source's
+
+
+def _flag(rows: pd.DataFrame, column: str, default: bool) -> pd.Series:
+    """A boolean column of a published.csv read back ("True"/"False" or bools), `default` where it is absent."""
+    if column not in rows:
+        return pd.Series(default, index=rows.index)
+    return rows[column].astype(str) == "True"
+
+
+def modes_caption(rows: pd.DataFrame, source: Source) -> str:
+    """The caption's sentence on modes: the mode of each framework's published figures (stated, or taken as its
+    primary mode), that this study's cells are in the same modes, and the mark on rows whose cells here are not."""
+    frameworks = [BASELINE, *sorted(set(rows["framework"]))]
+    stated = [source.mode_of(f)[1] for f in frameworks]
+    if all(stated):
+        how = "as the source states them"
+    elif any(stated):
+        how = "each framework's primary one where the source states none"
+    else:
+        how = "not stated by the source, so each framework's primary one"
+    modes = "; ".join(f"{short_label(f)} {mode_label(source.mode_of(f)[0])}" for f in frameworks)
+    text = f" Modes of the published figures ({how}): {escape(modes)}; this study's cells are in the same modes"
+    other = rows[~_flag(rows, "modes_match", True)]
+    if len(other):
+        ran = {
+            f"{short_label(BASELINE)} {mode_label(r.ours_torch_mode)}, {short_label(r.framework)} "
+            f"{mode_label(r.ours_other_mode)}"
+            for r in other.itertuples()
+        }
+        text += (
+            f" except where marked {OTHER_MODE_MARK}: no cell here in the published mode, so the cells here ran "
+            f"{escape('; '.join(sorted(ran)))}"
+        )
+    return text + "."
+
+
 def comparison_table(rows: pd.DataFrame, source: Source) -> str:
-    """One source's matched rows as a LaTeX table (a full-width float, footnotesize)."""
+    """One source's matched rows as a LaTeX table (a full-width float, footnotesize); the caption names the modes
+    matched, and a row whose cells here ran in another mode than the source's is marked."""
     others = sorted(set(rows["framework"]))
     comparable = bool(rows["absolute_comparable"].iloc[0])
     mark = "" if comparable else "$^\\ast$"
+    other_mode = ~_flag(rows, "modes_match", True)
     lines = [
         r"\begin{table*}[t]",
         r"\centering",
         f"\\caption{{Published vs reproduced: {escape(source.source)} on the {escape(source.device)} "
         f"({source.image_size}~px, {source.precision}), beside this study's matching cells. Ratios: "
         f"{join_words([short_label(f) for f in others])} speed relative to PyTorch (above 1: faster than PyTorch); "
-        f"this study's with its 95\\% CI. "
+        f"this study's with its 95\\% CI.{modes_caption(rows, source)} "
         + (
             f"$^\\ast$: absolute {escape(source.unit)} from different machines, "
             f"{escape(rows['absolute_note'].iloc[0])}; only ratios and directions are compared.}}"
@@ -383,7 +525,7 @@ def comparison_table(rows: pd.DataFrame, source: Source) -> str:
         ),
         f"\\label{{tab:published-{source.key}}}",
         r"\footnotesize",
-        r"\begin{tabular}{llr rr rr r l l}",
+        r"\begin{tabular}{llr rr rr r l >{\raggedright\arraybackslash}p{2.4cm}}",  # a verdict may wrap
         r"\toprule",
         f"Model & vs & Batch & \\multicolumn{{2}}{{c}}{{PT {escape(source.unit)}{mark}}} & "
         f"\\multicolumn{{2}}{{c}}{{Other {escape(source.unit)}{mark}}} & \\multicolumn{{2}}{{c}}{{Ratio to PT}} & "
@@ -392,9 +534,10 @@ def comparison_table(rows: pd.DataFrame, source: Source) -> str:
         r" & & & publ. & here & publ. & here & publ. & here [95\% CI] & \\",
         r"\midrule",
     ]
-    for row in rows.itertuples():
+    for index, row in zip(rows.index, rows.itertuples(), strict=True):
+        marked = OTHER_MODE_MARK if other_mode[index] else ""
         lines.append(
-            f"{escape(row.model)} & {short_label(row.framework)} & {row.batch_size} & "
+            f"{escape(row.model)}{marked} & {short_label(row.framework)} & {row.batch_size} & "
             f"{_ours(row.published_torch)} & {_ours(row.ours_torch)} & "
             f"{_ours(row.published_other)} & {_ours(row.ours_other)} & "
             f"{number(row.published_ratio)} & {_ratio_with_ci(row)} & {escape(row.verdict)} \\\\"
@@ -440,6 +583,34 @@ def summary_sentence(rows: pd.DataFrame) -> str:
     )
 
 
+def modes_sentence(rows: pd.DataFrame) -> str:
+    """Which modes the matched published ratios were compared in, read from the rows: each framework's published
+    mode (and whether the sources state it or it is taken as the framework's primary one: torch.compile is opt-in),
+    that this study's cells are in the same modes, and how many rows set them beside cells in another mode for want
+    of one in the published mode. Empty without a row, or for a table from before modes."""
+    if rows.empty or "published_torch_mode" not in rows:
+        return ""
+    modes = {BASELINE: set(rows["published_torch_mode"].astype(str))}
+    for framework, mine in rows.groupby("framework"):
+        modes[framework] = set(mine["published_other_mode"].astype(str))
+    named = join_words([f"{label(f)} {' / '.join(mode_label(m) for m in sorted(modes[f]))}" for f in modes])
+    stated = _flag(rows, "modes_stated", False)
+    if stated.all():
+        how = "as the sources state"
+    elif stated.any():
+        how = "as stated where a source states a mode, otherwise each framework's primary one"
+    else:
+        how = "no source states a mode, so each framework's primary one: torch.compile is opt-in"
+    other = int((~_flag(rows, "modes_match", True)).sum())
+    text = f"The published figures are taken as {named} ({how}), and compared with this study's cells in those modes"
+    if other:
+        text += (
+            f" except in {_count(other, 'row', 'rows')} (marked {OTHER_MODE_MARK} in the tables), where this study has "
+            "no cell in the published mode"
+        )
+    return text + "."
+
+
 def _describe(source: Source, matched: pd.DataFrame) -> str:
     """One sentence on a source: what it ran where, how it was measured, and what of it matches here."""
     found = (
@@ -468,8 +639,10 @@ def section(rows: pd.DataFrame, sources: list[Source], figure: str | None) -> st
         "when it lies within this study's paired 95\\% CI, and as agreeing in direction when this study resolves "
         "a difference on the same side of 1."
     )
+    modes = modes_sentence(rows)
     lines.append(
         summary_sentence(rows)
+        + (f" {modes}" if modes else "")
         + (" Figure~\\ref{fig:published} sets them side by side." if figure and not rows.empty else "")
     )
     for source in sources:

@@ -5,7 +5,9 @@ Every second of the study's span falls in exactly one row: the measuring process
 compile and first calls, training's evaluation, start-up and imports, loading, the rest of the process), the runner
 around those processes, the other jobs by kind, jobs that ran at the same time (a negative row, so the rows add up to
 the span), and the time between jobs (Snakemake scheduling, idle). Per-process overhead is a process's wall time
-minus its timed work and its compile and first calls, as the time-to-report targets define it (README).
+minus its timed work and its compile and first calls, as the time-to-report targets define it (README). Each process
+row names its cell with the execution mode (PyTorch eager and compiled are two cells), and the compile time is also
+given per framework and mode, since torch.compile's share differs from eager PyTorch's first calls.
 """
 
 from __future__ import annotations
@@ -19,7 +21,14 @@ import numpy as np
 import pandas as pd
 
 from fwbench.analysis.cells import load_cells
-from fwbench.analysis.latex import FRAMEWORK_LABELS, define_macros, escape, macro_name, number
+from fwbench.analysis.latex import (
+    FRAMEWORK_LABELS,
+    define_macros,
+    escape,
+    macro_name,
+    number,
+)
+from fwbench.analysis.partners import cell_mode, variant_names
 from fwbench.jobtime import JobTime, read_jobs
 
 CATEGORIES = {  # key: the table's label (the README and docs/time-to-report.md say what each holds)
@@ -37,8 +46,9 @@ CATEGORIES = {  # key: the table's label (the README and docs/time-to-report.md 
     "overlap": "Jobs run at the same time (counted twice above)",
     "scheduler": "Between jobs (scheduling, idle)",
 }
-MEASURING_RULES = ("inference_group", "training_cell", "micro_group")
+MEASURING_RULES = ("inference_group", "inference_group_primary", "training_cell", "micro_group")
 REPORT_RULES = ("aggregate_inference", "aggregate_training", "inference_figure", "loader_figure", "training_figure")
+REPORT_RULES += ("mode_gain_figure",)
 REPORT_RULES += ("paper_tables", "micro_analysis", "parity", "fairness_ledger", "published_comparison", "conclusions")
 LATEX_RULES = ("paper",)
 # The breakdown's own job, which runs after everything it reports, and the check of the finished PDF, which runs after
@@ -64,10 +74,15 @@ def _value(mapping: Mapping[str, Any] | None, key: str) -> float:
 
 def _process(cell: Mapping[str, Any], wall: float, phases: Mapping[str, Any] | None, trial: int) -> dict[str, Any]:
     """One measuring process: its wall time split into the categories (what its phases do not cover is
-    process_other; a process without phases, e.g. a failed one, is all process_other)."""
+    process_other; a process without phases, e.g. a failed one, is all process_other). `cell` names it as the grid
+    does, its mode included."""
+    mode = cell_mode(cell)
     row = {
+        "cell": "/".join([cell["suite"], cell["framework"], mode, cell["model"], cell["precision"]])
+        + f"/bs{cell['batch_size']}",
         "suite": cell["suite"],
         "framework": cell["framework"],
+        "mode": mode,
         "model": cell["model"],
         "precision": cell["precision"],
         "batch_size": cell["batch_size"],
@@ -152,6 +167,9 @@ def breakdown(jobs: Sequence[JobTime], processes: pd.DataFrame, *, latex_s: floa
         if not processes.empty
         else {}
     )
+    compile_by_variant = (
+        processes.groupby(["framework", "mode"])["compile"].sum().to_dict() if not processes.empty else {}
+    )
     probe = [j.wall_s for j in jobs if j.rule == "device_peak"]
     return {
         "seconds": seconds,
@@ -164,6 +182,8 @@ def breakdown(jobs: Sequence[JobTime], processes: pd.DataFrame, *, latex_s: floa
         "overhead_max_s": float(overhead.max()) if len(overhead) else math.nan,
         "overhead_processes": int(len(overhead)),
         "framework_import_median_s": {k: float(v) for k, v in imports.items()},
+        # "framework/mode" -> compile and first calls (s) of its processes
+        "compile_by_variant_s": {f"{f}/{m}": float(v) for (f, m), v in compile_by_variant.items()},
         "probe_job_s": probe[-1] if probe else math.nan,
         "started_at": min(j.started_at for j in jobs),
         "latex_measured": latex_s is not None or any(_kind(j.rule) == "latex" for j in jobs),
@@ -270,7 +290,16 @@ def macros(summary: Mapping[str, Any]) -> dict[str, str]:
     values[macro_name("framework", "imports")] = (
         ", ".join(f"{FRAMEWORK_LABELS.get(k, k)} {number(v, 2)}~s" for k, v in sorted(imports.items())) or "none"
     )
+    values[macro_name("compile", "by", "mode")] = _compile_by_mode(summary.get("compile_by_variant_s") or {})
     return values
+
+
+def _compile_by_mode(seconds: Mapping[str, float]) -> str:
+    """fwbCompileByMode: compile and first calls per framework and mode ("PyTorch (eager) 2.1~s, PyTorch (compiled)
+    31~s, JAX/Flax 4.0~s"), the mode named where a framework ran in several; "none" without a process."""
+    by_variant = {tuple(key.split("/", 1)): value for key, value in seconds.items()}
+    names = variant_names(by_variant)
+    return ", ".join(f"{escape(name)} {number(by_variant[v], 2)}~s" for v, name in names.items()) or "none"
 
 
 def latex_macros(summary: Mapping[str, Any]) -> str:
@@ -307,6 +336,8 @@ def text_report(summary: Mapping[str, Any]) -> str:
     )
     imports = ", ".join(f"{k} {v:.2f} s" for k, v in sorted(summary["framework_import_median_s"].items()))
     lines.append(f"framework import + set-up (median per process): {imports or 'none'}")
+    compiled = ", ".join(f"{k} {v:.1f} s" for k, v in sorted((summary.get("compile_by_variant_s") or {}).items()))
+    lines.append(f"compile and first calls by framework/mode: {compiled or 'none'}")
     lines.append(f"peak-FLOP probe job: {summary['probe_job_s']:.1f} s")
     return "\n".join(lines)
 

@@ -7,8 +7,24 @@ from typing import Any
 
 import pandas as pd
 
-from fwbench.analysis.aggregate import node_differs, ratios_for, refused
-from fwbench.analysis.latex import BASELINE, FRAMEWORK_LABELS, escape, label, literal, macro_name, number, short_label
+from fwbench import modes as execution_modes
+from fwbench.analysis import partners
+from fwbench.analysis.aggregate import mixed_modes, node_differs, off_pairing, pairings, ratios_for, refused
+from fwbench.analysis.latex import (
+    BASELINE,
+    FRAMEWORK_LABELS,
+    escape,
+    join_words,
+    label,
+    literal,
+    macro_name,
+    mode_label,
+    number,
+    short_label,
+    variant_label,
+    variant_short,
+)
+from fwbench.analysis.partners import multi_mode, with_modes
 from fwbench.failures import KINDS
 
 FAILED = r"failed$^\dagger$"
@@ -32,10 +48,28 @@ def stacked_header(*lines: str, align: str = "r") -> str:
     return r"\textbf{" + stacked(*lines, align=align) + "}"
 
 
-def _cell(frame: pd.DataFrame, framework: str, column: str, digits: int = 3) -> str:
-    if frame.empty or framework not in set(frame["framework"]):
+Variant = tuple[str, str]  # (framework, execution mode): one column of the inference tables
+
+
+def table_variants(frame: pd.DataFrame, frameworks: list[str]) -> list[Variant]:
+    """The inference tables' columns: each framework in the given (config) order, in each mode it has cells in
+    (registry order: eager before compiled), or in its primary mode when it has no cell (a column of dashes)."""
+    frame = with_modes(frame)
+    variants = []
+    for framework in frameworks:
+        present = set(frame.loc[frame["framework"] == framework, "mode"])
+        registry = execution_modes.MODES.get(framework, ())
+        modes = [m for m in registry if m in present] + sorted(present - set(registry))
+        variants += [(framework, mode) for mode in modes or [execution_modes.primary(framework)]]
+    return variants
+
+
+def _cell(frame: pd.DataFrame, variant: Variant, column: str, digits: int = 3) -> str:
+    framework, mode = variant
+    mine = frame[(frame["framework"] == framework) & (frame["mode"] == mode)] if not frame.empty else frame
+    if mine.empty:
         return "---"
-    row = frame[frame["framework"] == framework].iloc[0]
+    row = mine.iloc[0]
     if row["status"] != "ok":
         return FAILED
     marks = ""
@@ -51,30 +85,36 @@ def _cell(frame: pd.DataFrame, framework: str, column: str, digits: int = 3) -> 
 
 # How a ratio's CI was obtained, when it cannot resolve a comparison (see fwbench.analysis.aggregate.ratio_interval).
 SCOPE_MARKS = {"within_process": r"$^{w}$", "unpaired_trials": r"$^{u}$"}
+# A ratio that pairs other execution modes than its column names (a stand-in: the ratio mode's cell is missing).
+MODE_MARK = r"$^{m}$"
 
 
 def _ratio(row) -> str:
     """Ratio with its 95% CI; bold where it is resolved (a paired CI over interleaved rounds that excludes 1).
     A CI from within one process (one trial) or from trials not interleaved is marked and never bold. A refused
-    ratio (different device models) is a marked dash; one across nodes of one device model carries its mark."""
+    ratio (different device models) is a marked dash; one across nodes of one device model carries its mark, and
+    so does one that pairs other modes than its column (`off_pairing`)."""
     if _present(row.get("refused")):
         return "---" + REFUSED_MARK
     text = rf"{number(row['ratio'])}$\times$ {{\scriptsize[{number(row['ci_low'])}, {number(row['ci_high'])}]}}"
-    marks = (DEVIATION_MARK if str(row.get("deviation_differs")) == "True" else "") + (
-        NODE_MARK if str(row.get("node_differs")) == "True" else ""
+    marks = (
+        (DEVIATION_MARK if str(row.get("deviation_differs")) == "True" else "")
+        + (NODE_MARK if str(row.get("node_differs")) == "True" else "")
+        + (MODE_MARK if str(row.get("off_pairing")) == "True" else "")
     )
     if str(row.get("resolved")) == "True":
         return rf"\textbf{{{text}}}" + marks
     return text + SCOPE_MARKS.get(str(row.get("ci_scope")), "") + marks
 
 
-def compiled_frameworks(frame: pd.DataFrame, frameworks: list[str]) -> list[str]:
-    """The frameworks (in the given order) whose cells record a compile time: the ones that compile before timing
-    (JAX, TensorFlow with XLA), each of which gets a compile-time column; eager PyTorch records none."""
+def compiled_variants(frame: pd.DataFrame, variants: list[Variant]) -> list[Variant]:
+    """The variants (in the given order) whose cells record a compile time: the compiled modes (torch.compile,
+    JAX's jit, TensorFlow's XLA), each of which gets a compile-time column; eager PyTorch records none."""
     if "compile_s" not in frame:
         return []
-    timed = set(frame.loc[frame["compile_s"].notna(), "framework"])
-    return [f for f in frameworks if f in timed]
+    timed = with_modes(frame[frame["compile_s"].notna()])
+    recorded = set(zip(timed["framework"], timed["mode"], strict=True))
+    return [variant for variant in variants if variant in recorded]
 
 
 def _ratio_cell(ratios: pd.DataFrame, framework: str, model: str, precision: str, batch: int) -> str:
@@ -83,14 +123,74 @@ def _ratio_cell(ratios: pd.DataFrame, framework: str, model: str, precision: str
     return _ratio(match.iloc[0]) if not match.empty else "---"
 
 
-def _framework_names(frameworks: list[str]) -> tuple[Any, str]:
-    """How the inference tables name the frameworks in their headers, and the caption's words for it: the full
-    names with up to two frameworks; beyond, the short names (PT, JAX, TF), spelt out in the caption, so that
-    every column stays readable at the table's 8 pt."""
-    if len(frameworks) <= 2:
-        return label, ""
-    spelt = ", ".join(f"{short_label(f)} for {label(f)}" for f in frameworks)
-    return short_label, f" The columns name the frameworks {spelt}."
+Header = str | tuple[str, ...]  # a column header: one line, or several stacked (`stacked_header`)
+
+
+def _variant_names(variants: list[Variant]) -> tuple[Any, str]:
+    """How the inference tables name their columns, and the caption's words for it: a framework measured in one
+    mode by its name alone (the caption's mode sentence says which), one measured in several by name and mode;
+    full names with up to two columns, beyond that the short names (PT-eager, PT-compiled, JAX, TF), spelt out in
+    the caption, a mode under its framework's name ("PT" over "compiled"), so that every column stays readable at
+    the table's 8 pt and the table fits the page."""
+    several = multi_mode(variants)
+
+    def full(variant: Variant) -> str:
+        return variant_label(*variant, alone=variant[0] not in several)
+
+    if len(variants) <= 2:
+        return full, ""
+
+    def short(variant: Variant) -> Header:
+        framework, mode = variant
+        return (short_label(framework), mode_label(mode)) if framework in several else short_label(framework)
+
+    def spelt_short(variant: Variant) -> str:
+        return variant_short(*variant) if variant[0] in several else short_label(variant[0])
+
+    spelt = ", ".join(f"{spelt_short(v)} for {full(v)}" for v in variants)
+    return short, f" The columns name the frameworks {spelt}."
+
+
+def _header_cell(name: Header) -> str:
+    if isinstance(name, tuple):
+        return stacked_header(*(escape(line) for line in name))
+    return rf"\textbf{{{escape(name)}}}"
+
+
+# More columns than four frameworks' fit the page at 8 pt only with narrower gaps between them.
+TIGHT_COLUMNS = r"\setlength{\tabcolsep}{3pt}"
+
+
+def _mode_description(frame: pd.DataFrame, variant: Variant) -> str:
+    """One mode in words (fwbench.modes.DESCRIPTIONS), torch.compile with the compile mode its cells recorded."""
+    text = execution_modes.DESCRIPTIONS.get(variant, variant[1])
+    if "compile_mode" in frame:
+        mine = frame[(frame["framework"] == variant[0]) & (frame["mode"] == variant[1])]
+        recorded = sorted({str(m) for m in mine["compile_mode"] if _present(m)})
+        if recorded:
+            mode = f"mode {' / '.join(recorded)}"
+            text = f"{text[:-1]}; {mode})" if text.endswith(")") else f"{text} ({mode})"
+    return text
+
+
+def modes_sentence(frame: pd.DataFrame, variants: list[Variant]) -> str:
+    """The inference captions' sentence on execution modes: every framework's modes in the table, what each is,
+    and that every mode but eager is compiled, so no column's mode is left to the reader."""
+    frame = with_modes(frame)
+    parts = []
+    for framework in dict.fromkeys(f for f, _ in variants):
+        modes = [_mode_description(frame, v) for v in variants if v[0] == framework]
+        parts.append(f"{label(framework)} {' and '.join(modes)}")
+    return escape(" Execution modes: " + "; ".join(parts) + ". Every mode but eager runs a compiled program.")
+
+
+def _ratio_name(framework: str, pairing: dict[str, tuple[str, str]]) -> str:
+    """A ratio column's name with the modes it pairs ("JAX/PT-compiled"), or without modes for a speedups table
+    from before them ("JAX/PT")."""
+    if framework not in pairing:
+        return f"{short_label(framework)}/{short_label(BASELINE)}"
+    numerator, denominator = pairing[framework]
+    return f"{variant_short(framework, numerator)}/{variant_short(BASELINE, denominator)}"
 
 
 def _inference_rows(frame: pd.DataFrame, row: Any) -> list[str]:
@@ -108,9 +208,10 @@ def _inference_rows(frame: pd.DataFrame, row: Any) -> list[str]:
     return lines
 
 
-def _tabular(groups: list[tuple[str, list[str]]], body: list[str]) -> str:
+def _tabular(groups: list[tuple[str, list[Header]]], body: list[str], tight: bool = False) -> str:
     """An inference tabular: Model, Prec., BS, then each group's columns under its title (a frameworks' name per
-    column, e.g. "Throughput (img/s)" over PT, JAX, TF), so that each column is only as wide as its numbers."""
+    column, e.g. "Throughput (img/s)" over PT, JAX, TF), so that each column is only as wide as its numbers;
+    `tight`: with narrower gaps between columns (TIGHT_COLUMNS, inside the float), for more than three variants."""
     groups = [(title, columns) for title, columns in groups if columns]
     titles, rules, names, position = ["", "", ""], [], [], 4
     for title, columns in groups:
@@ -119,11 +220,12 @@ def _tabular(groups: list[tuple[str, list[str]]], body: list[str]) -> str:
         names += columns
         position += len(columns)
     lines = [
+        *([TIGHT_COLUMNS] if tight else []),
         r"\begin{tabular}{ll r " + "r" * len(names) + "}",
         r"\toprule",
         " & ".join(titles) + r" \\",
         "".join(rules),
-        " & ".join(rf"\textbf{{{escape(c)}}}" for c in ["Model", "Prec.", "BS", *names]) + r" \\",
+        " & ".join(_header_cell(c) for c in ["Model", "Prec.", "BS", *names]) + r" \\",
         r"\midrule",
         *body,
         r"\bottomrule",
@@ -132,42 +234,55 @@ def _tabular(groups: list[tuple[str, list[str]]], body: list[str]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _compared(frameworks: list[str]) -> list[str]:
+    """The frameworks with a ratio column: every other one when the study has PyTorch, none otherwise."""
+    return [f for f in frameworks if f != BASELINE] if BASELINE in frameworks else []
+
+
 def throughput_table(frame: pd.DataFrame, frameworks: list[str], ratios: pd.DataFrame) -> str:
-    """The tabular of Table tab:inference: throughput per model, precision and batch size, frameworks side by side
-    (in the config's order), then one ratio column per framework against PyTorch when the study has PyTorch."""
-    compared = [f for f in frameworks if f != BASELINE] if BASELINE in frameworks else []
-    name, _ = _framework_names(frameworks)
+    """The tabular of Table tab:inference: throughput per model, precision and batch size, one column per framework
+    and mode (in the config's order), then one ratio column per framework against PyTorch when the study has
+    PyTorch, named with the modes it pairs; a ratio that pairs other modes than its column is marked."""
+    frame = with_modes(frame)
+    variants = table_variants(frame, frameworks)
+    compared = _compared(frameworks)
+    pairing = pairings(ratios)
+    ratios = ratios.assign(off_pairing=off_pairing(ratios))
+    name, _ = _variant_names(variants)
     groups = [
-        ("Throughput (img/s)", [name(f) for f in frameworks]),
-        (f"Ratio to {short_label(BASELINE)} [95% CI]", [f"{short_label(f)}/{short_label(BASELINE)}" for f in compared]),
+        ("Throughput (img/s)", [name(v) for v in variants]),
+        (f"Ratio to {short_label(BASELINE)} [95% CI]", [_ratio_name(f, pairing) for f in compared]),
     ]
 
     def row(cells: pd.DataFrame, model: str, precision: str, batch: int) -> list[str]:
-        values = [_cell(cells, f, "throughput_img_s") for f in frameworks]
+        values = [_cell(cells, v, "throughput_img_s") for v in variants]
         return values + [_ratio_cell(ratios, f, model, precision, batch) for f in compared]
 
-    return _tabular(groups, _inference_rows(frame, row))
+    return _tabular(groups, _inference_rows(frame, row), tight=len(variants) > 3)
 
 
 def latency_table(frame: pd.DataFrame, frameworks: list[str]) -> str:
     """The tabular of Table tab:inference-latency: median latency, model FLOP utilisation (when the tidy table has
-    it) and the compile time of each framework that compiles, per model, precision and batch size."""
-    compiled = compiled_frameworks(frame, frameworks)
-    name, _ = _framework_names(frameworks)
+    it) and the compile time of each compiled mode, per model, precision and batch size, one column per framework
+    and mode."""
+    frame = with_modes(frame)
+    variants = table_variants(frame, frameworks)
+    compiled = compiled_variants(frame, variants)
+    name, _ = _variant_names(variants)
     show_mfu = "mfu" in frame
     groups = [
-        ("p50 latency (ms)", [name(f) for f in frameworks]),
-        ("MFU (%)", [name(f) for f in frameworks] if show_mfu else []),
-        ("Compile (s)", [name(f) for f in compiled]),
+        ("p50 latency (ms)", [name(v) for v in variants]),
+        ("MFU (%)", [name(v) for v in variants] if show_mfu else []),
+        ("Compile (s)", [name(v) for v in compiled]),
     ]
 
     def row(cells: pd.DataFrame, model: str, precision: str, batch: int) -> list[str]:
-        values = [_cell(cells, f, "latency_p50_ms") for f in frameworks]
+        values = [_cell(cells, v, "latency_p50_ms") for v in variants]
         if show_mfu:
-            values += [_cell(cells.assign(mfu=cells["mfu"] * 100), f, "mfu", 2) for f in frameworks]
-        return values + [_cell(cells, f, "compile_s") for f in compiled]
+            values += [_cell(cells.assign(mfu=cells["mfu"] * 100), v, "mfu", 2) for v in variants]
+        return values + [_cell(cells, v, "compile_s") for v in compiled]
 
-    return _tabular(groups, _inference_rows(frame, row))
+    return _tabular(groups, _inference_rows(frame, row), tight=len(variants) > 3)
 
 
 RATIO_NOTES = (
@@ -201,28 +316,111 @@ def _placement_notes(ratios: pd.DataFrame) -> str:
     return (REFUSED_NOTE if refused(ratios).any() else "") + (NODE_NOTE if node_differs(ratios).any() else "")
 
 
+def _capitalised(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
+def _kind(mode: str) -> str:
+    return "a compiled" if execution_modes.is_compiled(mode) else "an eager"
+
+
+def _stand_ins(ratios: pd.DataFrame, pairing: dict[str, tuple[str, str]]) -> list[str]:
+    """What stood in for what in the ratios off their column's pairing, e.g. "PT-eager for PT-compiled"."""
+    found = []
+    for row in ratios[off_pairing(ratios)].itertuples():
+        numerator, denominator = pairing[row.numerator]
+        if row.numerator_mode != numerator:
+            found.append(
+                f"{variant_short(row.numerator, row.numerator_mode)} for {variant_short(row.numerator, numerator)}"
+            )
+        if row.denominator_mode != denominator:
+            found.append(f"{variant_short(BASELINE, row.denominator_mode)} for {variant_short(BASELINE, denominator)}")
+    return list(dict.fromkeys(found))
+
+
+def _mode_notes(ratios: pd.DataFrame) -> str:
+    """The legend of the mode mark ($^m$: another mode stands in for the column's, named, and whether that sets an
+    eager against a compiled program), only when some ratio carries it."""
+    pairing = pairings(ratios)
+    off = off_pairing(ratios)
+    if not off.any():
+        return ""
+    mixed = bool((off & mixed_modes(ratios)).any())
+    return (
+        rf"; {MODE_MARK}: another mode stands in for the column's ({escape(', '.join(_stand_ins(ratios, pairing)))}), "
+        r"where the column's cell failed or was not measured"
+        + (", so the ratio sets an eager against a compiled program" if mixed else "")
+        + r" (\fwbNumRatiosStandIn{} ratios; left out of the summary figures in the text)"
+    )
+
+
+def _mixed_columns(ratios: pd.DataFrame, compared: list[str]) -> str:
+    """A sentence for the ratio columns whose own pairing sets an eager against a compiled program (a study with no
+    compiled PyTorch cell, or ratio_modes naming eager): their header names both modes, and the caption says it."""
+    pairing = pairings(ratios)
+    by_kind: dict[tuple[str, str], list[str]] = {}
+    for framework in compared:
+        if framework in pairing and partners.mixed_modes(*pairing[framework]):
+            numerator, denominator = pairing[framework]
+            by_kind.setdefault((_kind(numerator), _kind(denominator)), []).append(_ratio_name(framework, pairing))
+    clauses = [
+        f"every ratio in {join_words(names)} sets {numerator} program against {denominator} one"
+        for (numerator, denominator), names in by_kind.items()
+    ]
+    return escape(" " + _capitalised("; ".join(clauses)) + ".") if clauses else ""
+
+
 def _latency_contents(frame: pd.DataFrame, frameworks: list[str]) -> str:
     """What the latency table holds, in words (its caption's and the throughput caption's pointer to it)."""
+    frame = with_modes(frame)
+    variants = table_variants(frame, frameworks)
     parts = ["median latency (p50 of the timed steps, ms)"]
     if "mfu" in frame:
         parts.append("model FLOP utilisation (MFU, % of the measured peak at the cell's precision)")
-    compiled = compiled_frameworks(frame, frameworks)
+    compiled = compiled_variants(frame, variants)
     if compiled:
-        who = label(compiled[0]) if len(compiled) == 1 else "each framework that compiles"
+        name, _ = _variant_names(variants)
+        who = name(compiled[0]) if len(compiled) == 1 else "each compiled mode"
         parts.append(f"the compile time (s) of {who}")
     return escape(", ".join(parts[:-1]) + " and " + parts[-1] if len(parts) > 1 else parts[0])
 
 
+# What a compiled mode's compile time covers: measured apart from the timed steady state, never inside it.
+COMPILE_COVERS = {
+    ("torch", "compile"): "torch.compile's first call (Dynamo tracing and Inductor code generation)",
+    ("jax", "jit"): "JAX's trace, lowering and compilation ahead of time",
+    ("tensorflow", "xla"): "TensorFlow's tracing and XLA compilation",
+}
+
+
+def _compile_note(frame: pd.DataFrame, frameworks: list[str]) -> str:
+    """What the compile times cover, for the compiled modes the latency table shows."""
+    frame = with_modes(frame)
+    covered = [
+        COMPILE_COVERS[v] for v in compiled_variants(frame, table_variants(frame, frameworks)) if v in COMPILE_COVERS
+    ]
+    if not covered:
+        return ""
+    return escape(f" Compile times, apart from the timed steps: {'; '.join(covered)}.")
+
+
 def _throughput_caption(frame: pd.DataFrame, frameworks: list[str], names: str, ratios: pd.DataFrame) -> str:
-    with_ratios = BASELINE in frameworks and len(frameworks) > 1
+    compared = _compared(frameworks)
+    with_ratios = bool(compared)
     head = r"Inference throughput (img/s, batch size over the median step)"
-    head += r" and each framework's throughput ratio to PyTorch (PT) with its 95\% CI." if with_ratios else "."
+    head += (
+        r" and each framework's throughput ratio to PyTorch (PT) with its 95\% CI, in the modes its column names."
+        if with_ratios
+        else "."
+    )
+    variants = table_variants(frame, frameworks)
     return (
         head
         + names
-        + (RATIO_NOTES if with_ratios else "")
+        + modes_sentence(frame, variants)
+        + (_mixed_columns(ratios, compared) + RATIO_NOTES if with_ratios else "")
         + CELL_NOTES
-        + (DEVIATING_RATIO_NOTE + _placement_notes(ratios) if with_ratios else "")
+        + (DEVIATING_RATIO_NOTE + _placement_notes(ratios) + _mode_notes(ratios) if with_ratios else "")
         + r"; $^\dagger$: the cell failed; both see Section~\ref{sec:failures}. Table~\ref{tab:inference-latency} "
         + f"gives the same cells' {_latency_contents(frame, frameworks)}."
     )
@@ -230,7 +428,8 @@ def _throughput_caption(frame: pd.DataFrame, frameworks: list[str], names: str, 
 
 def _latency_caption(frame: pd.DataFrame, frameworks: list[str], names: str) -> str:
     return (
-        f"Inference: {_latency_contents(frame, frameworks)}, for the cells of Table~\\ref{{tab:inference}}.{names} "
+        f"Inference: {_latency_contents(frame, frameworks)}, for the cells of Table~\\ref{{tab:inference}}.{names}"
+        f"{_compile_note(frame, frameworks)} "
         r"$^\dagger$: the cell failed (Section~\ref{sec:failures})."
     )
 
@@ -252,8 +451,10 @@ def _table_float(caption: str, label_: str, tabular: str) -> list[str]:
 def inference_table(frame: pd.DataFrame, frameworks: list[str], ratios: pd.DataFrame) -> str:
     """The paper's inference tables, two full-width floats at 8 pt with nothing scaled: throughput with the ratios
     to PyTorch (Table tab:inference, `throughput_table`), then median latency, MFU and compile time (Table
-    tab:inference-latency, `latency_table`), each caption explaining exactly its own marks."""
-    _, names = _framework_names(frameworks)
+    tab:inference-latency, `latency_table`), each caption explaining exactly its own marks and naming every
+    column's execution mode."""
+    frame = with_modes(frame)
+    _, names = _variant_names(table_variants(frame, frameworks))
     lines = [
         *_table_float(
             _throughput_caption(frame, frameworks, names, ratios),

@@ -1,5 +1,10 @@
 """Training results → tidy per-epoch table, the step-0 agreement of each framework with PyTorch, the paper's
-training section (tables, and the loss/accuracy curves figure), for every framework the study trains."""
+training section (tables, and the loss/accuracy curves figure), for every framework the study trains.
+
+Every cell is a (framework, execution mode) variant (fwbench.modes): PyTorch eager and PyTorch compiled
+(torch.compile) are two rows everywhere, labelled with their mode wherever a framework trains in more than one. The
+compiled PyTorch step's step-0 probe is compared with eager PyTorch's, so the paper shows that compiling the step
+changed nothing it computes before it says anything about its speed."""
 
 from __future__ import annotations
 
@@ -10,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from fwbench.analysis.cells import cells_by_path, load_cells
-from fwbench.analysis.figures import PALETTE, save_figure
+from fwbench.analysis.figures import save_figure
 from fwbench.analysis.latex import (
     BASELINE,
     FRAMEWORK_LABELS,
@@ -18,45 +23,104 @@ from fwbench.analysis.latex import (
     join_words,
     label,
     macro_name,
+    mode_label,
     number,
     ordered_frameworks,
+    ordered_variants,
     others,
-    short_label,
+    variant_short,
 )
+from fwbench.analysis.micro_figure import variant_color
 from fwbench.analysis.partners import (
+    cell_mode,
     deviations_differ,
     device_columns,
     failure_columns,
     flag_deviations,
+    multi_mode,
     placement_columns,
+    variant_names,
+    with_modes,
 )
 from fwbench.analysis.tables import stacked_header
 from fwbench.analysis.training_reference import comparison_section
 from fwbench.io import atomic_write_text
+from fwbench.modes import DESCRIPTIONS, MODES, is_compiled, primary
 
 DEVIATION_MARK = r"$^{d}$"  # a cell that ran with a workaround; a pair whose cells ran with different ones
 
 # Relative difference of the loss after one step in fp32: 1e-3, or three times PyTorch's own fp32 error against its
 # float64 probe where that is larger (the same yardstick as the parity tests).
 STEP0_TOLERANCE = 1e-3
-KEYS = ["model", "precision", "batch_size", "framework"]
-# The step-0 agreement's columns that do not name a framework (the others are `loss_<framework>` and so on).
+KEYS = ["model", "precision", "batch_size", "framework", "mode"]
+# The step-0 agreement's columns that do not name a variant (the others are `loss_<tag>` and so on, `variant_tag`).
 STEP0_COLUMNS = ["model", "precision", "batch_size", "torch_fp32_error_after_step", "rel_diff_loss"]
 STEP0_COLUMNS += ["rel_diff_loss_after_step", "rel_diff_grad_norm", "flagged", "deviation_differs"]
-STEP0_COLUMNS += ["numerator", "denominator"]
+STEP0_COLUMNS += ["numerator", "denominator", "numerator_mode", "denominator_mode"]
+# Every variant the step-0 summaries are defined for (the baseline's primary mode is what they compare with), so
+# the paper compiles for any subset of them.
+COMPARED_VARIANTS = [
+    (framework, mode)
+    for framework in FRAMEWORK_LABELS
+    for mode in MODES.get(framework, ())
+    if (framework, mode) != (BASELINE, primary(BASELINE))
+]
+
+
+def variant_tag(framework: str, mode: str | None) -> str:
+    """The name a variant's own columns end in: the framework for its primary mode (`loss_jax`, `final_top1_torch`,
+    as tables written before modes have them), framework_mode otherwise (`loss_torch_compile`)."""
+    if not mode or framework not in MODES or mode == primary(framework):
+        return framework
+    return f"{framework}_{mode}"
+
+
+def _macro_parts(framework: str, mode: str) -> tuple[str, ...]:
+    """A variant's part of a macro name: the framework for its primary mode (fwbStepZeroMaxDiffJax), the framework
+    and mode otherwise (fwbStepZeroMaxDiffTorchCompile)."""
+    return (framework,) if mode == primary(framework) else (framework, mode)
+
+
+def _settings_columns(result: dict) -> dict:
+    """How a cell's framework ran it, beside its mode: torch.compile's mode argument, the compilation cache's state,
+    the autotune setting and whether it was in effect (None on a CPU), as the backends record them."""
+    settings = ((result.get("provenance") or {}).get("framework") or {}).get("settings") or {}
+    autotune = settings.get("autotune") or {}
+    return {
+        "compile_mode": settings.get("compile_mode"),
+        "compilation_cache": (settings.get("compilation_cache") or {}).get("state"),
+        "autotune": autotune.get("setting"),
+        "autotune_in_effect": autotune.get("in_effect"),
+    }
+
+
+def graph_breaks(metrics: dict | None) -> int | None:
+    """torch.compile's graph breaks a cell recorded: `compile_report.graph_breaks` (what Dynamo saw over the whole
+    process, fwbench.backends.torch_compile.report) or a `graph_breaks` count, list or mapping; None where the cell
+    records none (XLA compiles whole programs, eager compiles nothing)."""
+    metrics = metrics or {}
+    value = metrics.get("graph_breaks", (metrics.get("compile_report") or {}).get("graph_breaks"))
+    if value is None:
+        return None
+    if isinstance(value, dict):
+        value = value.get("count", len(value.get("reasons") or []))
+    return len(value) if isinstance(value, list) else int(value)
 
 
 def epoch_rows(paths: Iterable[str | Path]) -> pd.DataFrame:
     """One row per (cell, epoch); a failed cell is one row with its reason and no epoch. Every row carries its
-    cell's failure kind and deviations (`failure_columns`) and whether its partner cells in the other frameworks ran
-    with different workarounds (`deviation_differs`), and where it ran (`device_columns`, `placement_columns`: the
-    conclusions refuse a time ratio across device models). The cell-level columns after `resumed_from_epoch` (initial
-    RSS, initial device memory or why it is missing, the input layout) feed the comparison with the published L4
-    figures (`training_reference`) and the section's text."""
+    cell's execution mode (`mode`, `compiled`, how it compiled and autotuned, its graph breaks and whether it
+    recompiled in the timed loop), its failure kind and deviations (`failure_columns`) and whether its partner cells
+    (the other variants) ran with different workarounds (`deviation_differs`), and where it ran (`device_columns`,
+    `placement_columns`: the conclusions refuse a time ratio across device models). The cell-level columns after
+    `resumed_from_epoch` (initial RSS, initial device memory or why it is missing, the input layout) feed the
+    comparison with the published L4 figures (`training_reference`) and the section's text."""
     rows = []
     for path, result in cells_by_path(paths):
         cell, metrics = result["cell"], result["metrics"] or {}
         base = {k: cell[k] for k in ("framework", "model", "precision", "batch_size", "image_size")}
+        base |= {"mode": cell_mode(cell), "compiled": is_compiled(cell_mode(cell))} | _settings_columns(result)
+        base |= {"graph_breaks": graph_breaks(metrics), "recompiled": (metrics.get("flags") or {}).get("recompiled")}
         base |= {"status": result["status"], "reason": result["reason"], "path": str(path)}
         base |= failure_columns(result) | device_columns(result) | placement_columns(result)
         if result["status"] != "ok":
@@ -104,8 +168,9 @@ def epoch_rows(paths: Iterable[str | Path]) -> pd.DataFrame:
     return flag_deviations(frame, ["model", "precision", "batch_size"])
 
 
-def _step0_row(key: tuple, a: pd.Series, b: pd.Series, numerator: str, denominator: str, frame: pd.DataFrame) -> dict:
-    """One framework's step-0 figures against the baseline's, for one (model, precision, batch)."""
+def _step0_row(key: tuple, a: pd.Series, b: pd.Series, frame: pd.DataFrame) -> dict:
+    """One variant's step-0 figures (`a`) against the baseline's (`b`), for one (model, precision, batch); each
+    side's own figures in columns named after its `variant_tag`."""
     model, precision, batch = key
     diff = {
         name: abs(a[f"step0_{name}"] - b[f"step0_{name}"]) / max(abs(b[f"step0_{name}"]), 1e-12)
@@ -114,39 +179,54 @@ def _step0_row(key: tuple, a: pd.Series, b: pd.Series, numerator: str, denominat
     exact = b["step0_fp64_loss_after_step"]  # PyTorch's float64 probe: the yardstick for fp32 rounding
     own = abs(b["step0_loss_after_step"] - exact) / abs(exact) if exact is not None and exact == exact else None
     bar = max(STEP0_TOLERANCE, 3 * own) if own is not None else STEP0_TOLERANCE
+    sides = [(variant_tag(row["framework"], row["mode"]), row) for row in (a, b)]
     return {
         "model": model,
         "precision": precision,
         "batch_size": batch,
         "torch_fp32_error_after_step": own,
         **{
-            f"{name}_{fw}": row[f"step0_{name}"]
-            for fw, row in ((numerator, a), (denominator, b))
+            f"{name}_{tag}": row[f"step0_{name}"]
+            for tag, row in sides
             for name in ("loss", "loss_after_step", "grad_norm")
         },
         **{f"rel_diff_{name}": value for name, value in diff.items()},
         "flagged": bool(diff["loss_after_step"] > bar and precision == "fp32"),
-        "final_top1_" + numerator: float(_final(frame, a)["top1"]),
-        "final_top1_" + denominator: float(_final(frame, b)["top1"]),
+        **{f"final_top1_{tag}": float(_final(frame, row)["top1"]) for tag, row in sides},
         "deviation_differs": deviations_differ(a.get("deviations"), b.get("deviations")),
-        "numerator": numerator,
-        "denominator": denominator,
+        "numerator": a["framework"],
+        "denominator": b["framework"],
+        "numerator_mode": a["mode"],
+        "denominator_mode": b["mode"],
     }
 
 
+def _baseline_variant(variants: Iterable[tuple[str, str]], denominator: str) -> tuple[str, str] | None:
+    """The variant every other is compared with: the baseline framework in its primary mode (eager PyTorch, whose
+    float64 probe is the yardstick), or its first other mode present in a study without it."""
+    found = [variant for variant in variants if variant[0] == denominator]
+    order = list(MODES.get(denominator, ()))
+    found.sort(key=lambda v: order.index(v[1]) if v[1] in order else len(order))
+    return found[0] if found else None
+
+
 def step0_agreement(frame: pd.DataFrame, numerator: str | None = None, denominator: str = BASELINE) -> pd.DataFrame:
-    """Per (model, precision, batch) and other framework (all of the frame's, in the paper's order, unless
-    `numerator` names one): its and the baseline's step-0 figures and their relative differences;
-    `deviation_differs` where the two cells ran with different workarounds from the fallback ladder. The framework
-    is in `numerator`; its own figures are in the columns named after it (`loss_jax`, `final_top1_tensorflow`)."""
+    """Per (model, precision, batch) and other variant (every (framework, mode) of the frame but the baseline's, in
+    the paper's order; only `numerator`'s modes when it names a framework): its and the baseline's step-0 figures
+    and their relative differences; `deviation_differs` where the two cells ran with different workarounds from the
+    fallback ladder. The baseline is eager PyTorch, so compiled PyTorch is one of the compared variants: its row is
+    the check that torch.compile's step computes what the eager step does. The variant is in `numerator` and
+    `numerator_mode`; its own figures are in the columns named after its tag (`loss_jax`, `final_top1_tensorflow`,
+    `loss_torch_compile`)."""
     first = frame[(frame["status"] == "ok") & (frame["epoch"] == 0)] if "epoch" in frame else frame.iloc[0:0]
-    numerators = [numerator] if numerator is not None else others(first["framework"])
+    first = with_modes(first)
     rows = []
     for key, group in first.groupby(["model", "precision", "batch_size"]):
-        by = {row["framework"]: row for _, row in group.iterrows()}
-        for framework in numerators:
-            if framework in by and denominator in by and framework != denominator:
-                rows.append(_step0_row(key, by[framework], by[denominator], framework, denominator, frame))
+        by = {(row["framework"], row["mode"]): row for _, row in group.iterrows()}
+        base = _baseline_variant(by, denominator)
+        for variant in ordered_variants(by):
+            if base is not None and variant != base and numerator in (None, variant[0]):
+                rows.append(_step0_row(key, by[variant], by[base], frame))
     # With no pair (a study of PyTorch alone, or every pair failed) the CSV still gets a header to read back.
     return pd.DataFrame(rows) if rows else pd.DataFrame(columns=STEP0_COLUMNS)
 
@@ -158,17 +238,41 @@ def agreement_framework(row) -> str:
     return value if isinstance(value, str) and value else "jax"
 
 
-def agreement_for(agreement: pd.DataFrame, framework: str) -> pd.DataFrame:
+def _mode_of(row, role: str, framework: str) -> str:
+    """A step-0 row's mode of its `role` (numerator, denominator); a table from before modes ran the primary one."""
+    value = row.get(f"{role}_mode")
+    return value if isinstance(value, str) and value else primary(framework)
+
+
+def agreement_variant(row) -> tuple[str, str]:
+    """(framework, mode) a step-0 row compares with the baseline."""
+    framework = agreement_framework(row)
+    return framework, _mode_of(row, "numerator", framework)
+
+
+def _denominator_tag(row) -> str:
+    value = row.get("denominator")
+    framework = value if isinstance(value, str) and value else BASELINE
+    return variant_tag(framework, _mode_of(row, "denominator", framework))
+
+
+def agreement_for(agreement: pd.DataFrame, framework: str, mode: str | None = None) -> pd.DataFrame:
+    """The rows comparing `framework` (in `mode`, when given) with the baseline."""
     if agreement.empty:
         return agreement
-    return agreement[agreement.apply(agreement_framework, axis=1) == framework]
+    variants = agreement.apply(agreement_variant, axis=1)
+    keep = variants.map(lambda v: v[0] == framework and (mode is None or v[1] == mode))
+    return agreement[keep]
 
 
 def _top1_gap(agreement: pd.DataFrame) -> pd.Series:
-    """Points between each row's framework's final top-1 and PyTorch's."""
-    return agreement.apply(
-        lambda row: abs(row[f"final_top1_{agreement_framework(row)}"] - row[f"final_top1_{BASELINE}"]) * 100, axis=1
-    )
+    """Points between each row's variant's final top-1 and the baseline's."""
+
+    def gap(row) -> float:
+        own = row[f"final_top1_{variant_tag(*agreement_variant(row))}"]
+        return abs(own - row[f"final_top1_{_denominator_tag(row)}"]) * 100
+
+    return agreement.apply(gap, axis=1)
 
 
 def _final(frame: pd.DataFrame, row) -> pd.Series:
@@ -225,21 +329,41 @@ def _training_values(ok: pd.DataFrame, part: str) -> list[str]:
     ]
 
 
+def frame_names(frame: pd.DataFrame) -> dict[tuple[str, str], str]:
+    """(framework, mode) -> how the training tables and text name each variant of a training table
+    (`partners.variant_names`: the mode where a framework trains in several)."""
+    frame = with_modes(frame)
+    return variant_names(zip(frame["framework"], frame["mode"], strict=True))
+
+
+def _training_groups(frame: pd.DataFrame):
+    """(model, framework, mode, batch) and its rows, by model, then variant in the paper's order, then batch."""
+    frame = with_modes(frame)
+    order = {v: i for i, v in enumerate(ordered_variants(zip(frame["framework"], frame["mode"], strict=True)))}
+    keys = sorted(
+        frame.groupby(["model", "framework", "mode", "batch_size"]).groups,
+        key=lambda k: (k[0], order[(k[1], k[2])], k[3]),
+    )
+    groups = frame.groupby(["model", "framework", "mode", "batch_size"])
+    return [(key, groups.get_group(key)) for key in keys]
+
+
 def training_table(frame: pd.DataFrame, part: str = "time") -> str:
-    """Model x framework x batch size, `part` "time": time/epoch, steady img/s (data-wait marked), compile time,
-    energy, memory and time to the target top-1; "accuracy": final train loss and top-1/5 (with the running and
-    the batch statistics)."""
+    """Model x variant (framework and execution mode) x batch size, `part` "time": time/epoch, steady img/s
+    (data-wait marked), compile time, energy, memory and time to the target top-1; "accuracy": final train loss and
+    top-1/5 (with the running and the batch statistics)."""
     columns = TRAINING_PARTS[part]
+    names = frame_names(frame)
     lines = [
         r"\begin{tabular}{l l r " + "r " * len(columns) + "}",
         r"\toprule",
         r"\textbf{Model} & \textbf{Framework} & \textbf{Batch} & " + " & ".join(columns) + r" \\",
         r"\midrule",
     ]
-    for (model, framework, batch), group in frame.groupby(["model", "framework", "batch_size"], sort=True):
+    for (model, framework, mode, batch), group in _training_groups(frame):
         ok = group[group["status"] == "ok"]
         deviated = not ok.empty and _present(ok["deviations"].iloc[0] if "deviations" in ok else None)
-        head = f"{escape(model)} & {label(framework)}{DEVIATION_MARK if deviated else ''} & {batch}"
+        head = f"{escape(model)} & {names[(framework, mode)]}{DEVIATION_MARK if deviated else ''} & {batch}"
         if ok.empty:
             kind = group["failure_kind"].iloc[0] if "failure_kind" in group else None
             failed = f"failed ({escape(kind)})" if _present(kind) else "failed"
@@ -252,15 +376,18 @@ def training_table(frame: pd.DataFrame, part: str = "time") -> str:
 
 
 def step0_table(agreement: pd.DataFrame) -> str:
-    """Step-0 agreement of each framework with PyTorch; a Framework column only when more than one framework is
-    compared (with one, the table is the two-framework table it always was)."""
-    frameworks = list(dict.fromkeys(agreement.apply(agreement_framework, axis=1)))
-    several = len(frameworks) > 1
+    """Step-0 agreement of each variant with eager PyTorch; a Framework column only when more than one variant is
+    compared (with one, the table is the two-framework table it always was). Compiled PyTorch's row is named
+    "PyTorch (compiled)": the check that torch.compile's step computes what the eager one does."""
+    variants = list(dict.fromkeys(agreement.apply(agreement_variant, axis=1)))
+    several = len(variants) > 1
     final = (
         stacked_header("Final top-1", "framework/", "PyTorch")
         if several
-        else stacked_header("Final top-1", f"{short_label(frameworks[0])}/PyTorch")
+        else stacked_header("Final top-1", f"{variant_short(*variants[0])}/PyTorch")
     )
+    names = _compared_names(variants)
+    baseline = "PyTorch eager" if BASELINE in {framework for framework, _ in variants} else "PyTorch"
     lines = [
         r"\begin{tabular}{l l r " + ("l " if several else "") + "r r r r r r}",
         r"\toprule",
@@ -268,7 +395,7 @@ def step0_table(agreement: pd.DataFrame) -> str:
         + (r"\textbf{Framework} & " if several else "")
         + " & ".join(
             [
-                stacked_header("Loss", "(PyTorch)"),
+                stacked_header("Loss", f"({baseline})"),
                 r"\textbf{$\Delta$ loss}",
                 stacked_header(r"$\Delta$ loss", "after step"),
                 stacked_header("PyTorch fp32", "vs fp64"),
@@ -280,20 +407,26 @@ def step0_table(agreement: pd.DataFrame) -> str:
         r"\midrule",
     ]
     for _, row in agreement.iterrows():
-        framework = agreement_framework(row)
+        variant, base = agreement_variant(row), _denominator_tag(row)
         flag = r"$^\ast$" if str(row["flagged"]) == "True" else ""
         own = row.get("torch_fp32_error_after_step")
         deviating = DEVIATION_MARK if str(row.get("deviation_differs")) == "True" else ""
         lines.append(
             f"{escape(row['model'])}{deviating} & {row['precision']} & {row['batch_size']} & "
-            + (f"{escape(label(framework))} & " if several else "")
-            + f"{number(row['loss_torch'], 5)} & "
+            + (f"{escape(names[variant])} & " if several else "")
+            + f"{number(row[f'loss_{base}'], 5)} & "
             f"{row['rel_diff_loss']:.1e} & {row['rel_diff_loss_after_step']:.1e}{flag} & {_sci(own)} & "
-            f"{row['rel_diff_grad_norm']:.1e} & {number(100 * row[f'final_top1_{framework}'])} / "
-            f"{number(100 * row['final_top1_torch'])}\\% \\\\"
+            f"{row['rel_diff_grad_norm']:.1e} & {number(100 * row[f'final_top1_{variant_tag(*variant)}'])} / "
+            f"{number(100 * row[f'final_top1_{base}'])}\\% \\\\"
         )
     lines += [r"\bottomrule", r"\end{tabular}"]
     return "\n".join(lines) + "\n"
+
+
+def _compared_names(variants) -> dict[tuple[str, str], str]:
+    """How the step-0 text and table name each compared variant: with its mode where its framework has another one
+    among them or is the baseline's (compiled PyTorch against eager PyTorch), else the framework alone."""
+    return variant_names(variants, [(BASELINE, primary(BASELINE))])
 
 
 def _percent(value) -> str:
@@ -305,7 +438,9 @@ def _sci(value) -> str:
 
 
 def training_figure(paths: Iterable[str | Path], pdf: str | Path, png: str | Path) -> None:
-    """Per model: training loss per step (top) and validation top-1 per epoch (bottom), frameworks overlaid."""
+    """Per model: training loss per step (top) and validation top-1 per epoch (bottom), every variant (framework and
+    execution mode) overlaid: one colour per framework, a lighter shade for its other mode, labelled with the mode
+    where a framework trained in more than one."""
     import matplotlib.pyplot as plt
     import seaborn as sns
 
@@ -317,14 +452,17 @@ def training_figure(paths: Iterable[str | Path], pdf: str | Path, png: str | Pat
     fig, axes = plt.subplots(2, len(models), figsize=(2.3 * len(models), 3.6), squeeze=False)
     batches = sorted({r["cell"]["batch_size"] for r in results})
     styles = dict(zip(batches, ["-", "--", ":", "-."] * 4, strict=False))
+    names = variant_names((r["cell"]["framework"], cell_mode(r["cell"])) for r in results)
     for column, model in enumerate(models):
         loss_ax, top1_ax = axes[0, column], axes[1, column]
         for result in (r for r in results if r["cell"]["model"] == model):
             framework, batch = result["cell"]["framework"], result["cell"]["batch_size"]
-            color = PALETTE.get(label(framework), "#555555")
+            mode = cell_mode(result["cell"])
+            color = variant_color(framework, mode)
             epochs = result["metrics"]["epochs"]
             curve = [v for e in epochs for v in e["loss_curve"]]
-            series = f"{label(framework)} bs{batch}" if len(batches) > 1 else label(framework)
+            name = names[(framework, mode)]
+            series = f"{name} bs{batch}" if len(batches) > 1 else name
             loss_ax.plot(np.arange(1, len(curve) + 1), curve, styles[batch], color=color, linewidth=0.8, label=series)
             # Time to accuracy: top-1 at each epoch end against the cell's cumulative training time (BatchNorm
             # recalibration included, evaluation excluded).
@@ -352,13 +490,17 @@ def _present(value) -> bool:
     return value is not None and not (not isinstance(value, str) and pd.isna(value)) and str(value) != ""
 
 
-def _agreement_macros(agreement: pd.DataFrame, framework: str = "") -> dict[str, str]:
-    """Step-0 and top-1 summary of some pairs: the largest relative difference of the loss after the step, how many
-    fp32 pairs are flagged, the largest top-1 gap (points) and the number of pairs. Names end in the framework for
-    its own pairs (fwbStepZeroMaxDiffTensorflow); without one they cover every pair (fwbStepZeroMaxDiff)."""
+def _agreement_macros(agreement: pd.DataFrame, *variant: str) -> dict[str, str]:
+    """Step-0 and top-1 summary of some pairs: the largest relative difference of the loss after the step (and of
+    the step-0 loss and gradient norm), how many fp32 pairs are flagged, the largest top-1 gap (points) and the
+    number of pairs. Names end in the variant for its own pairs (fwbStepZeroMaxDiffTensorflow,
+    fwbStepZeroLossDiffTorchCompile: compiled PyTorch against eager); without one they cover every pair
+    (fwbStepZeroMaxDiff)."""
     if agreement.empty:
         values = {
             "step zero max diff": "---",
+            "step zero loss diff": "---",
+            "step zero grad norm diff": "---",
             "step zero flagged": "0",
             "top one max gap": "---",
             "num train pairs": "0",
@@ -366,18 +508,22 @@ def _agreement_macros(agreement: pd.DataFrame, framework: str = "") -> dict[str,
     else:
         values = {
             "step zero max diff": f"{agreement['rel_diff_loss_after_step'].max():.1e}",
+            "step zero loss diff": f"{agreement['rel_diff_loss'].max():.1e}",
+            "step zero grad norm diff": f"{agreement['rel_diff_grad_norm'].max():.1e}",
             "step zero flagged": str(int((agreement["flagged"].astype(str) == "True").sum())),
             "top one max gap": number(float(_top1_gap(agreement).max())),
             "num train pairs": str(len(agreement)),
         }
-    return {macro_name(role, framework): value for role, value in values.items()}
+    return {macro_name(role, *variant): value for role, value in values.items()}
 
 
 def training_macros(frame: pd.DataFrame, agreement: pd.DataFrame, include_deviating: bool = False) -> dict[str, str]:
     """The training section's numbers. Pairs whose two cells ran with different workarounds are left out of the
     step-0 and top-1 summaries unless `include_deviating` (`fallbacks.include_deviating_in_summary`). The step-0 and
     top-1 summaries cover every framework's pairs with PyTorch, and each framework's own under names ending in it
-    (defined for every framework, so the paper compiles for any subset)."""
+    (defined for every framework, so the paper compiles for any subset). Compiled PyTorch is one of them: its
+    summaries end in TorchCompile, and fwbStepZeroCompiledSentence says how its step-0 probe agrees with eager
+    PyTorch's."""
     ok = frame[frame["status"] == "ok"]
     cells = frame.drop_duplicates("path")
     deviating = (
@@ -399,8 +545,9 @@ def training_macros(frame: pd.DataFrame, agreement: pd.DataFrame, include_deviat
         "fwbBnRecalBatches": str(int(ok["bn_recalibration_batches"].max())) if not ok.empty else "0",
     }
     defs |= _agreement_macros(agreement)
-    for framework in others(FRAMEWORK_LABELS):
-        defs |= _agreement_macros(agreement_for(agreement, framework), framework)
+    for framework, mode in COMPARED_VARIANTS:
+        defs |= _agreement_macros(agreement_for(agreement, framework, mode), *_macro_parts(framework, mode))
+    defs["fwbStepZeroCompiledSentence"] = compiled_step0_text(agreement)
     return defs
 
 
@@ -436,7 +583,8 @@ def _curves_figure(wide: bool) -> list[str]:
         rf"\includegraphics[width={width}]{{training_curves}}",
         r"\caption{Training loss per step (top) and time to accuracy (bottom): validation top-1 at each epoch end "
         r"against cumulative training time, starting from the measured top-1 of the initial weights, with the "
-        r"target top-1 dashed; frameworks overlaid.}",
+        r"target top-1 dashed; frameworks overlaid, each execution mode its own line (a lighter shade for a "
+        r"framework's second mode).}",
         r"\label{fig:training}",
         rf"\end{{{environment}}}",
     ]
@@ -489,18 +637,19 @@ def _frameworks_subject(frameworks: list[str]) -> str:
 
 
 def _count_word(count: int) -> str:
-    return {3: "three", 4: "four", 5: "five"}.get(count, str(count))
+    return {2: "two", 3: "three", 4: "four", 5: "five"}.get(count, str(count))
 
 
-def _by_framework(defs: dict[str, str], compared: list[str], role: str, unit: str = "") -> str:
-    """ " (JAX/Flax: a; TensorFlow/Keras: b)" after a figure over every pair, when more than one framework is
-    compared with PyTorch."""
+def _by_framework(defs: dict[str, str], compared: list[tuple[str, str]], role: str, unit: str = "") -> str:
+    """ " (PyTorch (compiled): a; JAX/Flax: b; TensorFlow/Keras: c)" after a figure over every pair, when more than
+    one variant is compared with eager PyTorch."""
     if len(compared) < 2:
         return ""
-    return " (" + "; ".join(f"{label(f)}: {defs[macro_name(role, f)]}{unit}" for f in compared) + ")"
+    names = _compared_names(compared)
+    return " (" + "; ".join(f"{names[v]}: {defs[macro_name(role, *_macro_parts(*v))]}{unit}" for v in compared) + ")"
 
 
-def _top1_text(defs: dict[str, str], compared: list[str], frameworks: list[str]) -> str:
+def _top1_text(defs: dict[str, str], compared: list[tuple[str, str]], frameworks: list[str]) -> str:
     if len(frameworks) < 2:
         return "With one framework there is no pair to compare."
     if len(compared) < 2:
@@ -514,17 +663,102 @@ def _top1_text(defs: dict[str, str], compared: list[str], frameworks: list[str])
     )
 
 
-# How each framework that compiles does it, for the compile-time sentence (PyTorch runs eagerly).
+# How each compiled variant compiles, for the compile-time sentence (eager PyTorch compiles nothing).
 COMPILE_TEXT = {
-    "jax": "JAX",
-    "tensorflow": r"TensorFlow/Keras's XLA compilation of \texttt{tf.function(jit\_compile=True)}",
+    ("torch", "compile"): r"Dynamo's tracing and Inductor's code generation for \texttt{torch.compile}",
+    ("jax", "jit"): "JAX",
+    ("tensorflow", "xla"): r"TensorFlow/Keras's XLA compilation of \texttt{tf.function(jit\_compile=True)}",
 }
 
 
-def _compile_text(frameworks: list[str]) -> str:
-    compiled = [COMPILE_TEXT[f] for f in frameworks if f in COMPILE_TEXT]
-    eager = ["none in eager PyTorch"] if BASELINE in frameworks else []
+def _compile_text(variants: list[tuple[str, str]]) -> str:
+    compiled = [COMPILE_TEXT[v] for v in variants if v in COMPILE_TEXT]
+    eager = ["none in eager PyTorch"] if (BASELINE, "eager") in variants else []
     return "; ".join(compiled + eager)
+
+
+def compiled_step0_text(agreement: pd.DataFrame | None) -> str:
+    """How compiled PyTorch's step-0 probe agrees with eager PyTorch's (largest relative differences over their
+    pairs; fwbStepZeroCompiledSentence), or nothing without such a pair: the check that torch.compile changed
+    nothing the step computes, before its speed is compared."""
+    rows = agreement_for(agreement, BASELINE, "compile") if agreement is not None else pd.DataFrame()
+    if rows.empty:
+        return ""
+    flagged = int((rows["flagged"].astype(str) == "True").sum())
+    count = len(rows)
+    return (
+        f"\\texttt{{torch.compile}}'s step-0 loss agrees with eager PyTorch's to {rows['rel_diff_loss'].max():.1e} "
+        f"(the loss after one step to {rows['rel_diff_loss_after_step'].max():.1e}, the gradient norm to "
+        f"{rows['rel_diff_grad_norm'].max():.1e}; largest relative differences over {count} "
+        f"pair{'' if count == 1 else 's'}, {flagged} flagged)."
+    )
+
+
+def mode_gains(frame: pd.DataFrame) -> pd.DataFrame:
+    """Per model, precision, batch and framework trained both eagerly and compiled: each run's training time (its
+    epochs' step loops summed, compilation apart), the compiled run's compile time, and the gain (eager time over
+    compiled time: the compiled run's speed in multiples of the eager run's). One run each, so no interval."""
+    ok = with_modes(frame[frame["status"] == "ok"]) if "epoch" in frame else frame.iloc[0:0]
+    rows = []
+    for (model, precision, batch, framework), group in ok.groupby(["model", "precision", "batch_size", "framework"]):
+        runs = {mode: cell for mode, cell in group.groupby("mode")}
+        eager = [m for m in runs if not is_compiled(m)]
+        for mode in (m for m in runs if is_compiled(m) and eager):
+            compiled, base = runs[mode], runs[eager[0]]
+            rows.append(
+                {
+                    "model": model,
+                    "precision": precision,
+                    "batch_size": batch,
+                    "framework": framework,
+                    "mode": mode,
+                    "eager_mode": eager[0],
+                    "eager_time_s": float(base["time_s"].sum()),
+                    "time_s": float(compiled["time_s"].sum()),
+                    "compile_s": float(compiled.sort_values("epoch")["compile_s"].iloc[0]),
+                    "gain": float(base["time_s"].sum() / compiled["time_s"].sum()),
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def mode_gain_text(frame: pd.DataFrame) -> str:
+    """One sentence on the frameworks trained in an eager and a compiled mode: the compiled run's speed in multiples
+    of the eager one's, per model and batch, with its compile time apart ("" without such a framework)."""
+    gains = mode_gains(frame)
+    parts = [
+        f"\\texttt{{{escape(row.model)}}} at batch {int(row.batch_size)}: {number(row.time_s)}~s against "
+        f"{number(row.eager_time_s)}~s eagerly, {number(row.gain)}$\\times$ the eager speed, with "
+        f"{number(row.compile_s)}~s of compilation apart"
+        for row in gains.itertuples()
+    ]
+    if not parts:
+        return ""
+    names = join_words([label(f) for f in ordered_frameworks(gains["framework"])])
+    return f"Compiled, {names} trained {'; '.join(parts)} (one run each, so no interval)."
+
+
+def _modes_text(frame: pd.DataFrame, agreement: pd.DataFrame | None) -> str:
+    """What the execution modes are, where a framework trains in more than one: how each mode runs the step, that
+    every mode is a cell of its own, the compiled step's step-0 agreement with the eager one, and its gain."""
+    frame = with_modes(frame)
+    variants = ordered_variants(zip(frame["framework"], frame["mode"], strict=True))
+    several = multi_mode(variants)
+    if not several:
+        return ""
+    names = frame_names(frame)
+    described = [
+        f"{label(f)} trains in {_count_word(len([v for v in variants if v[0] == f]))} modes, "
+        + join_words([escape(DESCRIPTIONS.get((f, m), mode_label(m))) for g, m in variants if g == f])
+        for f in ordered_frameworks(several)
+    ]
+    named = join_words([f"``{names[v]}''" for v in variants if v[0] in several])
+    step0 = compiled_step0_text(agreement)
+    return (
+        f" {'; '.join(described)}: each mode is a cell of its own, named in every table and figure ({named})."
+        + (f" {step0}" if step0 else "")
+        + (f" {gain}" if (gain := mode_gain_text(frame)) else "")
+    )
 
 
 def _layout_text(frame: pd.DataFrame) -> str:
@@ -546,11 +780,12 @@ def _twins_text(frameworks: list[str]) -> str:
     return f"the same average in the {join_words(libraries)} twins" if libraries else "the same average elsewhere"
 
 
-def _step0_caption(compared: list[str]) -> str:
+def _step0_caption(compared: list[tuple[str, str]]) -> str:
     what = (
-        f"relative {short_label(compared[0])}--PyTorch differences"
+        f"relative {variant_short(*compared[0])}--PyTorch differences"
         if len(compared) == 1
         else "relative differences of each framework from PyTorch"
+        + (" (compiled PyTorch: from eager PyTorch)" if (BASELINE, "compile") in compared else "")
     )
     return (
         rf"\caption{{Step-0 agreement: {what} on the first batch. $^{{d}}$: the two cells ran with different "
@@ -571,7 +806,8 @@ def training_section(
         return "\\section{Training}\nThis study has no training suite (\\texttt{suites} in its config).\n"
     defs = training_macros(frame, agreement, include_deviating)
     frameworks = ordered_frameworks(frame["framework"])
-    compared = agreement_frameworks(agreement)
+    variants = ordered_variants(zip(with_modes(frame)["framework"], with_modes(frame)["mode"], strict=True))
+    compared = agreement_variants(agreement)
     two = len(frameworks) == 2
     body = [
         r"\section{Training}",
@@ -592,7 +828,8 @@ def training_section(
         "gradients, as in randomly initialised BatchNorm networks, amplify rounding), and a pair is flagged $^\\ast$ "
         f"when {'the frameworks differ' if len(compared) < 2 else 'a framework differs from PyTorch'} by more than "
         "$10^{-3}$ and by more than three times that yardstick "
-        f"({defs['fwbStepZeroFlagged']} fp32 pairs). {_top1_text(defs, compared, frameworks)}{_deviation_text(defs)} "
+        f"({defs['fwbStepZeroFlagged']} fp32 pairs). {_top1_text(defs, compared, frameworks)}{_deviation_text(defs)}"
+        f"{_modes_text(frame, agreement)} "
         "Beyond the first step, "
         "training amplifies fp32 rounding differences, so short runs from scratch can end several points apart even "
         "within one framework when only the rounding changes (another thread count, or starting weights moved by "
@@ -600,7 +837,7 @@ def training_section(
         "Throughput excludes the first "
         f"steps of each epoch. Compile time is one measure for {'both frameworks' if two else 'every framework'}: "
         "for every function a cell runs (train step, evaluation, recalibration, step-0 probe), its ahead-of-time "
-        f"compilation ({_compile_text(frameworks)}) plus its first call's time beyond a steady-state call, taken "
+        f"compilation ({_compile_text(variants)}) plus its first call's time beyond a steady-state call, taken "
         f"before the first timed step. Each framework receives batches in its own layout{_layout_text(frame)}, "
         "transposed by the shared loader's threads, so no layout change falls inside a timed step. RSS max is the "
         "peak over the training window without the checkpoint writes (sampled every 250~ms inside the step loops); "
@@ -636,7 +873,7 @@ def training_section(
         *([comparison_section(frame, published).rstrip(), ""] if published is not None else []),
         r"\begin{table*}[tp]",
         r"\centering",
-        _step0_caption(compared or others(frameworks)),
+        _step0_caption(compared or [(f, primary(f)) for f in others(frameworks)]),
         r"\label{tab:step0}",
         r"\footnotesize",
         r"\setlength{\tabcolsep}{4pt}",  # with 8 pt text: ten columns fit the page unscaled
@@ -646,11 +883,11 @@ def training_section(
     return "\n".join(body) + "\n"
 
 
-def agreement_frameworks(agreement: pd.DataFrame | None) -> list[str]:
-    """The frameworks a step-0 agreement table compares with PyTorch, in the paper's order."""
+def agreement_variants(agreement: pd.DataFrame | None) -> list[tuple[str, str]]:
+    """The variants (framework, mode) a step-0 agreement table compares with eager PyTorch, in the paper's order."""
     if agreement is None or agreement.empty:
         return []
-    return ordered_frameworks(agreement.apply(agreement_framework, axis=1))
+    return ordered_variants(agreement.apply(agreement_variant, axis=1))
 
 
 def _no_pairs_text(frameworks: list[str]) -> str:

@@ -6,6 +6,12 @@ The published figures come from another machine, other data and the blog's own e
 sets them beside ours, labelled as such, rather than dividing one by the other. Everything said about them (which
 frameworks they cover, that every accuracy is the same chance-level value, a maximum below its initial value) is
 read from the reference file, never typed here.
+
+Execution modes (fwbench.modes): the reference does not state whether it compiled any framework (torch.compile,
+jax.jit, XLA in TensorFlow; reference/README.md and sources.yaml record none), so none of this study's modes is
+picked as its match: every small-CNN cell stands beside it, each named with its mode where its framework trained in
+more than one, and the text says the reference's modes are unknown. Where they become known, REFERENCE_MODES holds
+them and only the cells in those modes are shown.
 """
 
 from __future__ import annotations
@@ -14,8 +20,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from fwbench.analysis.latex import escape, join_words, label, number, ordered_frameworks
+from fwbench.analysis.latex import escape, join_words, label, mode_label, number, ordered_frameworks
+from fwbench.analysis.partners import cell_mode, multi_mode, with_modes
 from fwbench.analysis.tables import stacked_header
+from fwbench.modes import MODES
 from fwbench.trackers.memory import MB
 
 PUBLISHED_COLUMNS = [
@@ -35,6 +43,8 @@ REFERENCE_FILE = "reference/published-l4-training.csv"
 GB = 1e9  # bytes; the reference gives its memory in GB
 MEASURES = ["training_time_s", "accuracy", "initial_ram_gb", "max_ram_gb", "initial_vram_gb", "max_vram_gb"]
 MISSING = "missing"
+# The mode each framework ran in for the reference, where it states one (framework -> mode); it states none.
+REFERENCE_MODES: dict[str, str] = {}
 
 
 def read_published(path: str | Path) -> pd.DataFrame:
@@ -76,6 +86,7 @@ def _measured_cell(rows: pd.DataFrame) -> dict:
     reason it is missing."""
     first = rows.iloc[0]
     base = {key: first[key] for key in ("framework", "precision", "batch_size", "status")}
+    base["mode"] = cell_mode(first)
     base |= {"reason": first.get("reason"), "failure_kind": first.get("failure_kind"), "source": "measured"}
     if first["status"] != "ok":
         return base
@@ -92,20 +103,35 @@ def _measured_cell(rows: pd.DataFrame) -> dict:
     }
 
 
-def measured(frame: pd.DataFrame) -> pd.DataFrame:
-    """The study's small-CNN training cells in the reference's shape, one row per cell."""
-    cells = frame[frame["model"] == REFERENCE_MODEL]
+def _mode_rank(row) -> int:
+    """Where a cell's mode sorts among its framework's (the registry's order: eager before compiled)."""
+    order = MODES.get(row["framework"], ())
+    return order.index(row["mode"]) if row["mode"] in order else len(order)
+
+
+def measured(frame: pd.DataFrame, modes: dict[str, str] | None = None) -> pd.DataFrame:
+    """The study's small-CNN training cells in the reference's shape, one row per cell, each framework's modes in
+    the registry's order; only the cells in `modes` (framework -> mode, REFERENCE_MODES) for a framework it names."""
+    modes = REFERENCE_MODES if modes is None else modes
+    cells = with_modes(frame[frame["model"] == REFERENCE_MODEL])
+    cells = cells[[modes.get(f, m) == m for f, m in zip(cells["framework"], cells["mode"], strict=True)]]
     if cells.empty:
-        return pd.DataFrame(columns=["framework", "source", *MEASURES])
-    key = "path" if "path" in cells else ["framework", "precision", "batch_size"]
-    rows = [_measured_cell(group) for _, group in cells.groupby(key, sort=False)]
-    return pd.DataFrame(rows).sort_values(["precision", "batch_size"], kind="stable").reset_index(drop=True)
+        return pd.DataFrame(columns=["framework", "mode", "source", *MEASURES])
+    key = "path" if "path" in cells else ["framework", "mode", "precision", "batch_size"]
+    rows = pd.DataFrame([_measured_cell(group) for _, group in cells.groupby(key, sort=False)])
+    rows = rows.assign(mode_rank=rows.apply(_mode_rank, axis=1))
+    rows = rows.sort_values(["precision", "batch_size", "mode_rank"], kind="stable").drop(columns="mode_rank")
+    return rows.reset_index(drop=True)
 
 
 def comparison(frame: pd.DataFrame, published: pd.DataFrame) -> pd.DataFrame:
     """The table's rows: per framework of the study's small-CNN cells (the paper's order), its measured cells and
-    then the published row for the same framework, if the reference has one."""
+    then the published row for the same framework, if the reference has one. `mode_shown`: a measured cell's mode
+    where its framework trained in more than one (the table names it), else empty."""
     ours = measured(frame)
+    several = multi_mode(zip(ours["framework"], ours["mode"], strict=True))
+    variants = zip(ours["framework"], ours["mode"], strict=True)
+    ours = ours.assign(mode_shown=[m if f in several else None for f, m in variants])
     rows = []
     for framework in ordered_frameworks(ours["framework"]):
         rows.append(ours[ours["framework"] == framework])
@@ -131,7 +157,9 @@ def _source(row) -> str:
         return f"published ({REFERENCE_GPU})"
     epochs = row.get("epochs")
     detail = f", {int(epochs)} epoch{'' if epochs == 1 else 's'}" if pd.notna(epochs) and epochs else ""
-    return f"this study ({escape(row['precision'])}, batch {int(row['batch_size'])}{detail})"
+    mode = row.get("mode_shown")
+    named = f"{escape(mode_label(mode))}, " if isinstance(mode, str) and mode else ""
+    return f"this study ({named}{escape(row['precision'])}, batch {int(row['batch_size'])}{detail})"
 
 
 def _line(row, notes: dict[str, str]) -> str:
@@ -225,6 +253,24 @@ def inconsistency_note(published: pd.DataFrame) -> str:
     return "In the published figures " + "; ".join(parts) + ", so they cannot both be taken as they stand. "
 
 
+def modes_note(rows: pd.DataFrame) -> str:
+    """What the table says about execution modes: nothing where every framework trained in one mode; otherwise
+    that the reference's modes are what REFERENCE_MODES says, or unknown, and which of ours stand beside it."""
+    ours = rows[rows["source"] == "measured"]
+    ours = ours.dropna(subset=["mode_shown"]) if "mode_shown" in ours else ours.iloc[0:0]
+    if ours.empty:
+        return ""
+    if REFERENCE_MODES:
+        stated = join_words([f"{label(f)} {mode_label(m)}" for f, m in REFERENCE_MODES.items()])
+        return f"The reference ran {stated}; this study's cells in those modes stand beside it. "
+    modes = {f: dict.fromkeys(ours.loc[ours["framework"] == f, "mode"]) for f in ordered_frameworks(ours["framework"])}
+    named = join_words([f"{label(f)} {join_words([mode_label(m) for m in found])}" for f, found in modes.items()])
+    return (
+        "The reference does not state whether it compiled any framework, so this study's cells in every mode stand "
+        f"beside it, each named with its mode ({named}). "
+    )
+
+
 def comparison_section(frame: pd.DataFrame, published: pd.DataFrame) -> str:
     """The training section's part on the published L4 figures: a paragraph and the table, or one sentence saying
     why there is no table (no small-CNN training cell in the study)."""
@@ -251,7 +297,7 @@ def comparison_section(frame: pd.DataFrame, published: pd.DataFrame) -> str:
         "and the blog's own model definition, epoch count and batch size, none of which the reference records, so "
         f"its figures are not comparable one to one with this study's. GB = $10^9$ bytes.{missing_rows}"
     )
-    notes = accuracy_note(shown) + inconsistency_note(shown)
+    notes = accuracy_note(shown) + inconsistency_note(shown) + modes_note(rows)
     lines = [
         f"Table~\\ref{{tab:l4}} sets the small-CNN training cells beside published small-CNN training figures from "
         f"an {REFERENCE_GPU}, in the published table's shape. {notes}".rstrip(),

@@ -6,7 +6,8 @@ import importlib
 
 from fwbench.backends.base import Framework
 
-# NumPy is the micro suite's baseline (no models): fwbench.grid.suite_frameworks adds it there.
+# NumPy is the micro suite's baseline (no models): fwbench.grid.suite_frameworks adds it there. Each framework's
+# execution modes are registered in fwbench.modes (no framework import there: the grid and the schema use it).
 FRAMEWORKS = {
     "torch": "fwbench.backends.torch:TorchBackend",
     "jax": "fwbench.backends.jax:JaxBackend",
@@ -25,5 +26,6 @@ def backend_class(framework: str) -> type[Framework]:
     return getattr(importlib.import_module(module), cls)
 
 
-def get_backend(framework: str, *, threads: int, precision: str) -> Framework:
-    return backend_class(framework)(threads=threads, precision=precision)
+def get_backend(framework: str, *, threads: int, precision: str, **options) -> Framework:
+    """`options`: the execution mode and the study's autotune and compile settings (Framework.__init__)."""
+    return backend_class(framework)(threads=threads, precision=precision, **options)

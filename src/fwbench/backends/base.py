@@ -13,6 +13,8 @@ from typing import Any
 
 import numpy as np
 
+from fwbench.modes import DESCRIPTIONS, MODES, autotune_setting, primary
+
 # fp32: true fp32 everywhere (no TF32). tf32: TF32 matmuls/convolutions where the device has them (a no-op on CPUs,
 # recorded as such). bf16: parameters and activations in bfloat16.
 PRECISIONS = ("fp32", "tf32", "bf16")
@@ -62,14 +64,33 @@ class Framework(ABC):
     # worker sets it to the weights' directory; JAX keeps its Flax variable templates there). None: nowhere.
     model_cache_dir = None
 
-    def __init__(self, *, threads: int, precision: str):
+    def __init__(
+        self,
+        *,
+        threads: int,
+        precision: str,
+        mode: str | None = None,
+        autotune: str = "on",
+        compile_options: Mapping[str, Any] | None = None,
+    ):
+        """`mode`: the execution mode (fwbench.modes; None: the framework's primary one). `autotune` and
+        `compile_options` (the config's `compile`) are the study's settings for every framework alike."""
         if precision not in PRECISIONS:
             raise ValueError(f"precision {precision!r} is not supported; supported: {PRECISIONS}")
         if threads < 1:
             raise ValueError(f"threads must be >= 1, got {threads}")
+        known = MODES.get(self.name, (primary(self.name),))
+        mode = mode or known[0]
+        if mode not in known:
+            raise ValueError(f"{self.name} has no execution mode {mode!r}; its modes: {', '.join(known)}")
         self.threads = threads
         self.precision = precision
+        self.mode = mode
+        self.autotune = autotune_setting(autotune)
+        self.compile_options = dict(compile_options or {})
         self.effective_settings: dict[str, Any] = self._apply_settings()
+        self.effective_settings["mode"] = mode
+        self.effective_settings["mode_detail"] = DESCRIPTIONS.get((self.name, mode), mode)
 
     @abstractmethod
     def _apply_settings(self) -> dict[str, Any]:
@@ -123,6 +144,10 @@ class Backend(Framework):
 
     @abstractmethod
     def to_numpy(self, outputs: Any) -> np.ndarray: ...
+
+    def compile_report(self) -> dict[str, Any] | None:
+        """What a compiler that traces Python saw (torch.compile: graphs, graph breaks and why), or None."""
+        return None
 
     def device_timer(self) -> Any:
         """A device-side timer (start/stop/elapsed_ms) or None where the framework has none; the default is none."""

@@ -13,6 +13,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from fwbench import autotune
 from fwbench.backends.base import Arrays, Backend
 from fwbench.backends.driver_identity import DriverIdentity
 from fwbench.models import flax_host_variables
@@ -113,8 +114,14 @@ class JaxBackend(DriverIdentity, Backend):
             "xla_flags": os.environ.get("XLA_FLAGS", ""),
             # Set by the worker for every framework's process; only JAX reads it (false: allocate on demand).
             "preallocate": os.environ.get("XLA_PYTHON_CLIENT_PREALLOCATE", "true (JAX's default)"),
-            "mode": "jit (AOT lower+compile)",
             "compilation_cache": _cache_state(),
+            "autotune": autotune.record(
+                self.name,
+                self.mode,
+                self.autotune,
+                on_gpu=self._on_gpu(),
+                **autotune.xla_switches(self.autotune, os.environ.get("XLA_FLAGS", "")),
+            ),
             "dtype": jnp.dtype(self.dtype).name,
             "bf16_policy": "parameters and activations" if self.precision == "bf16" else None,
         }

@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from fwbench import autotune
 from fwbench.backends.base import Arrays, Framework
 
 
@@ -64,7 +65,7 @@ class NumpyBackend(Framework):
             "precision_note": None
             if self.precision == "fp32"
             else f"NumPy has no {self.precision} arithmetic: the baseline computes in float32",
-            "mode": "eager",
+            "autotune": autotune.record(self.name, self.mode, self.autotune, on_gpu=False),
         }
 
     @classmethod

@@ -21,12 +21,11 @@ from typing import Any
 
 import numpy as np
 
+from fwbench import autotune
 from fwbench.backends.base import Arrays, Backend
 from fwbench.backends.driver_identity import DriverIdentity
 from fwbench.tensorflow_import import keras, tf
 from fwbench.training.firstcall import first_call_extra
-
-MODE = "tf.function(jit_compile=True) (XLA)"
 
 
 def _build_info() -> dict[str, Any]:
@@ -131,8 +130,14 @@ class TensorflowBackend(DriverIdentity, Backend):
             "memory_growth": growth if gpus else "not applicable (CPU)",
             "xla_flags": os.environ.get("XLA_FLAGS", ""),
             "tf_xla_flags": os.environ.get("TF_XLA_FLAGS", ""),
-            "mode": MODE,
             "compilation_cache": {"state": "disabled (TensorFlow keeps no persistent XLA cache)"},
+            "autotune": autotune.record(
+                self.name,
+                self.mode,
+                self.autotune,
+                on_gpu=self.on_gpu,
+                **autotune.xla_switches(self.autotune, os.environ.get("XLA_FLAGS", "")),
+            ),
             "dtype": self.dtype.name,
             "keras_dtype_policy": self.policy,
             "bf16_policy": "parameters and activations" if self.precision == "bf16" else None,

@@ -1,4 +1,5 @@
-"""PyTorch backend: eager mode, inference under torch.inference_mode, NCHW on the device."""
+"""PyTorch backend: eager or torch.compile (the cell's mode), inference under torch.inference_mode, NCHW on the
+device."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from fwbench import autotune
 from fwbench.backends.base import Arrays, Backend
 from fwbench.models import torch_model, torchvision_defs
 
@@ -35,13 +37,15 @@ CUDNN_BENCHMARK_ENV = "FWBENCH_CUDNN_BENCHMARK"
 
 
 class TorchArrays(Arrays):
-    """PyTorch's primitives for the micro suite: eager calls under inference_mode, as the models run."""
+    """PyTorch's primitives for the micro suite: calls under inference_mode, as the models run, eager or (mode
+    compile) through torch.compile, whose first call is timed apart as JAX's compilation is."""
 
     put_function = "torch.from_numpy(host).to(dtype).to(device)"
 
-    def __init__(self, device: torch.device, dtype: torch.dtype):
+    def __init__(self, device: torch.device, dtype: torch.dtype, compile_mode: str | None = None):
         self.device, self.torch_dtype = device, dtype
         self.dtype = str(dtype).removeprefix("torch.")
+        self.compile_mode = compile_mode
 
     def put(self, host: np.ndarray) -> torch.Tensor:
         return torch.from_numpy(np.asarray(host, dtype=np.float32)).to(dtype=self.torch_dtype).to(self.device)
@@ -53,11 +57,22 @@ class TorchArrays(Arrays):
         return torch.relu(a)
 
     def compile(self, function, *args):
-        def eager(*call_args):
-            with torch.inference_mode():
-                return function(self, *call_args)
+        if self.compile_mode is None:
 
-        return eager, None
+            def eager(*call_args):
+                with torch.inference_mode():
+                    return function(self, *call_args)
+
+            return eager, None
+        from fwbench.backends import torch_compile
+
+        compiled = torch_compile.compiler(self.compile_mode)(lambda *call_args: function(self, *call_args))
+
+        def run(*call_args):
+            with torch.inference_mode():
+                return compiled(*call_args)
+
+        return run, {"dynamo_inductor_first_call_s": torch_compile.first_call(lambda: run(*args), self.synchronize)}
 
     def synchronize(self, outputs: torch.Tensor) -> None:
         if self.device.type == "cuda":
@@ -79,11 +94,23 @@ class TorchBackend(Backend):
         torch.set_float32_matmul_precision("high" if tf32 else "highest")
         torch.backends.cuda.matmul.allow_tf32 = tf32
         torch.backends.cudnn.allow_tf32 = tf32
-        # Heuristic kernel choice unless FWBENCH_CUDNN_BENCHMARK=1; the fallback ladder's cudnn_benchmark_off rung
-        # sets it to 0 for a cell whose cuDNN autotuning crashed (recorded as that cell's deviation).
-        torch.backends.cudnn.benchmark = os.environ.get(CUDNN_BENCHMARK_ENV, "0") == "1"
+        # cuDNN's autotuning follows the study's `autotune` (fwbench.autotune); the fallback ladder's
+        # cudnn_benchmark_off rung sets FWBENCH_CUDNN_BENCHMARK=0 for a cell whose cuDNN autotuning crashed
+        # (recorded as that cell's deviation).
+        self.compile_mode = self.compile_options.get("torch_mode", "default") if self.mode == "compile" else None
+        switches = autotune.torch_switches(
+            self.autotune, self.mode, self.compile_mode, os.environ.get(CUDNN_BENCHMARK_ENV)
+        )
+        torch.backends.cudnn.benchmark = switches["cudnn_benchmark"]
         self.device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
         self.dtype = torch.bfloat16 if self.precision == "bf16" else torch.float32
+        if self.compile_mode is not None:
+            from fwbench.backends import torch_compile
+
+            self._compile = torch_compile.compiler(self.compile_mode)
+            cache = torch_compile.cache_state()
+        else:
+            cache = {"state": "not applicable (eager)"}
         return {
             "intra_op_threads": torch.get_num_threads(),
             "interop_threads": torch.get_num_interop_threads(),
@@ -92,8 +119,11 @@ class TorchBackend(Backend):
             "cudnn_allow_tf32": torch.backends.cudnn.allow_tf32,
             "cudnn_benchmark": torch.backends.cudnn.benchmark,
             "tf32_in_effect": tf32 and self.device.type == "cuda",
-            "mode": "eager",
-            "compilation_cache": {"state": "not applicable (eager)"},
+            "compile_mode": self.compile_mode,
+            "compilation_cache": cache,
+            "autotune": autotune.record(
+                self.name, self.mode, self.autotune, on_gpu=self.device.type == "cuda", **switches
+            ),
             "dtype": str(self.dtype).removeprefix("torch."),
             "bf16_policy": "parameters and activations" if self.precision == "bf16" else None,
         }
@@ -145,7 +175,23 @@ class TorchBackend(Backend):
         return {"platform": "cpu", "name": "cpu"}
 
     def arrays(self) -> TorchArrays:
-        return TorchArrays(self.device, self.dtype)
+        return TorchArrays(self.device, self.dtype, self.compile_mode)
+
+    @property
+    def compilations(self) -> int:
+        """Compile events so far: Dynamo's graphs and graph breaks in mode compile; none in eager mode."""
+        if self.compile_mode is None:
+            return 0
+        from fwbench.backends import torch_compile
+
+        return torch_compile.events()
+
+    def compile_report(self) -> dict[str, Any] | None:
+        if self.compile_mode is None:
+            return None
+        from fwbench.backends import torch_compile
+
+        return torch_compile.report()
 
     def new_model(self, model: str, *, num_classes: int, image_size: int) -> torch.nn.Module:
         """The torch definition of `model`, recording how torchvision's models were imported (torchvision_defs)."""
@@ -158,17 +204,25 @@ class TorchBackend(Backend):
         module.load_state_dict({k: torch.from_numpy(np.asarray(v)) for k, v in state_dict.items()}, strict=True)
         # Cast on the host, then move: no float32 copy of the weights is ever alive on the device (bf16).
         self.module = module.to(dtype=self.dtype).to(self.device).eval()
+        self.step_function = self.module if self.compile_mode is None else self._compile(self.module)
 
     def to_device(self, batch_nhwc: np.ndarray) -> torch.Tensor:
         nchw = np.ascontiguousarray(np.asarray(batch_nhwc, dtype=np.float32).transpose(0, 3, 1, 2))
         return torch.from_numpy(nchw).to(dtype=self.dtype).to(self.device)  # cast on the host, as build does
 
-    def compile(self, inputs: torch.Tensor) -> None:
-        return None
+    def compile(self, inputs: torch.Tensor) -> dict[str, float] | None:
+        """Eager: nothing. Compiled: the first call on these inputs, which is where torch.compile traces (Dynamo),
+        lowers (AOTAutograd) and generates code (Inductor); later calls with the same shapes run the result."""
+        if self.compile_mode is None:
+            return None
+        from fwbench.backends import torch_compile
+
+        seconds = torch_compile.first_call(lambda: self.forward(inputs), self.synchronize)
+        return {"dynamo_inductor_first_call_s": seconds}
 
     def forward(self, inputs: torch.Tensor) -> torch.Tensor:
         with torch.inference_mode():
-            return self.module(inputs)
+            return self.step_function(inputs)
 
     def synchronize(self, outputs: torch.Tensor) -> None:
         if self.device.type == "cuda":

@@ -148,7 +148,9 @@ def run(
     samples_ms = [s * 1000.0 for s in run_.samples_s]
 
     if compile_times is None:
-        missing["compile_s"] = f"{backend.name} runs eagerly: no compile step (first_call_s holds the first call)"
+        missing["compile_s"] = (
+            f"{backend.name} in mode {backend.mode} runs eagerly: no compile step (first_call_s holds the first call)"
+        )
     if not np.isfinite(logits).all():
         raise FloatingPointError(f"non-finite logits from {cell.label()}")
     images_timed = len(samples_ms) * cell.batch_size
@@ -201,6 +203,9 @@ def run(
         "compile_s": None if compile_times is None else sum(compile_times.values()),
         "compile_breakdown_s": compile_times,
         "recompilations_in_timed_loop": recompilations,
+        # torch.compile: graphs and graph breaks Dynamo saw over the whole process (a break in the timed loop is
+        # also a recompilation above); None where the framework compiles whole programs (XLA) or runs eagerly.
+        "compile_report": backend.compile_report(),
         "cold_inputs": cold,
         "device_latency_ms": device_latency,
         "device_samples_ms": device_ms or None,

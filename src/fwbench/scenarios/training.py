@@ -306,6 +306,8 @@ def run(
     optimizer = getattr(trainer, "optimizer_implementation", None)
     if optimizer is not None:  # recorded with the framework's settings in the cell's provenance too
         backend.effective_settings["optimizer_implementation"] = optimizer
+    if scope := getattr(trainer, "compiled_scope", None):  # what a compiled PyTorch step compiles, and what not
+        backend.effective_settings["compiled_scope"] = scope
     if not all(np.isfinite(e["train_loss"]) for e in epochs):
         raise FloatingPointError(f"non-finite training loss in {cell.label()}")
     target = settings.get("target_top1")
@@ -352,6 +354,8 @@ def run(
         "target_top1": target,
         "time_to_target_s": time_to_target,
         "recompilations_in_training": recompilations,
+        # torch.compile: graphs and graph breaks Dynamo saw over the process (fwbench.backends.torch_compile)
+        "compile_report": backend.compile_report(),
         "flags": {
             "data_wait": wait_max > WAIT_FLAG,
             "recompiled": recompilations > 0,

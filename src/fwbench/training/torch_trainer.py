@@ -1,4 +1,10 @@
-"""PyTorch trainer: eager train mode, torch.optim.Adam with the step's learning rate set from the shared schedule.
+"""PyTorch trainer: eager or (mode compile) torch.compile'd model calls in train mode, torch.optim.Adam with the
+step's learning rate set from the shared schedule.
+
+In mode compile every call of the model (the train step's forward, whose backward AOTAutograd compiles with it;
+evaluation; recalibration; the step-0 probe) goes through one torch.compile'd function, so each variant Dynamo
+guards on (train/eval, grad mode, BatchNorm momentum) is compiled in `compile`, before the timed epochs. Adam's
+update stays torch's fused kernel: compiling it would recompile at every new learning rate of the schedule.
 
 Batches arrive in NCHW (`input_layout`): the shared loader's threads transpose them, so the timed step only moves
 them to the device, as the JAX step does with its NHWC batches.
@@ -50,6 +56,12 @@ def _loss(logits: torch.Tensor, labels: torch.Tensor, valid: int | None = None) 
     return F.cross_entropy(logits[:valid], labels[:valid])
 
 
+def _call_model(model: torch.nn.Module, images: torch.Tensor) -> torch.Tensor:
+    """The one function a compiled trainer compiles: the model's forward (module as an argument, so copies of the
+    model for the first-call measurement and the probe reuse the compiled code where Dynamo's guards allow)."""
+    return model(images)
+
+
 def _is_statistic(key: str) -> bool:
     return "running" in key or "num_batches" in key
 
@@ -74,6 +86,11 @@ class TorchTrainer(Trainer):
         self.optimizer = adam(self.model.parameters(), recipe, self.adam)
         self.optimizer_implementation = f"torch.optim.Adam, {self.adam}"
         self.recalibrated: dict[str, torch.Tensor] | None = None
+        compiled = backend.compile_mode is not None
+        self.call = backend._compile(_call_model) if compiled else _call_model
+        self.compiled_scope = (
+            "torch.compile(model forward; backward through AOTAutograd); Adam eager (fused)" if compiled else None
+        )
 
     def to_device(self, images, labels):
         """`images`: a normalised float32 NCHW batch (input_layout), as the shared loader prepares it."""
@@ -128,7 +145,7 @@ class TorchTrainer(Trainer):
         for group in optimizer.param_groups:
             group["lr"] = float(lr)
         optimizer.zero_grad(set_to_none=True)
-        loss = _loss(model(images).float(), labels, valid)
+        loss = _loss(self.call(model, images).float(), labels, valid)
         loss.backward()
         optimizer.step()
         return loss.detach()
@@ -157,7 +174,7 @@ class TorchTrainer(Trainer):
             raise ValueError(f"statistics = {statistics!r}: not one of {STATISTICS}")
         try:
             with torch.inference_mode():
-                logits = self.model(images).float()[:valid]
+                logits = self.call(self.model, images).float()[:valid]
                 loss = F.cross_entropy(logits, labels[:valid], reduction="sum")
                 top = logits.topk(min(5, logits.shape[-1]), dim=1).indices
                 hit1 = (top[:, 0] == labels[:valid]).sum()
@@ -183,7 +200,7 @@ class TorchTrainer(Trainer):
             _randomness_off(self.model)
             with torch.no_grad():
                 for images in batches:
-                    self.model(images)
+                    self.call(self.model, images)
             if int(norms[0].num_batches_tracked) == 0:
                 raise ValueError("recalibrate() needs at least one batch")
             self.recalibrated = self._statistics()
@@ -196,19 +213,22 @@ class TorchTrainer(Trainer):
         return True
 
     def _probe(self, images, labels, lr: float, dtype, valid: int | None = None) -> dict[str, float]:
+        """In the cell's dtype the model is called as the cell calls it (compiled in mode compile); the float64
+        yardstick runs eagerly (a compilation of its own for a number that is not the cell's)."""
+        call = self.call if dtype == self.backend.dtype else _call_model
         model = copy.deepcopy(self.model).to(dtype)
         _randomness_off(model)
         optimizer = adam(model.parameters(), self.recipe)
         for group in optimizer.param_groups:
             group["lr"] = float(lr)
         images = images.to(dtype)
-        loss = _loss(model(images).to(torch.promote_types(dtype, torch.float32)), labels, valid)
+        loss = _loss(call(model, images).to(torch.promote_types(dtype, torch.float32)), labels, valid)
         loss.backward()
         grads = [p.grad.double().flatten() for p in model.parameters() if p.grad is not None]
         norm = float(torch.linalg.vector_norm(torch.cat(grads)).item())
         optimizer.step()
         with torch.no_grad():
-            after = _loss(model(images).to(torch.promote_types(dtype, torch.float32)), labels, valid)
+            after = _loss(call(model, images).to(torch.promote_types(dtype, torch.float32)), labels, valid)
         return {"loss": float(loss.item()), "grad_norm": norm, "loss_after_step": float(after.item())}
 
     def probe(self, images, labels, lr: float, valid: int | None = None) -> dict[str, float]:

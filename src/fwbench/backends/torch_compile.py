@@ -1,0 +1,81 @@
+"""torch.compile as the PyTorch backend and trainer use it: one compiler setting, and what Dynamo saw.
+
+Imported only by cells in the `compile` mode: importing torch._dynamo costs a process ~2 s, which eager cells do
+not pay (fwbench.models.torchvision_defs). Shapes are static (`dynamic=False`), as XLA's are in JAX and TensorFlow:
+a new shape is a recompilation, which the counters below make visible, so a timed loop that recompiles is flagged
+like a JAX cell that does.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Any
+
+INDUCTOR_CACHE_ENV = "TORCHINDUCTOR_CACHE_DIR"
+# Set by the worker when the study keeps no Inductor cache (compile.inductor_cache: null): the process's cache
+# directory is a fresh, empty one, so every compilation is cold.
+FRESH_CACHE_ENV = "FWBENCH_INDUCTOR_CACHE_FRESH"
+# Dynamo falls back to running a function eagerly, silently apart from a warning, once it has compiled this many
+# variants of it (guards: train/eval mode, grad mode, BatchNorm momentum...). A trainer compiles a handful; the
+# limit is raised so that a cell never times eager code while recording itself as compiled.
+CACHE_SIZE_LIMIT = 64
+
+
+def compiler(compile_mode: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """torch.compile with the study's mode and static shapes."""
+    import torch._dynamo  # binds torch too
+
+    torch._dynamo.config.cache_size_limit = max(torch._dynamo.config.cache_size_limit, CACHE_SIZE_LIMIT)
+    if hasattr(torch._dynamo.config, "accumulated_cache_size_limit"):
+        torch._dynamo.config.accumulated_cache_size_limit = max(
+            torch._dynamo.config.accumulated_cache_size_limit, 4 * CACHE_SIZE_LIMIT
+        )
+    return lambda function: torch.compile(function, mode=compile_mode, dynamic=False)
+
+
+def _counters() -> Any:
+    from torch._dynamo.utils import counters
+
+    return counters
+
+
+def events() -> int:
+    """Compile events so far: graphs Dynamo compiled (a recompilation is one more) plus graph breaks (each splits
+    a function into more graphs with Python between them). A change across a timed loop flags the cell."""
+    counters = _counters()
+    return int(counters["stats"]["unique_graphs"]) + sum(counters["graph_break"].values())
+
+
+def report() -> dict[str, Any]:
+    """What Dynamo compiled in this process: graphs, graph breaks and their reasons (the first few)."""
+    counters = _counters()
+    breaks = counters["graph_break"]
+    return {
+        "graphs": int(counters["stats"]["unique_graphs"]),
+        "graph_breaks": int(sum(breaks.values())),
+        "graph_break_reasons": [str(reason)[:200] for reason in list(breaks)[:5]],
+        "frames_compiled": int(counters["stats"]["calls_captured"]),
+    }
+
+
+def cache_state() -> dict[str, Any]:
+    """Inductor's cache as this process found it: fresh and empty (every compilation cold, the study keeps no
+    cache), or the study's persistent directory, cold or warm by whether it held entries before this process."""
+    directory = os.environ.get(INDUCTOR_CACHE_ENV)
+    if os.environ.get(FRESH_CACHE_ENV):
+        return {"state": "disabled (a fresh, empty cache per process: cold)", "dir": directory}
+    if not directory:
+        return {"state": "torch's default directory (not controlled by the study)"}
+    warm = os.path.isdir(directory) and any(os.scandir(directory))
+    return {"state": "warm" if warm else "cold", "dir": directory}
+
+
+def first_call(call: Callable[[], Any], synchronize: Callable[[Any], None]) -> float:
+    """Seconds of the first call of a compiled function: Dynamo's tracing, AOTAutograd and Inductor's code
+    generation and the run itself, synchronised."""
+    import time
+
+    start = time.perf_counter()
+    synchronize(call())
+    return time.perf_counter() - start
