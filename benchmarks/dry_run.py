@@ -31,20 +31,33 @@ WORKFLOW_PARTS = ("workflow", "config", "profiles", "envs", "reference", "report
 
 
 def grid_config(cells: int) -> dict:
-    """The default study with inference only and enough batch sizes for about `cells` cells."""
+    """The default study with inference only and enough batch sizes for about `cells` cells (its execution modes
+    included: torch eager and compile for the models in mode_scope)."""
+    from fwbench.config import validate_config
+    from fwbench.grid import cells as grid_cells
+
     config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
-    per_batch = len(config["frameworks"]) * len(config["models"]) * len(PRECISIONS)
     config |= {"suites": ["inference"], "precisions": PRECISIONS}
+    config["inference"]["batch_sizes"] = [1]
+    per_batch = len(grid_cells(validate_config(config)))
     config["inference"]["batch_sizes"] = list(range(1, math.ceil(cells / per_batch) + 1))
     return config
 
 
-def planned_cells(output: str, frameworks: int) -> int:
-    """Inference cells planned: each comparison group holds one cell per framework."""
-    groups = re.search(r"^inference_group\s+(\d+)$", output, flags=re.M)
-    if not groups:
-        raise RuntimeError("snakemake -n planned no inference_group job:\n" + output[-2000:])
-    return int(groups[1]) * frameworks
+def planned_cells(output: str, config: dict) -> int:
+    """Inference cells planned: every comparison group's job (inference_group, and inference_group_primary for the
+    models outside mode_scope) holds one cell per framework and mode of its models."""
+    from fwbench.config import validate_config
+    from fwbench.grid import comparison_rules, group_variants
+
+    validated = validate_config(config)
+    total = 0
+    for rule, models in comparison_rules(validated, "inference", "inference_group").items():
+        groups = re.search(rf"^{rule}\s+(\d+)$", output, flags=re.M)
+        if not groups:
+            raise RuntimeError(f"snakemake -n planned no {rule} job:\n" + output[-2000:])
+        total += int(groups[1]) * len(group_variants(validated, "inference", models[0]))
+    return total
 
 
 def main() -> None:
@@ -67,7 +80,7 @@ def main() -> None:
             seconds = time.perf_counter() - t0
             if done.returncode != 0:
                 sys.exit(done.stdout[-2000:] + done.stderr[-2000:])
-            cells = planned_cells(done.stdout + done.stderr, len(config["frameworks"]))
+            cells = planned_cells(done.stdout + done.stderr, config)
             times.append(seconds)
             print(f"run {run + 1}: {cells} cells planned in {seconds:.1f} s")
     print(f"median {statistics.median(times):.1f} s over {len(times)} runs (budget: 15 s for 5,000 cells)")

@@ -113,7 +113,7 @@ def _cell(framework: str, mode: str | None, batch: int, model: str = "small_cnn"
             "n_iters": 3,
             "flags": {"recompiled": False},
         }
-        | ({"graph_breaks": 0} if mode_ == "compile" else {}),
+        | ({"compile_report": {"graph_breaks": 0, "graphs": 1}} if mode_ == "compile" else {}),
     )
     result["provenance"]["framework"] = {
         "name": framework,

@@ -289,7 +289,7 @@ def killed_study(tmp_path_factory, venv_bin):
                 + (root / "first-run.log").read_text()[-3000:]
             )
             assert time.monotonic() < deadline, "no training cell checkpointed in time"
-            for progress in state.glob("*/*/*/*/progress.json"):
+            for progress in state.glob("*/*/*/*/*/progress.json"):  # framework/mode/model/precision/bs
                 cell = cells / "training" / progress.parent.relative_to(state).with_suffix(".json")
                 finished = [p for p in cells.rglob("*.json") if p != cell]
                 if not cell.exists() and finished:

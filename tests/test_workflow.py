@@ -43,6 +43,7 @@ NEW_BATCH_SIZE_JOBS = {
     "inference_group": 1,
     "aggregate_inference": 1,
     "inference_figure": 1,
+    "mode_gain_figure": 1,  # its table (mode_gains.csv) is rewritten with the others
     "loader_figure": 1,
     "paper_tables": 1,
     # the generated sections read the new cells too (the parity logits read only data and weights: not rerun)
@@ -195,7 +196,8 @@ def test_paper_config_dry_run_lists_the_full_study(workdir, venv_bin):
     planned = _planned_jobs(_snakemake(workdir, venv_bin, "-n", "--configfile", "config/paper-h100.yaml"))
     expected = {"download_dataset": 1, "prepare_dataset": 1, "init_weights": 4, "model_facts": 4}
     expected |= {"inference_group": 4 * 4, "loader_throughput": 1, "loader_figure": 1, "paper": 1}
-    expected |= {"training_cell": 3 * 4 * 3, "aggregate_training": 1, "training_figure": 1}  # 3 frameworks
+    # 3 frameworks, PyTorch in two modes (eager and torch.compile): 4 cells per comparison
+    expected |= {"training_cell": 3 * 4 * 4, "aggregate_training": 1, "training_figure": 1, "mode_gain_figure": 1}
     expected |= {"micro_operands": 1, "micro_group": 2 * 7, "micro_analysis": 1}
     assert {job: planned.get(job) for job in expected} == expected
 

@@ -108,6 +108,7 @@ class TorchBackend(Backend):
             from fwbench.backends import torch_compile
 
             self._compile = torch_compile.compiler(self.compile_mode)
+            self._dynamo_start = torch_compile.snapshot()
             cache = torch_compile.cache_state()
         else:
             cache = {"state": "not applicable (eager)"}
@@ -191,7 +192,7 @@ class TorchBackend(Backend):
             return None
         from fwbench.backends import torch_compile
 
-        return torch_compile.report()
+        return torch_compile.report(since=self._dynamo_start)
 
     def new_model(self, model: str, *, num_classes: int, image_size: int) -> torch.nn.Module:
         """The torch definition of `model`, recording how torchvision's models were imported (torchvision_defs)."""

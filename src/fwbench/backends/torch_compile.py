@@ -47,15 +47,28 @@ def events() -> int:
     return int(counters["stats"]["unique_graphs"]) + sum(counters["graph_break"].values())
 
 
-def report() -> dict[str, Any]:
-    """What Dynamo compiled in this process: graphs, graph breaks and their reasons (the first few)."""
+def snapshot() -> dict[str, Any]:
+    """Dynamo's counters now, for `report` to count what happened after: they are process-wide, and a process
+    (a test's, say) may compile before a backend is made."""
     counters = _counters()
-    breaks = counters["graph_break"]
     return {
         "graphs": int(counters["stats"]["unique_graphs"]),
+        "frames": int(counters["stats"]["calls_captured"]),
+        "breaks": dict(counters["graph_break"]),
+    }
+
+
+def report(since: dict[str, Any] | None = None) -> dict[str, Any]:
+    """What Dynamo compiled since `since` (a `snapshot`; None: over the process): graphs, graph breaks and their
+    reasons (the first few)."""
+    now, before = snapshot(), since or {"graphs": 0, "frames": 0, "breaks": {}}
+    breaks = {reason: count - before["breaks"].get(reason, 0) for reason, count in now["breaks"].items()}
+    breaks = {reason: count for reason, count in breaks.items() if count > 0}
+    return {
+        "graphs": now["graphs"] - before["graphs"],
         "graph_breaks": int(sum(breaks.values())),
         "graph_break_reasons": [str(reason)[:200] for reason in list(breaks)[:5]],
-        "frames_compiled": int(counters["stats"]["calls_captured"]),
+        "frames_compiled": now["frames"] - before["frames"],
     }
 
 

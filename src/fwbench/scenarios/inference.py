@@ -203,7 +203,7 @@ def run(
         "compile_s": None if compile_times is None else sum(compile_times.values()),
         "compile_breakdown_s": compile_times,
         "recompilations_in_timed_loop": recompilations,
-        # torch.compile: graphs and graph breaks Dynamo saw over the whole process (a break in the timed loop is
+        # torch.compile: graphs and graph breaks Dynamo saw since the backend was made (a break in the timed loop is
         # also a recompilation above); None where the framework compiles whole programs (XLA) or runs eagerly.
         "compile_report": backend.compile_report(),
         "cold_inputs": cold,

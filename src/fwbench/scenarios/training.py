@@ -354,7 +354,7 @@ def run(
         "target_top1": target,
         "time_to_target_s": time_to_target,
         "recompilations_in_training": recompilations,
-        # torch.compile: graphs and graph breaks Dynamo saw over the process (fwbench.backends.torch_compile)
+        # torch.compile: graphs and graph breaks Dynamo saw since the backend was made (fwbench.backends.torch_compile)
         "compile_report": backend.compile_report(),
         "flags": {
             "data_wait": wait_max > WAIT_FLAG,

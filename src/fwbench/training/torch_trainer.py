@@ -2,8 +2,9 @@
 step's learning rate set from the shared schedule.
 
 In mode compile every call of the model (the train step's forward, whose backward AOTAutograd compiles with it;
-evaluation; recalibration; the step-0 probe) goes through one torch.compile'd function, so each variant Dynamo
-guards on (train/eval, grad mode, BatchNorm momentum) is compiled in `compile`, before the timed epochs. Adam's
+evaluation; the step-0 probe) goes through one torch.compile'd function, so each variant Dynamo guards on
+(train/eval, grad mode) is compiled in `compile`, before the timed epochs. BatchNorm recalibration stays eager (its
+cumulative average would break the graph; it is no timed step). Adam's
 update stays torch's fused kernel: compiling it would recompile at every new learning rate of the schedule.
 
 Batches arrive in NCHW (`input_layout`): the shared loader's threads transpose them, so the timed step only moves
@@ -200,7 +201,9 @@ class TorchTrainer(Trainer):
             _randomness_off(self.model)
             with torch.no_grad():
                 for images in batches:
-                    self.call(self.model, images)
+                    # Eager in every mode: BatchNorm's cumulative average (momentum None) reads its batch count
+                    # with .item(), a graph break under torch.compile; recalibration is no timed step.
+                    _call_model(self.model, images)
             if int(norms[0].num_batches_tracked) == 0:
                 raise ValueError("recalibrate() needs at least one batch")
             self.recalibrated = self._statistics()
