@@ -36,6 +36,50 @@ BASE = {
 }
 
 
+def failed_in_rounds(result: dict, reason: str, kind: str, signal: str | None = None) -> dict:
+    """`result` as a cell whose first trial failed (`kind`, `reason`): no metrics, no framework record."""
+    result.update(status="failed", reason=reason, metrics=None, samples_ms=[], stderr_tail="Traceback ...")
+    result["failure"] = {
+        "kind": kind,
+        "reason": reason,
+        "exit_code": None if signal else 1,
+        "signal": signal,
+        "trial": 1,
+        "workarounds_tried": [],
+    }
+    result["provenance"]["framework"] = None
+    return result
+
+
+def measured_in_rounds(result: dict, rates: list[float], compile_s: float | None, **metrics) -> dict:
+    """`result` as a successful cell whose trials (rounds 1, 2, ...) ran at `rates` img/s: throughput their
+    geometric mean, every latency its batch over that; `metrics` adds or replaces fields (`trials=None`: a cell
+    measured in one process, which has no trial record)."""
+    batch = result["cell"]["batch_size"]
+    throughput = float(pd.Series(rates).prod() ** (1 / len(rates)))
+    p50 = batch * 1000.0 / throughput
+    result.update(
+        status="ok",
+        reason=None,
+        samples_ms=[p50] * 3,
+        metrics={
+            "throughput_img_s": throughput,
+            "throughput_img_s_total": throughput,
+            "latency_ms": {"p50": p50, "p95": p50, "p99": p50, "mean": p50},
+            "trials": [{"round": k + 1, "throughput_img_s": rate} for k, rate in enumerate(rates)],
+            "compile_s": compile_s,
+            "first_call_s": 0.5,
+            "rss_mb": {"before": 100.0, "peak": 200.0},
+            "missing": {},
+            "n_iters": 3,
+        }
+        | metrics,
+    )
+    if result["metrics"]["trials"] is None:
+        del result["metrics"]["trials"]
+    return result
+
+
 def _result(framework, batch, throughput=None, reason=None, kind="crash"):
     result = copy.deepcopy(BASE)
     result["cell"] = {
@@ -47,34 +91,8 @@ def _result(framework, batch, throughput=None, reason=None, kind="crash"):
         "image_size": 32,
     }
     if reason:
-        result.update(status="failed", reason=reason, metrics=None, samples_ms=[], stderr_tail="Traceback ...")
-        signal = "SIGSEGV" if kind == "crash" else None
-        result["failure"] = {
-            "kind": kind,
-            "reason": reason,
-            "exit_code": None if signal else 1,
-            "signal": signal,
-            "trial": 1,
-            "workarounds_tried": [],
-        }
-        result["provenance"]["framework"] = None
-        return result
-    p50 = batch * 1000.0 / throughput
-    result.update(
-        status="ok",
-        reason=None,
-        samples_ms=[p50] * 3,
-        metrics={
-            "throughput_img_s": throughput,
-            "throughput_img_s_total": throughput,
-            "latency_ms": {"p50": p50, "p95": p50, "p99": p50, "mean": p50},
-            "compile_s": 0.2 if framework == "jax" else None,
-            "first_call_s": 0.5,
-            "rss_mb": {"before": 100.0, "peak": 200.0},
-            "missing": {},
-            "n_iters": 3,
-        },
-    )
+        return failed_in_rounds(result, reason, kind, signal="SIGSEGV" if kind == "crash" else None)
+    measured_in_rounds(result, [throughput], 0.2 if framework == "jax" else None, trials=None)
     result["provenance"]["framework"] = {
         "versions": {framework: "9.9"},
         "device": {"name": "cpu"},

@@ -32,7 +32,7 @@ from fwbench.analysis.tables import environment_table, inference_table, throughp
 from fwbench.config import validate_config
 from fwbench.io import atomic_write_json
 from fwbench.results import load_result
-from tests.test_analysis import BASE
+from tests.test_analysis import BASE, failed_in_rounds, measured_in_rounds
 from tests.test_pdf_check import PREAMBLE, _build, _check, needs_latex
 
 THREE = ["torch", "jax", "tensorflow"]
@@ -81,40 +81,11 @@ def _cell(framework: str, mode: str | None, batch: int, model: str = "small_cnn"
     if node:
         result["provenance"]["placement"] = {"host": node, "node": node, "slot": 0}
     if mode_ != "eager" and (framework, mode_, model, batch) not in FACTORS:
-        reason = "compiler error: Inductor failed"
-        result.update(status="failed", reason=reason, metrics=None, samples_ms=[], stderr_tail="Traceback ...")
-        result["failure"] = {
-            "kind": "compiler",
-            "reason": reason,
-            "exit_code": 1,
-            "signal": None,
-            "trial": 1,
-            "workarounds_tried": [],
-        }
-        result["provenance"]["framework"] = None
-        return result
+        return failed_in_rounds(result, "compiler error: Inductor failed", "compiler")
     factors = FACTORS.get((framework, mode_, model, batch), [1.0, 1.0, 1.0])
     rates = [rate * factor for rate, factor in zip(EAGER_RATES[batch], factors, strict=True)]
-    throughput = float(pd.Series(rates).prod() ** (1 / len(rates)))
-    p50 = batch * 1000.0 / throughput
-    result.update(
-        status="ok",
-        reason=None,
-        samples_ms=[p50] * 3,
-        metrics={
-            "throughput_img_s": throughput,
-            "throughput_img_s_total": throughput,
-            "latency_ms": {"p50": p50, "p95": p50, "p99": p50, "mean": p50},
-            "trials": [{"round": k + 1, "throughput_img_s": rate} for k, rate in enumerate(rates)],
-            "compile_s": COMPILE_S.get((framework, mode_)),
-            "first_call_s": 0.5,
-            "rss_mb": {"before": 100.0, "peak": 200.0},
-            "missing": {},
-            "n_iters": 3,
-            "flags": {"recompiled": False},
-        }
-        | ({"compile_report": {"graph_breaks": 0, "graphs": 1}} if mode_ == "compile" else {}),
-    )
+    report = {"compile_report": {"graph_breaks": 0, "graphs": 1}} if mode_ == "compile" else {}
+    measured_in_rounds(result, rates, COMPILE_S.get((framework, mode_)), flags={"recompiled": False}, **report)
     result["provenance"]["framework"] = {
         "name": framework,
         "versions": {framework: "9.9"},

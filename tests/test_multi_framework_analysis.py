@@ -31,7 +31,7 @@ from fwbench.analysis.training_reference import comparison, comparison_section, 
 from fwbench.config import validate_config
 from fwbench.io import atomic_write_json
 from fwbench.results import load_result
-from tests.test_analysis import BASE
+from tests.test_analysis import BASE, failed_in_rounds, measured_in_rounds
 
 REPO = Path(__file__).resolve().parents[1]
 PUBLISHED = REPO / "reference" / "published-l4-training.csv"
@@ -85,38 +85,11 @@ def _inference(framework, batch, model="small_cnn"):
     }
     result["provenance"]["group"] = {"id": f"g{batch}"}
     if framework != "torch" and (framework, batch) not in FACTORS:
-        reason = "crashed: killed by SIGSEGV"
-        result.update(status="failed", reason=reason, metrics=None, samples_ms=[], stderr_tail="Traceback ...")
-        result["failure"] = {
-            "kind": "crash",
-            "reason": reason,
-            "exit_code": None,
-            "signal": "SIGSEGV",
-            "trial": 1,
-            "workarounds_tried": [],
-        }
-        result["provenance"]["framework"] = None
-        return result
+        return failed_in_rounds(result, "crashed: killed by SIGSEGV", "crash", signal="SIGSEGV")
     factors = FACTORS.get((framework, batch), [1.0, 1.0, 1.0])
     rates = [rate * factor for rate, factor in zip(TORCH_RATES[batch], factors, strict=True)]
-    throughput = float(pd.Series(rates).prod() ** (1 / len(rates)))
-    p50 = batch * 1000.0 / throughput
-    result.update(
-        status="ok",
-        reason=None,
-        samples_ms=[p50] * 3,
-        metrics={
-            "throughput_img_s": throughput,
-            "throughput_img_s_total": throughput,
-            "latency_ms": {"p50": p50, "p95": p50, "p99": p50, "mean": p50},
-            "trials": [{"round": k + 1, "throughput_img_s": rate} for k, rate in enumerate(rates)],
-            "compile_s": COMPILE_S[framework],
-            "first_call_s": 0.5,
-            "rss_mb": {"before": 100.0, "peak": 200.0},
-            "missing": {"device_memory": f"{framework} on the CPU has no allocator statistics"},
-            "n_iters": 3,
-        },
-    )
+    missing = {"device_memory": f"{framework} on the CPU has no allocator statistics"}
+    measured_in_rounds(result, rates, COMPILE_S[framework], missing=missing)
     _provenance(result, framework)
     return result
 
