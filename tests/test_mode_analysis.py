@@ -432,3 +432,27 @@ Tables~\ref{tab:inference}, \ref{tab:inference-latency} and~\ref{tab:environment
     report = _check(tmp_path, pdf, log, tex)
     assert report["problems"] == [], report["problems"]
     assert PREAMBLE.startswith(r"\documentclass[conference]{IEEEtran}"), "the paper's document class"
+
+
+# --- published vs reproduced ------------------------------------------------------------------------------------
+
+
+def test_a_published_eager_ratio_gets_the_paired_interval_of_the_eager_cells(study, tmp_path):
+    """The H100 source states no modes (taken as PyTorch eager); the study's ratio table pairs JAX with compiled
+    PyTorch. The eager cells of the same interleaved group still give a paired interval, from the cells."""
+    from fwbench.analysis import published as pub
+    from fwbench.results import load_result
+    from tests.test_published import _published_row, _sources
+
+    paths, frame, ratios, _ = study
+    rows = [_published_row("small_cnn", "pytorch", 1, 500.0), _published_row("small_cnn", "jax", 1, 750.0)]
+    sources = _sources(tmp_path, rows)
+    kwargs = {"inference": frame, "speedups": ratios, "training": None, "image_size": 32}
+    without = pub.compare(sources, **kwargs).iloc[0]
+    assert without["ci_scope"] == pub.UNPAIRED_SCOPE and without["verdict"].endswith(f"({pub.NO_PAIRED_CI})")
+    row = pub.compare(sources, results=[load_result(p) for p in paths], **kwargs).iloc[0]
+    assert (row["ours_torch_mode"], row["ours_other_mode"]) == ("eager", "jit")
+    # JAX ran at 1.5x PyTorch eager in every round: the paired ratio and its interval, resolved, same direction
+    assert row["ratio"] == pytest.approx(1.5) and row["ci_scope"] == "paired_rounds"
+    assert row["ci_low"] == pytest.approx(1.5) and row["ci_high"] == pytest.approx(1.5)
+    assert row["verdict"] == pub.verdict(1.5, 1.5, 1.5, 1.5, "paired_rounds")

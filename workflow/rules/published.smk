@@ -9,6 +9,8 @@ rule published_comparison:
         inference=INFERENCE_CSV,
         speedups=SPEEDUPS_CSV,
         training=TRAINING_TABLES,
+        # a published ratio in other modes than the ratio table pairs gets its paired interval from the cells
+        cells=inference_cells(),
     output:
         csv=report(
             PUBLISHED_CSV,

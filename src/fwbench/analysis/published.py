@@ -24,6 +24,7 @@ import pandas as pd
 import yaml
 
 from fwbench.analysis.aggregate import refused
+from fwbench.analysis.aggregate import speedups as speedups_of
 from fwbench.analysis.latex import escape, join_words, label, literal, mode_label, number, short_label
 from fwbench.analysis.partners import check_placement, ratio_variant, with_modes
 from fwbench.modes import MODES, primary
@@ -307,13 +308,36 @@ def _speedup_pair(speedups: pd.DataFrame, row, source: Source, modes: dict) -> p
 UNPAIRED_SCOPE = "cells' throughputs (the ratio table pairs other modes)"
 
 
-def _inference_matches(source: Source, ratios: pd.DataFrame, frame: pd.DataFrame, speedups: pd.DataFrame):
+class _PairedFromCells:
+    """Ratios in the published modes from the cells themselves, where the study's ratio table pairs other modes
+    (compiled PyTorch, while the published baseline ran eagerly): the cells of one comparison ran interleaved in one
+    group whatever their modes, so `speedups` gives the same paired interval for any pairing. One ratio table per
+    pairing of modes, computed on first use."""
+
+    def __init__(self, results: list[dict] | None):
+        self.results, self.tables = results, {}
+
+    def pair(self, row, source: Source, modes: dict) -> pd.DataFrame:
+        if not self.results:
+            return pd.DataFrame()
+        wanted = {BASELINE: modes["ours_torch_mode"], row.framework: modes["ours_other_mode"]}
+        key = tuple(sorted(wanted.items()))
+        if key not in self.tables:
+            self.tables[key] = speedups_of(self.results, numerator=row.framework, ratio_modes=wanted)
+        return _speedup_pair(self.tables[key], row, source, modes)
+
+
+def _inference_matches(
+    source: Source, ratios: pd.DataFrame, frame: pd.DataFrame, speedups: pd.DataFrame, cells: _PairedFromCells
+):
     for row in ratios.itertuples():
         ours = _our_cells(frame, row, source)
         if ours is None:
             continue  # no cell of this study matches: not shown
         modes = _modes_part(source, row.framework, ours)
         pair = _speedup_pair(speedups, row, source, modes)
+        if pair.empty:
+            pair = cells.pair(row, source, modes)
         result = {"model": row.model, "batch_size": row.batch_size, "precision": source.precision}
         result |= {"framework": row.framework, **_published_part(row), **modes}
         result["ours_torch"] = _value(ours[BASELINE], "throughput_img_s")
@@ -427,13 +451,17 @@ def compare(
     speedups: pd.DataFrame,
     training: pd.DataFrame | None,
     image_size: int,
+    results: list[dict] | None = None,
 ) -> pd.DataFrame:
-    """Every published ratio that has a matching pair of cells here, beside this study's (COLUMNS)."""
+    """Every published ratio that has a matching pair of cells here, beside this study's (COLUMNS). `results`: the
+    inference cells' results, for a paired interval where the published modes are not the ones the ratio table
+    pairs; without them such a ratio is the cells' throughputs divided, judged by its direction alone."""
     rows = []
+    paired = _PairedFromCells(results)
     for source in sources:
         ratios = published_ratios(source, read_published(source))
         if source.suite == "inference":
-            matches = list(_inference_matches(source, ratios, inference, speedups))
+            matches = list(_inference_matches(source, ratios, inference, speedups, paired))
         elif training is not None and not training.empty:
             matches = list(_training_matches(source, ratios, training))
         else:
