@@ -21,7 +21,7 @@ from fwbench.analysis.aggregate import (
     pairings,
     read_tidy,
     speedups,
-    write_mode_gains,
+    write_ratio_tables,
     write_speedups,
     write_tidy,
 )
@@ -120,12 +120,8 @@ def _write(tmp_path, results, prefix="cell"):
 def study(tmp_path):
     """(paths, tidy frame, ratios, gains) of the mode study."""
     paths = _write(tmp_path, _study_results())
-    return (
-        paths,
-        write_tidy(paths, tmp_path / "inference.csv"),
-        write_speedups(paths, tmp_path / "speedups.csv"),
-        write_mode_gains(paths, tmp_path / "mode_gains.csv"),
-    )
+    ratios, gains = write_ratio_tables(paths, tmp_path / "speedups.csv", tmp_path / "mode_gains.csv")
+    return paths, write_tidy(paths, tmp_path / "inference.csv"), ratios, gains
 
 
 def _macro(text, name):
@@ -441,7 +437,6 @@ def test_a_published_eager_ratio_gets_the_paired_interval_of_the_eager_cells(stu
     """The H100 source states no modes (taken as PyTorch eager); the study's ratio table pairs JAX with compiled
     PyTorch. The eager cells of the same interleaved group still give a paired interval, from the cells."""
     from fwbench.analysis import published as pub
-    from fwbench.results import load_result
     from tests.test_published import _published_row, _sources
 
     paths, frame, ratios, _ = study
@@ -450,7 +445,7 @@ def test_a_published_eager_ratio_gets_the_paired_interval_of_the_eager_cells(stu
     kwargs = {"inference": frame, "speedups": ratios, "training": None, "image_size": 32}
     without = pub.compare(sources, **kwargs).iloc[0]
     assert without["ci_scope"] == pub.UNPAIRED_SCOPE and without["verdict"].endswith(f"({pub.NO_PAIRED_CI})")
-    row = pub.compare(sources, results=[load_result(p) for p in paths], **kwargs).iloc[0]
+    row = pub.compare(sources, cell_paths=paths, **kwargs).iloc[0]
     assert (row["ours_torch_mode"], row["ours_other_mode"]) == ("eager", "jit")
     # JAX ran at 1.5x PyTorch eager in every round: the paired ratio and its interval, resolved, same direction
     assert row["ratio"] == pytest.approx(1.5) and row["ci_scope"] == "paired_rounds"

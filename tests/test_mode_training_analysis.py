@@ -64,7 +64,7 @@ def _compiled_torch(loss_after_step=2.2002, top1=0.65, graph_breaks=0):
     for epoch in result["metrics"]["epochs"]:
         epoch["time_s"] /= 2  # twice eager PyTorch's speed
         epoch["compile_s"] = 12.0 if epoch["epoch"] == 0 else 0.0
-    result["metrics"]["graph_breaks"] = graph_breaks
+    result["metrics"]["compile_report"] = {"graphs": 1, "graph_breaks": graph_breaks}  # as the backend reports it
     return result
 
 

@@ -111,39 +111,29 @@ def comparison_rules(config: Mapping[str, Any], suite: str, rule: str) -> dict[s
     scope (every configured mode), `{rule}_primary` the others (each framework's first mode); one rule when all
     models' comparisons hold the same modes."""
     models = suite_models(config, suite)
-    in_scope = [m for m in models if group_variants(config, suite, m) == group_variants(config, suite, models[0])]
-    if len(in_scope) == len(models):
+    first = group_variants(config, suite, models[0])
+    if all(group_variants(config, suite, m) == first for m in models):
         return {rule: models}
     scoped = [m for m in models if execution_modes.in_scope(config, suite, m)]
     return {rule: scoped, f"{rule}_primary": [m for m in models if m not in scoped]}
 
 
 def cells(config: Mapping[str, Any]) -> list[Cell]:
-    """All cells of a validated config, in a stable order."""
+    """All cells of a validated config, in a stable order: suite, framework (config order), mode, model, precision,
+    batch size; a framework's later modes only for the models in mode_scope."""
     out = []
     for suite in config["suites"]:
         image_size = suite_image_size(config, suite)
-        for model in suite_models(config, suite):
-            variants = group_variants(config, suite, model)
-            for (framework, mode), precision, batch in itertools.product(
-                variants, config["precisions"], suite_batch_sizes(config, suite)
+        for framework in suite_frameworks(config, suite):
+            for mode, model, precision, batch in itertools.product(
+                execution_modes.framework_modes(config, framework),
+                suite_models(config, suite),
+                config["precisions"],
+                suite_batch_sizes(config, suite),
             ):
-                out.append(Cell(suite, framework, model, precision, int(batch), image_size, mode))
-    return sorted(out, key=lambda c: (config["suites"].index(c.suite), _order(config, c)))
-
-
-def _order(config: Mapping[str, Any], cell: Cell) -> tuple:
-    """Framework (config order), mode, model, precision, batch: the order the grid has always listed cells in."""
-    frameworks = suite_frameworks(config, cell.suite)
-    models = suite_models(config, cell.suite)
-    modes = execution_modes.framework_modes(config, cell.framework)
-    return (
-        frameworks.index(cell.framework),
-        modes.index(cell.mode) if cell.mode in modes else len(modes),
-        models.index(cell.model),
-        config["precisions"].index(cell.precision),
-        suite_batch_sizes(config, cell.suite).index(cell.batch_size),
-    )
+                if mode in execution_modes.cell_modes(config, suite, framework, model):
+                    out.append(Cell(suite, framework, model, precision, int(batch), image_size, mode))
+    return out
 
 
 def cell_paths(config: Mapping[str, Any], results_dir: str | Path = "results", suite: str | None = None) -> list[str]:

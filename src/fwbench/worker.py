@@ -44,7 +44,7 @@ def main(spec_path: str, out_path: str) -> None:
     from fwbench.grid import Cell
 
     cell = Cell(**spec["cell"])
-    options = compiler_environment(cell, spec["settings"])
+    options, scratch_cache = compiler_environment(cell, spec["settings"])
     print(f"[fwbench.worker] {cell.label()} threads={threads['effective']}", file=sys.stderr, flush=True)
     inject(cell.label(), spec["settings"], out_path)  # test-only; does nothing unless FWBENCH_INJECT_FAULT is set
 
@@ -86,20 +86,19 @@ def main(spec_path: str, out_path: str) -> None:
     phases["until_result_s"] = _since_spawn(time.time())  # the rest of the process's wall time is writing and exit
     part["metrics"]["phases_s"] = phases
     atomic_write_json(out_path, part)
-    if fresh_cache := os.environ.get(FRESH_INDUCTOR_CACHE):
-        shutil.rmtree(fresh_cache, ignore_errors=True)
+    if scratch_cache:
+        shutil.rmtree(scratch_cache, ignore_errors=True)
 
 
-FRESH_INDUCTOR_CACHE = "FWBENCH_INDUCTOR_CACHE_FRESH"  # fwbench.backends.torch_compile reads it too
-
-
-def compiler_environment(cell, settings: dict) -> dict:
+def compiler_environment(cell, settings: dict) -> tuple[dict, str | None]:
     """Set what the frameworks read from the environment at import for the study's compile and autotune settings,
-    and return the backend's options (mode, autotune, compile). XLA_FLAGS carries the autotune level for JAX and
+    and return the backend's options (mode, autotune, compile) and the scratch cache directory to remove once the
+    result is written, if any. XLA_FLAGS carries the autotune level for JAX and
     TensorFlow (fwbench.autotune). A compiled PyTorch cell gets the study's Inductor cache, or, with none, a fresh
     empty directory of its own: every compilation cold, as JAX's without its cache, and never the warm default
     directory another study (or an earlier run) left in /tmp."""
     from fwbench.autotune import xla_flags
+    from fwbench.backends.torch_compile import FRESH_CACHE_ENV, INDUCTOR_CACHE_ENV  # no framework import
     from fwbench.modes import autotune_setting
 
     setting = autotune_setting(settings.get("autotune", "on"))
@@ -109,15 +108,17 @@ def compiler_environment(cell, settings: dict) -> dict:
         os.environ["XLA_FLAGS"] = flags
     else:
         os.environ.pop("XLA_FLAGS", None)
-    if cell.framework == "torch":
-        directory = compile_options.get("inductor_cache")
-        if directory:
-            os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(directory)
-            os.environ.pop(FRESH_INDUCTOR_CACHE, None)
-        else:
-            fresh = tempfile.mkdtemp(prefix="fwbench-inductor-")
-            os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.environ[FRESH_INDUCTOR_CACHE] = fresh
-    return {"mode": cell.mode, "autotune": setting, "compile_options": compile_options}
+    options = {"mode": cell.mode, "autotune": setting, "compile_options": compile_options}
+    if (cell.framework, cell.mode) != ("torch", "compile"):  # an eager process compiles nothing
+        return options, None
+    directory = compile_options.get("inductor_cache")
+    if directory:
+        os.environ[INDUCTOR_CACHE_ENV] = str(directory)
+        os.environ.pop(FRESH_CACHE_ENV, None)
+        return options, None
+    fresh = tempfile.mkdtemp(prefix="fwbench-inductor-")
+    os.environ[INDUCTOR_CACHE_ENV] = os.environ[FRESH_CACHE_ENV] = fresh
+    return options, fresh
 
 
 if __name__ == "__main__":

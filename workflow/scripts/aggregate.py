@@ -1,4 +1,4 @@
-from fwbench.analysis.aggregate import write_mode_gains, write_speedups, write_tidy
+from fwbench.analysis.aggregate import write_ratio_tables, write_tidy
 from fwbench.io import read_json
 from fwbench.logs import redirect_to
 
@@ -6,6 +6,11 @@ with redirect_to(snakemake.log[0]):
     facts = [row for path in snakemake.input.facts for row in read_json(path)]
     frame = write_tidy(snakemake.input.cells, snakemake.output.csv, facts=facts, peak=read_json(snakemake.input.peak))
     print(frame["status"].value_counts().to_dict())
-    ratios = write_speedups(snakemake.input.cells, snakemake.output.speedups, ratio_modes=snakemake.params.ratio_modes)
+    ratios, gains = write_ratio_tables(
+        snakemake.input.cells,
+        snakemake.output.speedups,
+        snakemake.output.mode_gains,
+        ratio_modes=snakemake.params.ratio_modes,
+    )
     print(ratios.to_string())
-    print(write_mode_gains(snakemake.input.cells, snakemake.output.mode_gains).to_string())
+    print(gains.to_string())

@@ -3,7 +3,6 @@
 from pathlib import Path
 
 from fwbench.analysis.aggregate import read_tidy
-from fwbench.analysis.cells import load_cells
 from fwbench.analysis.published import compare, read_sources, section
 from fwbench.analysis.published_figure import published_figure
 from fwbench.io import atomic_write_text
@@ -17,7 +16,7 @@ with redirect_to(snakemake.log[0]):
         speedups=read_tidy(snakemake.input.speedups),
         training=read_tidy(snakemake.input.training[0]) if snakemake.input.training else None,
         image_size=snakemake.params.image_size,
-        results=load_cells(snakemake.input.cells),
+        cell_paths=list(snakemake.input.cells),
     )
     atomic_write_text(snakemake.output.csv, rows.to_csv(index=False))
     published_figure(rows, snakemake.output.pdf, snakemake.output.png)

@@ -63,6 +63,12 @@ def mode_columns(result: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def graph_breaks(metrics: dict[str, Any] | None) -> int | None:
+    """torch.compile's graph breaks in a cell (its `compile_report`, fwbench.backends.torch_compile.report); None
+    where the cell records none (XLA compiles whole programs, eager compiles nothing)."""
+    return ((metrics or {}).get("compile_report") or {}).get("graph_breaks")
+
+
 def _mode_rank(mode: str) -> int:
     return MODE_ORDER.index(mode) if mode in MODE_ORDER else len(MODE_ORDER)
 
@@ -103,7 +109,7 @@ def _row(result: dict[str, Any], path: str) -> dict[str, Any]:
         "n_iters": metrics.get("n_iters"),
         "stop_reason": metrics.get("stop_reason"),
         "recompiled": (metrics.get("flags") or {}).get("recompiled"),
-        "graph_breaks": (metrics.get("compile_report") or {}).get("graph_breaks"),
+        "graph_breaks": graph_breaks(metrics),
         "other_gpu_processes": (metrics.get("flags") or {}).get("other_gpu_processes"),
         "energy_j_per_image": (metrics.get("energy") or {}).get("joules_per_image"),
         "energy_source": (metrics.get("energy") or {}).get("source"),
@@ -172,28 +178,21 @@ def read_tidy(csv_path: str | Path) -> pd.DataFrame:
     return pd.read_csv(csv_path, keep_default_na=True)
 
 
+COMPARISON_COLUMNS = ["model", "precision", "batch_size"]
+# What every ratio row has, between frameworks (SPEEDUP_COLUMNS) or between one framework's modes (MODE_GAIN_COLUMNS):
+# the estimate with its interval, and its marks.
+INTERVAL_COLUMNS = ["ratio", "ci_low", "ci_high", "ci_scope", "pairs", "resolved", "method"]
+MARK_COLUMNS = ["deviation_differs", "deviation_detail", "refused", "node_differs", "node_detail"]
 SPEEDUP_COLUMNS = [
-    "model",
-    "precision",
-    "batch_size",
-    "ratio",
-    "ci_low",
-    "ci_high",
-    "ci_scope",
-    "pairs",
-    "resolved",
-    "method",
+    *COMPARISON_COLUMNS,
+    *INTERVAL_COLUMNS,
     "numerator",
     "denominator",
     "numerator_mode",
     "denominator_mode",
     "mixed_modes",
     "stand_in",
-    "deviation_differs",
-    "deviation_detail",
-    "refused",
-    "node_differs",
-    "node_detail",
+    *MARK_COLUMNS,
 ]
 PAIRED, UNPAIRED, WITHIN = "paired_rounds", "unpaired_trials", "within_process"
 
@@ -372,24 +371,12 @@ def speedups(
 
 
 MODE_GAIN_COLUMNS = [
-    "model",
-    "precision",
-    "batch_size",
+    *COMPARISON_COLUMNS,
     "framework",
     "mode",
     "baseline_mode",
-    "ratio",
-    "ci_low",
-    "ci_high",
-    "ci_scope",
-    "pairs",
-    "resolved",
-    "method",
-    "deviation_differs",
-    "deviation_detail",
-    "refused",
-    "node_differs",
-    "node_detail",
+    *INTERVAL_COLUMNS,
+    *MARK_COLUMNS,
 ]
 
 
@@ -422,10 +409,19 @@ def mode_gains(results: Iterable[dict[str, Any]]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=MODE_GAIN_COLUMNS)
 
 
-def write_mode_gains(paths: Iterable[str | Path], out_csv: str | Path) -> pd.DataFrame:
-    frame = mode_gains(load_cells(paths))
-    atomic_write_text(out_csv, frame.to_csv(index=False))
-    return frame
+def write_ratio_tables(
+    paths: Iterable[str | Path],
+    speedups_csv: str | Path,
+    mode_gains_csv: str | Path,
+    ratio_modes: Mapping[str, str] | None = None,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The ratios between frameworks (`speedups`, in the config's `ratio_modes`) and the gains of compiling within
+    one (`mode_gains`), from one read of the cells."""
+    results = load_cells(paths)
+    ratios, gains = speedups(results, ratio_modes=ratio_modes), mode_gains(results)
+    atomic_write_text(speedups_csv, ratios.to_csv(index=False))
+    atomic_write_text(mode_gains_csv, gains.to_csv(index=False))
+    return ratios, gains
 
 
 def ratios_for(ratios: pd.DataFrame, framework: str) -> pd.DataFrame:

@@ -8,13 +8,15 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")
+import matplotlib.colors  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
 from fwbench.analysis.aggregate import refused  # noqa: E402
-from fwbench.analysis.latex import ordered_variants, variant_label, variant_short  # noqa: E402
+from fwbench.analysis.latex import label, ordered_variants, variant_label, variant_short  # noqa: E402
 from fwbench.analysis.partners import multi_mode, with_modes  # noqa: E402
+from fwbench.modes import MODES  # noqa: E402
 
 # One colour per framework label, the same in every figure (inference, training, micro).
 PALETTE = {"PyTorch": "#ee4c2c", "JAX/Flax": "#5e97f6", "TensorFlow/Keras": "#2e9e44"}
@@ -29,12 +31,23 @@ def save_figure(fig: plt.Figure, pdf: str | Path, png: str | Path) -> None:
         os.replace(tmp, path)
 
 
-def _variant_colour(framework: str, mode: str) -> str:
-    """A (framework, mode)'s colour, the same in every figure (fwbench.analysis.micro_figure.variant_color: the
-    framework's own for its primary mode, a lighter shade for its others)."""
-    from fwbench.analysis.micro_figure import variant_color
+# The micro suite's NumPy baseline, which has no label of the paper's (fwbench.analysis.micro names it).
+OTHER_COLOURS = {"numpy": "#333333"}
+SHADE = 0.45  # how far towards white a framework's later modes are drawn, per mode after its first
 
-    return variant_color(framework, mode)
+
+def variant_color(framework: str, mode: str | None = None) -> str:
+    """A (framework, mode)'s colour in every figure: the framework's own (PALETTE) for its primary mode, a lighter
+    shade of it for each later mode in the registry (compiled PyTorch beside eager PyTorch), so a figure tells the
+    modes of one framework apart while keeping them visibly one framework's."""
+    base = PALETTE.get(label(framework)) or OTHER_COLOURS.get(framework, "#888888")
+    order = MODES.get(framework, ())
+    rank = order.index(mode) if mode in order else 0
+    if rank == 0:
+        return base
+    mix = min(0.8, SHADE * rank)
+    rgb = [channel + (1.0 - channel) * mix for channel in matplotlib.colors.to_rgb(base)]
+    return matplotlib.colors.to_hex(rgb)
 
 
 def series_labels(frame: pd.DataFrame) -> tuple[pd.Series, dict[str, str]]:
@@ -48,7 +61,7 @@ def series_labels(frame: pd.DataFrame) -> tuple[pd.Series, dict[str, str]]:
     def name(variant: tuple[str, str]) -> str:
         return variant_label(*variant, alone=variant[0] not in several)
 
-    palette = {name(v): _variant_colour(*v) for v in ordered_variants(variants)}
+    palette = {name(v): variant_color(*v) for v in ordered_variants(variants)}
     return pd.Series([name(v) for v in variants], index=frame.index), palette
 
 
@@ -156,7 +169,7 @@ def mode_gain_figure(gains: pd.DataFrame, pdf: str | Path, png: str | Path) -> N
         several_variants = gains[["framework", "mode", "baseline_mode"]].drop_duplicates().shape[0] > 1
         labels = [_gain_label(row, gains["precision"].nunique() > 1, several_variants) for _, row in gains.iterrows()]
         for y, row in gains.iterrows():
-            colour = _variant_colour(row["framework"], row["mode"])
+            colour = variant_color(row["framework"], row["mode"])
             resolved = str(row["resolved"]) == "True"
             ax.errorbar(
                 [row["ratio"]],

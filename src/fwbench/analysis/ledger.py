@@ -20,8 +20,8 @@ from typing import Any
 
 import pandas as pd
 
+from fwbench.analysis.aggregate import graph_breaks, refused
 from fwbench.analysis.aggregate import mixed_modes as mixed_ratios
-from fwbench.analysis.aggregate import refused
 from fwbench.analysis.latex import (
     BASELINE,
     escape,
@@ -38,7 +38,6 @@ from fwbench.analysis.partners import (
     ratio_variant,
     variant_names,
 )
-from fwbench.analysis.training import graph_breaks
 from fwbench.modes import is_compiled
 
 HELD = "held"

@@ -12,12 +12,12 @@ from typing import Any
 
 import pandas as pd
 
+from fwbench.analysis.figures import variant_color
 from fwbench.analysis.latex import FRAMEWORK_LABELS
 from fwbench.analysis.micro import (
     NUMPY,
     frame_modes,
     is_measured,
-    label,
     mode_names,
     one_value,
     row_modes,
@@ -27,7 +27,6 @@ from fwbench.analysis.micro_reference import (
     SERIES,
     reference_for,
 )
-from fwbench.modes import MODES
 
 
 def framework_order(frameworks: Iterable[str]) -> list[str]:
@@ -35,31 +34,6 @@ def framework_order(frameworks: Iterable[str]) -> list[str]:
     known = [NUMPY, *FRAMEWORK_LABELS]
     found = set(frameworks)
     return [f for f in known if f in found] + sorted(found - set(known))
-
-
-def _color(framework: str) -> str:
-    from fwbench.analysis.figures import PALETTE
-
-    return {**PALETTE, "NumPy": "#333333"}.get(label(framework), "#888888")
-
-
-SHADE = 0.45  # how far towards white a framework's later modes are drawn, per mode after its first
-
-
-def variant_color(framework: str, mode: str | None = None) -> str:
-    """A (framework, mode)'s colour in every figure: the framework's own for its primary mode, a lighter shade of it
-    for each later mode in the registry (compiled PyTorch beside eager PyTorch), so a figure tells the modes of one
-    framework apart while keeping them visibly one framework's."""
-    import matplotlib.colors
-
-    base = _color(framework)
-    order = MODES.get(framework, ())
-    rank = order.index(mode) if mode in order else 0
-    if rank == 0:
-        return base
-    mix = min(0.8, SHADE * rank)
-    rgb = [channel + (1.0 - channel) * mix for channel in matplotlib.colors.to_rgb(base)]
-    return matplotlib.colors.to_hex(rgb)
 
 
 def _panels(frame: pd.DataFrame) -> list[tuple[str, str]]:

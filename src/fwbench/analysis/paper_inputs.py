@@ -6,8 +6,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from fwbench.analysis.aggregate import mode_gains, read_tidy
-from fwbench.analysis.cells import load_cells
+from fwbench.analysis.aggregate import read_tidy
 from fwbench.analysis.data_report import dataset_table, loader_macros, loader_table
 from fwbench.analysis.macros import include_deviating, macros
 from fwbench.analysis.provenance import study_environment
@@ -27,6 +26,7 @@ def write_paper_inputs(
     *,
     csv: str | Path,
     speedups_csv: str | Path,
+    mode_gains_csv: str | Path,
     cell_paths: Iterable[str | Path],
     facts: Iterable[str | Path],
     weights: Iterable[str | Path],
@@ -37,14 +37,11 @@ def write_paper_inputs(
     config: Mapping[str, Any],
     outputs: Mapping[str, str],
     training_reference: str | Path | None = None,
-    mode_gains_csv: str | Path | None = None,
 ) -> None:
     """`training_reference`: the published L4 training figures (reference/published-l4-training.csv) the training
     section sets the small-CNN cells beside; without it the section has no such table. `mode_gains_csv`: the
-    compiled-over-eager gains (results/tables/mode_gains.csv); without it they are computed from the cells."""
-    cell_paths = list(cell_paths)
-    frame, ratios = read_tidy(csv), read_tidy(speedups_csv)
-    gains = read_tidy(mode_gains_csv) if mode_gains_csv is not None else mode_gains(load_cells(cell_paths))
+    compiled-over-eager gains (results/tables/mode_gains.csv)."""
+    frame, ratios, gains = read_tidy(csv), read_tidy(speedups_csv), read_tidy(mode_gains_csv)
     env = study_environment(cell_paths)
     atomic_write_text(outputs["inference"], inference_table(frame, list(config["frameworks"]), ratios))
     atomic_write_text(outputs["environment"], environment_table(env))

@@ -25,6 +25,7 @@ import yaml
 
 from fwbench.analysis.aggregate import refused
 from fwbench.analysis.aggregate import speedups as speedups_of
+from fwbench.analysis.cells import load_cells
 from fwbench.analysis.latex import escape, join_words, label, literal, mode_label, number, short_label
 from fwbench.analysis.partners import check_placement, ratio_variant, with_modes
 from fwbench.modes import MODES, primary
@@ -311,15 +312,17 @@ UNPAIRED_SCOPE = "cells' throughputs (the ratio table pairs other modes)"
 class _PairedFromCells:
     """Ratios in the published modes from the cells themselves, where the study's ratio table pairs other modes
     (compiled PyTorch, while the published baseline ran eagerly): the cells of one comparison ran interleaved in one
-    group whatever their modes, so `speedups` gives the same paired interval for any pairing. One ratio table per
-    pairing of modes, computed on first use."""
+    group whatever their modes, so `speedups` gives the same paired interval for any pairing. The cells are read,
+    and one ratio table per pairing of modes computed, on first use only."""
 
-    def __init__(self, results: list[dict] | None):
-        self.results, self.tables = results, {}
+    def __init__(self, cell_paths: list | None):
+        self.cell_paths, self.results, self.tables = cell_paths, None, {}
 
     def pair(self, row, source: Source, modes: dict) -> pd.DataFrame:
-        if not self.results:
+        if not self.cell_paths:
             return pd.DataFrame()
+        if self.results is None:
+            self.results = load_cells(self.cell_paths)
         wanted = {BASELINE: modes["ours_torch_mode"], row.framework: modes["ours_other_mode"]}
         key = tuple(sorted(wanted.items()))
         if key not in self.tables:
@@ -451,13 +454,13 @@ def compare(
     speedups: pd.DataFrame,
     training: pd.DataFrame | None,
     image_size: int,
-    results: list[dict] | None = None,
+    cell_paths: list | None = None,
 ) -> pd.DataFrame:
-    """Every published ratio that has a matching pair of cells here, beside this study's (COLUMNS). `results`: the
-    inference cells' results, for a paired interval where the published modes are not the ones the ratio table
-    pairs; without them such a ratio is the cells' throughputs divided, judged by its direction alone."""
+    """Every published ratio that has a matching pair of cells here, beside this study's (COLUMNS). `cell_paths`:
+    the inference cells, for a paired interval where the published modes are not the ones the ratio table pairs;
+    without them such a ratio is the cells' throughputs divided, judged by its direction alone."""
     rows = []
-    paired = _PairedFromCells(results)
+    paired = _PairedFromCells(cell_paths)
     for source in sources:
         ratios = published_ratios(source, read_published(source))
         if source.suite == "inference":

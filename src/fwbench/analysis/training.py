@@ -14,8 +14,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from fwbench.analysis.aggregate import graph_breaks, mode_columns
 from fwbench.analysis.cells import cells_by_path, load_cells
-from fwbench.analysis.figures import save_figure
+from fwbench.analysis.figures import save_figure, variant_color
 from fwbench.analysis.latex import (
     BASELINE,
     FRAMEWORK_LABELS,
@@ -30,7 +31,6 @@ from fwbench.analysis.latex import (
     others,
     variant_short,
 )
-from fwbench.analysis.micro_figure import variant_color
 from fwbench.analysis.partners import (
     cell_mode,
     deviations_differ,
@@ -81,32 +81,6 @@ def _macro_parts(framework: str, mode: str) -> tuple[str, ...]:
     return (framework,) if mode == primary(framework) else (framework, mode)
 
 
-def _settings_columns(result: dict) -> dict:
-    """How a cell's framework ran it, beside its mode: torch.compile's mode argument, the compilation cache's state,
-    the autotune setting and whether it was in effect (None on a CPU), as the backends record them."""
-    settings = ((result.get("provenance") or {}).get("framework") or {}).get("settings") or {}
-    autotune = settings.get("autotune") or {}
-    return {
-        "compile_mode": settings.get("compile_mode"),
-        "compilation_cache": (settings.get("compilation_cache") or {}).get("state"),
-        "autotune": autotune.get("setting"),
-        "autotune_in_effect": autotune.get("in_effect"),
-    }
-
-
-def graph_breaks(metrics: dict | None) -> int | None:
-    """torch.compile's graph breaks a cell recorded: `compile_report.graph_breaks` (what Dynamo saw over the whole
-    process, fwbench.backends.torch_compile.report) or a `graph_breaks` count, list or mapping; None where the cell
-    records none (XLA compiles whole programs, eager compiles nothing)."""
-    metrics = metrics or {}
-    value = metrics.get("graph_breaks", (metrics.get("compile_report") or {}).get("graph_breaks"))
-    if value is None:
-        return None
-    if isinstance(value, dict):
-        value = value.get("count", len(value.get("reasons") or []))
-    return len(value) if isinstance(value, list) else int(value)
-
-
 def epoch_rows(paths: Iterable[str | Path]) -> pd.DataFrame:
     """One row per (cell, epoch); a failed cell is one row with its reason and no epoch. Every row carries its
     cell's execution mode (`mode`, `compiled`, how it compiled and autotuned, its graph breaks and whether it
@@ -119,7 +93,7 @@ def epoch_rows(paths: Iterable[str | Path]) -> pd.DataFrame:
     for path, result in cells_by_path(paths):
         cell, metrics = result["cell"], result["metrics"] or {}
         base = {k: cell[k] for k in ("framework", "model", "precision", "batch_size", "image_size")}
-        base |= {"mode": cell_mode(cell), "compiled": is_compiled(cell_mode(cell))} | _settings_columns(result)
+        base |= mode_columns(result)
         base |= {"graph_breaks": graph_breaks(metrics), "recompiled": (metrics.get("flags") or {}).get("recompiled")}
         base |= {"status": result["status"], "reason": result["reason"], "path": str(path)}
         base |= failure_columns(result) | device_columns(result) | placement_columns(result)

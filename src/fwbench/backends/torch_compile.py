@@ -43,8 +43,8 @@ def _counters() -> Any:
 def events() -> int:
     """Compile events so far: graphs Dynamo compiled (a recompilation is one more) plus graph breaks (each splits
     a function into more graphs with Python between them). A change across a timed loop flags the cell."""
-    counters = _counters()
-    return int(counters["stats"]["unique_graphs"]) + sum(counters["graph_break"].values())
+    now = snapshot()
+    return now["graphs"] + sum(now["breaks"].values())
 
 
 def snapshot() -> dict[str, Any]:
