@@ -50,7 +50,7 @@ def run_one(spec: dict) -> dict:
     import numpy as np
 
     from fwbench.backends import get_backend
-    from fwbench.config import load_config
+    from fwbench.study import load_config
     from fwbench.grid import Cell
     from fwbench.scenarios import training
     from fwbench.scenarios.inference import load_weights

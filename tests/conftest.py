@@ -14,12 +14,27 @@ WORKFLOW_PARTS = ("workflow", "report", "profiles", "config", "envs", "reference
 
 
 def copy_workflow(root: Path) -> Path:
-    """Copy the workflow into `root` (an empty temporary directory) so that a test study writes only there."""
+    """Copy the workflow into `root` (an empty temporary directory) so that a test study writes only there. The
+    copy's files are the repository's as shipped: a test's own study goes beside them (write_study)."""
     import shutil
 
     for part in WORKFLOW_PARTS:
         shutil.copytree(REPO / part, root / part)
     return root
+
+
+# A test's own study file, beside the copied workflow (never over config/config.yaml): pass STUDY_ARGS to snakemake.
+STUDY_FILE = "study.yaml"
+STUDY_ARGS = ("--configfile", STUDY_FILE)
+
+
+def write_study(root: Path, config: dict) -> Path:
+    """Write `config` as the study file of the workflow copied into `root`; the snakemake calls pass STUDY_ARGS."""
+    import yaml
+
+    path = root / STUDY_FILE
+    path.write_text(yaml.safe_dump(config))
+    return path
 
 
 # The test process imports all three frameworks, which no measuring process ever does. TensorFlow and Triton (which

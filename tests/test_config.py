@@ -8,7 +8,8 @@ import subprocess
 import pytest
 import yaml
 
-from fwbench.config import ConfigError, load_config, load_schema, validate_config
+from fwbench.config import ConfigError, load_schema, validate_config
+from fwbench.study import load_config
 from tests.conftest import REPO
 
 
@@ -20,13 +21,17 @@ def test_default_config_is_valid_and_defaults_are_filled():
     assert config["micro"]["batch_sizes"] == [1, 4, 16, 64, 256, 1024, 4096] and config["micro"]["hidden"] == 1024
 
 
-def test_training_models_are_a_subset_of_the_studys(tiny_config):
+def test_training_models_select_among_the_studys(tiny_config):
     from fwbench.grid import cells
 
     tiny_config["suites"] = ["inference", "training"]
     tiny_config["training"] = {"models": ["resnet50"]}
+    notes = []
+    config = validate_config(tiny_config, notes=notes)
+    assert config["training"]["models"] == [] and config["suites"] == ["inference"], "resnet50 is not studied"
+    assert notes == ["training.models = ['resnet50'] selects none of models ['small_cnn']: no training cells"]
     with pytest.raises(ConfigError, match=r"training.models = \['resnet50'\]: resnet50 not in models"):
-        validate_config(tiny_config)
+        validate_config(tiny_config, strict={"training.models": "override.yaml"})
     tiny_config["models"] = ["small_cnn", "resnet50"]
     config = validate_config(tiny_config)
     trained = {cell.model for cell in cells(config) if cell.suite == "training"}
@@ -74,7 +79,7 @@ def _error(config) -> str:
         (lambda c: c["dataset"].update(resolution=64), r"unknown key 'dataset\.resolution'"),
         (lambda c: c.update(models=[]), r"models = \[\]: must not be empty"),
         (lambda c: c["inference"].update(batch_sizes=[]), r"inference\.batch_sizes = \[\]: must not be empty"),
-        (lambda c: c.pop("frameworks"), r"missing required key 'frameworks'"),
+        (lambda c: c.pop("models"), r"missing required key 'models'"),
         (lambda c: c["inference"].update(min_iters=10, max_iters=5), r"inference\.min_iters = 10: must be <="),
         (lambda c: c.update(pretrained={"vgg16": "x.pth"}), r"unknown key 'pretrained\.vgg16'"),
         (

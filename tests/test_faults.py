@@ -22,7 +22,7 @@ from fwbench.grid import Cell, cells
 from fwbench.memlimit import MemoryLimit, system_oom_kills
 from fwbench.results import load_result
 from fwbench.runner import run_cell
-from tests.conftest import TINY_CONFIG, copy_workflow, prepare_tiny_study
+from tests.conftest import STUDY_ARGS, TINY_CONFIG, copy_workflow, prepare_tiny_study, write_study
 
 DEFAULT_LADDER = validate_config(TINY_CONFIG)["fallbacks"]
 
@@ -326,10 +326,8 @@ def test_a_measuring_child_dies_with_its_runner(study, tmp_path):
 def test_a_study_with_two_injected_faults_builds_its_paper_listing_them(tmp_path, venv_bin):
     """A crash and an autotuner failure (fixed by the ladder) in one study: the study completes, the crash is a
     failed cell of kind crash, the other cell ran with its workaround, and the paper's table lists both."""
-    import yaml
-
     copy_workflow(tmp_path)
-    (tmp_path / "config" / "config.yaml").write_text(yaml.safe_dump(TINY_CONFIG))
+    write_study(tmp_path, TINY_CONFIG)
     crash, autotune = "inference/torch/eager/small_cnn/fp32/bs2", "inference/jax/jit/small_cnn/fp32/bs1"
     env = {
         **os.environ,
@@ -337,7 +335,7 @@ def test_a_study_with_two_injected_faults_builds_its_paper_listing_them(tmp_path
         INJECT_FAULT_ENV: f"segfault@{crash},autotune_once@{autotune}",
     }
     proc = subprocess.run(
-        [str(venv_bin / "snakemake")], cwd=tmp_path, capture_output=True, text=True, timeout=900, env=env
+        [str(venv_bin / "snakemake"), *STUDY_ARGS], cwd=tmp_path, capture_output=True, text=True, timeout=900, env=env
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     results = tmp_path / "results"

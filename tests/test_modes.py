@@ -72,7 +72,6 @@ def test_one_rule_when_every_comparison_has_the_same_modes():
         ({"modes": {"mxnet": ["eager"]}}, "config error: unknown key 'modes.mxnet'"),
         ({"ratio_modes": {"torch": "graph"}}, "config error: ratio_modes.torch = 'graph': unknown value"),
         ({"autotune": "sometimes"}, "config error: autotune = 'sometimes': unknown value"),
-        ({"mode_scope": {"models": ["resnet50"]}}, "config error: mode_scope.models = ['resnet50']: resnet50 not in"),
         (
             {"autotune": False, "compile": {"torch_mode": "max-autotune"}},
             "config error: compile.torch_mode = 'max-autotune': autotunes kernels",

@@ -14,14 +14,13 @@ import time
 from pathlib import Path
 
 import pytest
-import yaml
 
 from fwbench import workflow_state
 from fwbench.analysis.cells import CellFileError, cells_by_path, load_cells
 from fwbench.io import atomic_write_json
 from fwbench.params import canonical
 from fwbench.results import load_result
-from tests.conftest import TINY_CONFIG, copy_workflow
+from tests.conftest import STUDY_ARGS, TINY_CONFIG, copy_workflow, write_study
 from tests.test_analysis import _result
 
 # --- canonical params -------------------------------------------------------------------------------------------
@@ -243,7 +242,8 @@ def _state(pid: int) -> str | None:
 
 
 def _command(venv_bin) -> list[str]:
-    return [str(venv_bin / "snakemake"), "--cores", "all", "--resources", "gpu=1"]  # the README's command
+    # the README's command, with the test's study file
+    return [str(venv_bin / "snakemake"), "--cores", "all", "--resources", "gpu=1", *STUDY_ARGS]
 
 
 def _run(root, venv_bin, *extra, timeout=900) -> subprocess.CompletedProcess:
@@ -272,7 +272,7 @@ def killed_study(tmp_path_factory, venv_bin):
         # result (JAX is the fast one here), long enough to be caught there by polling every 20 ms.
         "training": {"batch_sizes": [4], "epochs": 5, "lr": 0.001},
     }
-    (root / "config" / "config.yaml").write_text(yaml.safe_dump(config))
+    write_study(root, config)
     env = {**os.environ, "PATH": f"{venv_bin}{os.pathsep}{os.environ['PATH']}"}
     log = (root / "first-run.log").open("w")
     proc = subprocess.Popen(

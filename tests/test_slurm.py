@@ -12,11 +12,10 @@ import subprocess
 import time
 
 import pytest
-import yaml
 
 from fwbench.results import load_result
 from tests import slurm_cluster
-from tests.conftest import TINY_CONFIG, copy_workflow
+from tests.conftest import STUDY_ARGS, TINY_CONFIG, copy_workflow, write_study
 
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]
 
@@ -56,7 +55,7 @@ def cluster(tmp_path_factory):
 
 
 def _command(venv_bin, *args):
-    return [str(venv_bin / "snakemake"), "--workflow-profile", "profiles/slurm", *OVERRIDES, *args]
+    return [str(venv_bin / "snakemake"), "--workflow-profile", "profiles/slurm", *STUDY_ARGS, *OVERRIDES, *args]
 
 
 def _env(venv_bin):
@@ -92,7 +91,7 @@ def _sacct() -> list[dict[str, str]]:
 def study(cluster, tmp_path_factory, venv_bin):
     root = tmp_path_factory.mktemp("slurm-study")
     copy_workflow(root)
-    (root / "config" / "config.yaml").write_text(yaml.safe_dump(CONFIG))
+    write_study(root, CONFIG)
     started = time.monotonic()
     proc = _snakemake(root, venv_bin)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]

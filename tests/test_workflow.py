@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from fwbench.results import load_result
-from tests.conftest import REPO, copy_workflow
+from tests.conftest import REPO, STUDY_ARGS, STUDY_FILE, copy_workflow, write_study
 
 
 def _snakemake(workdir, venv_bin, *args, timeout=900):
@@ -23,6 +23,11 @@ def _snakemake(workdir, venv_bin, *args, timeout=900):
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     return proc.stdout + proc.stderr
+
+
+def _run_study(workdir, venv_bin, *args, timeout=900):
+    """Snakemake on the test's own study file (conftest.write_study), beside the shipped config/ of the copy."""
+    return _snakemake(workdir, venv_bin, *STUDY_ARGS, *args, timeout=timeout)
 
 
 def _paper_text(workdir) -> str:
@@ -65,13 +70,13 @@ def workdir(tmp_path_factory, venv_bin):
     copy_workflow(root)
     # Two trials: every comparison group runs interleaved rounds, as the default study's do.
     config = {**TINY_CONFIG, "inference": {**TINY_CONFIG["inference"], "trials": 2}}
-    (root / "config" / "config.yaml").write_text(yaml.safe_dump(config))
-    _snakemake(root, venv_bin)
+    write_study(root, config)
+    _run_study(root, venv_bin)
     return root
 
 
 def _set_config(workdir, **inference):
-    path = workdir / "config" / "config.yaml"
+    path = workdir / STUDY_FILE
     config = yaml.safe_load(path.read_text())
     config["inference"].update(inference)
     path.write_text(yaml.safe_dump(config))
@@ -160,27 +165,27 @@ def test_the_paper_has_its_ledger_published_comparison_and_conclusions(workdir):
 
 @pytest.mark.slow
 def test_reruns_are_minimal(workdir, venv_bin):
-    assert _planned_jobs(_snakemake(workdir, venv_bin, "-n")) == {}, "a complete run leaves nothing to do"
+    assert _planned_jobs(_run_study(workdir, venv_bin, "-n")) == {}, "a complete run leaves nothing to do"
 
     old_cells = {p: p.stat().st_mtime_ns for p in (workdir / "results" / "cells").rglob("*.json")}
     _set_config(workdir, batch_sizes=[1, 2, 4])
-    planned = _planned_jobs(_snakemake(workdir, venv_bin, "-n"))
+    planned = _planned_jobs(_run_study(workdir, venv_bin, "-n"))
     assert planned == NEW_BATCH_SIZE_JOBS
-    _snakemake(workdir, venv_bin)
+    _run_study(workdir, venv_bin)
     assert {p: p.stat().st_mtime_ns for p in old_cells} == old_cells, "existing cells must not be rerun"
     assert len(list((workdir / "results" / "cells").rglob("*.json"))) == 6
-    assert _planned_jobs(_snakemake(workdir, venv_bin, "-n")) == {}
+    assert _planned_jobs(_run_study(workdir, venv_bin, "-n")) == {}
 
     _set_config(workdir, min_iters=4)  # changes what every cell measures
-    assert _planned_jobs(_snakemake(workdir, venv_bin, "-n"))["inference_group"] == 3
+    assert _planned_jobs(_run_study(workdir, venv_bin, "-n"))["inference_group"] == 3
     _set_config(workdir, min_iters=3)
-    assert _planned_jobs(_snakemake(workdir, venv_bin, "-n")) == {}
+    assert _planned_jobs(_run_study(workdir, venv_bin, "-n")) == {}
 
     rule = workdir / "workflow" / "rules" / "inference.smk"
     original = rule.read_text()
     rule.write_text(original.replace("harness_version=HARNESS_VERSION", 'harness_version="bumped"'))
     try:
-        assert _planned_jobs(_snakemake(workdir, venv_bin, "-n"))["inference_group"] == 3
+        assert _planned_jobs(_run_study(workdir, venv_bin, "-n"))["inference_group"] == 3
     finally:
         rule.write_text(original)
 
@@ -192,62 +197,54 @@ def test_lint_is_clean(venv_bin):
 
 
 @pytest.mark.slow
-def test_paper_config_dry_run_lists_the_full_study(workdir, venv_bin):
-    planned = _planned_jobs(_snakemake(workdir, venv_bin, "-n", "--configfile", "config/paper-h100.yaml"))
-    expected = {"download_dataset": 1, "prepare_dataset": 1, "init_weights": 4, "model_facts": 4}
-    expected |= {"inference_group": 4 * 4, "loader_throughput": 1, "loader_figure": 1, "paper": 1}
-    # 3 frameworks, PyTorch in two modes (eager and torch.compile): 4 cells per comparison
-    expected |= {"training_cell": 3 * 4 * 4, "aggregate_training": 1, "training_figure": 1, "mode_gain_figure": 1}
-    expected |= {"micro_operands": 1, "micro_group": 2 * 7, "micro_analysis": 1}
-    assert {job: planned.get(job) for job in expected} == expected
-
-
-@pytest.mark.slow
 def test_image_folder_study_plans_no_download(workdir, venv_bin, tmp_path):
     (tmp_path / "photos" / "a").mkdir(parents=True)
     (tmp_path / "photos" / "b").mkdir()
     config = tmp_path / "folder.yaml"
-    config.write_text(yaml.safe_dump({"dataset": {"source": "imagefolder", "path": str(tmp_path / "photos")}}))
+    # The tiny study with another dataset: a study file naming its base (fwbench.study)
+    config.write_text(
+        yaml.safe_dump({"extends": STUDY_FILE, "dataset": {"source": "imagefolder", "path": str(tmp_path / "photos")}})
+    )
     planned = _planned_jobs(_snakemake(workdir, venv_bin, "-n", "--configfile", str(config)))
     assert planned["prepare_dataset"] == 1 and "download_dataset" not in planned
 
 
 @pytest.mark.slow
 def test_training_suite_adds_cells_and_the_paper_section(workdir, venv_bin):
-    path = workdir / "config" / "config.yaml"
+    path = workdir / STUDY_FILE
     original = path.read_text()
     config = yaml.safe_load(original)
     config["suites"] = ["inference", "training"]
     config["training"] = {"batch_sizes": [8], "epochs": 2, "lr": 0.001, "target_top1": 0.3}
     path.write_text(yaml.safe_dump(config))
     try:
-        planned = _planned_jobs(_snakemake(workdir, venv_bin, "-n"))
+        planned = _planned_jobs(_run_study(workdir, venv_bin, "-n"))
         assert planned["training_cell"] == 2 and planned["aggregate_training"] == 1
         assert "inference_group" not in planned, "adding the training suite must not rerun inference cells"
-        _snakemake(workdir, venv_bin)
+        _run_study(workdir, venv_bin)
         cells = sorted((workdir / "results" / "cells" / "training").rglob("*.json"))
         assert [load_result(p)["status"] for p in cells] == ["ok", "ok"]
         section = (workdir / "results" / "tables" / "training_section.tex").read_text()
         assert r"\includegraphics[width=\columnwidth]{training_curves}" in section and "small" in section
         assert (workdir / "results" / "figures" / "training_curves.pdf").stat().st_size > 0
-        assert _planned_jobs(_snakemake(workdir, venv_bin, "-n")) == {}
+        assert _planned_jobs(_run_study(workdir, venv_bin, "-n")) == {}
     finally:
         path.write_text(original)
 
 
 @pytest.mark.slow
 def test_micro_suite_adds_cells_and_the_paper_section(workdir, venv_bin):
-    path = workdir / "config" / "config.yaml"
+    path = workdir / STUDY_FILE
     original = path.read_text()
     config = yaml.safe_load(original)
     config["suites"] = ["inference", "micro"]
     config["micro"] = {"batch_sizes": [1, 64], "dim": 32, "warmup_iters": 2, "min_iters": 5, "min_seconds": 0.05}
     path.write_text(yaml.safe_dump(config))
     try:
-        planned = _planned_jobs(_snakemake(workdir, venv_bin, "-n"))
+        planned = _planned_jobs(_run_study(workdir, venv_bin, "-n"))
         assert planned["micro_group"] == 2 * 2 and planned["micro_operands"] == 1 and planned["micro_analysis"] == 1
         assert "inference_group" not in planned, "adding the micro suite must not rerun inference cells"
-        _snakemake(workdir, venv_bin)
+        _run_study(workdir, venv_bin)
         cells = sorted((workdir / "results" / "cells" / "micro").rglob("*.json"))
         assert len(cells) == 3 * 2 * 2 and {load_result(p)["status"] for p in cells} == {"ok"}
         section = (workdir / "results" / "tables" / "micro_section.tex").read_text()
@@ -255,19 +252,9 @@ def test_micro_suite_adds_cells_and_the_paper_section(workdir, venv_bin):
         assert (workdir / "results" / "figures" / "micro.pdf").stat().st_size > 0
         text = _paper_text(workdir)
         assert "Micro-benchmarks" in text and "NumPy" in text
-        assert _planned_jobs(_snakemake(workdir, venv_bin, "-n")) == {}
+        assert _planned_jobs(_run_study(workdir, venv_bin, "-n")) == {}
     finally:
         path.write_text(original)
-
-
-@pytest.mark.slow
-def test_gpu_smoke_dry_run_lists_its_jobs(workdir, venv_bin):
-    planned = _planned_jobs(_snakemake(workdir, venv_bin, "-n", "--configfile", "config/gpu-smoke.yaml"))
-    expected = {"device_check": 1, "prepare_dataset": 1, "init_weights": 2, "model_facts": 2, "device_peak": 1}
-    expected |= {"inference_group": 2 * 2 * 2, "training_cell": 3 * 2 * 2, "paper": 1}  # 3 frameworks
-    expected |= {"micro_group": 2 * 2 * 7, "micro_analysis": 1}
-    assert {job: planned.get(job) for job in expected} == expected
-    assert "download_dataset" not in planned, "the smoke study is offline"
 
 
 @pytest.mark.slow
@@ -276,10 +263,10 @@ def test_device_cuda_without_a_gpu_stops_before_any_cell(tmp_path, venv_bin):
     from tests.conftest import TINY_CONFIG
 
     copy_workflow(tmp_path)
-    (tmp_path / "config" / "config.yaml").write_text(yaml.safe_dump({**TINY_CONFIG, "device": "cuda"}))
+    write_study(tmp_path, {**TINY_CONFIG, "device": "cuda"})
     env = {**os.environ, "PATH": f"{venv_bin}{os.pathsep}{os.environ['PATH']}"}
     proc = subprocess.run(
-        [str(venv_bin / "snakemake")], cwd=tmp_path, capture_output=True, text=True, timeout=600, env=env
+        [str(venv_bin / "snakemake"), *STUDY_ARGS], cwd=tmp_path, capture_output=True, text=True, timeout=600, env=env
     )
     output = proc.stdout + proc.stderr
     assert proc.returncode != 0
@@ -296,7 +283,7 @@ def _reordered(value):
 
 
 def _params_changes(workdir, venv_bin) -> set[str]:
-    output = _snakemake(workdir, venv_bin, "--list-changes", "params")
+    output = _run_study(workdir, venv_bin, "--list-changes", "params")
     return {line for line in output.splitlines() if line.startswith("results/")}
 
 
@@ -304,11 +291,11 @@ def _params_changes(workdir, venv_bin) -> set[str]:
 def test_params_do_not_depend_on_key_order_or_number_spelling(workdir, venv_bin):
     """Snakemake compares params by repr: the rules pass canonical values, so rewriting the config in another key
     order plans only what a real change needs, and an equal value written differently plans nothing."""
-    path = workdir / "config" / "config.yaml"
+    path = workdir / STUDY_FILE
     original = path.read_text()
     config = yaml.safe_load(original)
     # What an earlier test may have left to do (e.g. the loader after the training-suite test restored the config).
-    baseline, baseline_changes = _planned_jobs(_snakemake(workdir, venv_bin, "-n")), _params_changes(workdir, venv_bin)
+    baseline, baseline_changes = _planned_jobs(_run_study(workdir, venv_bin, "-n")), _params_changes(workdir, venv_bin)
     assert "inference_group" not in baseline and not any("/cells/" in f for f in baseline_changes)
     try:
         inference = config["inference"]
@@ -319,7 +306,7 @@ def test_params_do_not_depend_on_key_order_or_number_spelling(workdir, venv_bin)
         ):
             path.write_text(text)
             # the new batch size's comparison group and what depends on it, nothing else measured again
-            assert _planned_jobs(_snakemake(workdir, venv_bin, "-n")) == {**baseline, **NEW_BATCH_SIZE_JOBS}
+            assert _planned_jobs(_run_study(workdir, venv_bin, "-n")) == {**baseline, **NEW_BATCH_SIZE_JOBS}
             # Snakemake 9.27 alone would list the last output of every job here (fwbench.workflow_state).
             assert _params_changes(workdir, venv_bin) == baseline_changes, "only a cell was added"
 
@@ -330,7 +317,7 @@ def test_params_do_not_depend_on_key_order_or_number_spelling(workdir, venv_bin)
         }
         path.write_text(yaml.safe_dump(_reordered({**config, "inference": spelled}), sort_keys=False))
         assert "min_seconds: 0\n" in path.read_text() and "timeout_s: 120.0\n" in path.read_text()
-        assert _planned_jobs(_snakemake(workdir, venv_bin, "-n")) == baseline, "0 and 0.0 are the same setting"
+        assert _planned_jobs(_run_study(workdir, venv_bin, "-n")) == baseline, "0 and 0.0 are the same setting"
     finally:
         path.write_text(original)
 
@@ -342,7 +329,7 @@ def test_html_report_opens_in_a_browser_with_every_figure(workdir, venv_bin, tmp
     decodes, and a screenshot is saved."""
     from fwbench.report_check import check_report
 
-    _snakemake(workdir, venv_bin, "--report", "results/report/report.html")
+    _run_study(workdir, venv_bin, "--report", "results/report/report.html")
     expected = {
         "Paper": ["paper.pdf"],
         "Inference": ["inference_throughput.png", "inference.csv", "speedups.csv"],

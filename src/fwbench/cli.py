@@ -7,8 +7,10 @@ import os
 import sys
 from pathlib import Path
 
-from fwbench.config import ConfigError, load_config, validate_config
+from fwbench.config import ConfigError, validate_config
 from fwbench.devices import DeviceCheckError
+from fwbench.params import measurement_settings
+from fwbench.study import DEFAULT_STUDY, load_config, resolve, show
 
 
 def _cell_config(config: dict, args: argparse.Namespace) -> dict:
@@ -23,6 +25,8 @@ def _cell_config(config: dict, args: argparse.Namespace) -> dict:
         narrowed["modes"] = {**config.get("modes", {}), args.framework: [mode]}
     narrowed["mode_scope"] = {}
     narrowed[args.suite] = {**config[args.suite], "batch_sizes": [args.batch_size]}
+    if args.suite == "training":  # the cell asked for is trained, whichever models the study trains
+        narrowed["training"]["models"] = None
     narrowed["suites"] = [args.suite]
     return validate_config(narrowed)
 
@@ -76,10 +80,7 @@ def cmd_run_cell(args: argparse.Namespace) -> int:
             pretrained=config["pretrained"].get(cell.model),
             head_init=config["head_init"],
         )
-    settings = {k: v for k, v in config[cell.suite].items() if k != "batch_sizes"}
-    settings.update(compile=config["compile"], autotune=config["autotune"])
-    if cell.suite == "training":  # as the workflow's training rule passes them
-        settings.update(loader=config["loader"], seed=config["seed"])
+    settings = measurement_settings(config, cell.suite)  # as the workflow's rules pass them
     result = run_cell(
         cell,
         settings,
@@ -170,13 +171,28 @@ def cmd_init_weights(args: argparse.Namespace) -> int:
 
 
 def cmd_check_config(args: argparse.Namespace) -> int:
-    from fwbench.grid import cells
+    from collections import Counter
 
-    config = load_config(args.config)
-    grid = cells(config)
-    print(f"{args.config}: valid, {len(grid)} cells")
-    for cell in grid:
-        print(f"  {cell.path(args.results)}")
+    from snakemake.cli import parse_config  # the very parser of snakemake's --config, so both read values alike
+
+    from fwbench.grid import cells, measuring_processes
+
+    study = resolve(args.config, parse_config(args.set))
+    grid = cells(study.config)
+    per_suite = Counter(cell.suite for cell in grid)
+    processes = measuring_processes(study.config)
+    counts = ", ".join(f"{suite} {per_suite[suite]}" for suite in study.config["suites"])
+    print(
+        f"{' + '.join(layer.label for layer in study.layers)}: valid, {len(grid)} cells ({counts}), "
+        f"{sum(processes.values())} measuring processes ({', '.join(f'{s} {n}' for s, n in processes.items())})"
+    )
+    for note in study.notes:
+        print(f"note: {note}")
+    if args.show:
+        print(show(study))
+    else:
+        for cell in grid:
+            print(f"  {cell.path(args.results)}")
     return 0
 
 
@@ -227,8 +243,27 @@ def build_parser() -> argparse.ArgumentParser:
     failures.add_argument("--results", default="results")
     failures.set_defaults(func=cmd_failures)
 
-    check = sub.add_parser("check-config", help="validate a config and list its cells")
-    check.add_argument("--config", required=True)
+    check = sub.add_parser(
+        "check-config",
+        help="validate a study as `snakemake --configfile FILE` resolves it and list its cells",
+        description="The study Snakemake runs with the same --configfile files (in the same order) and --config "
+        f"values: without --config, {DEFAULT_STUDY}. A study file stands alone (the schema's defaults plus what it "
+        "writes) unless it names a base with `extends:`.",
+    )
+    check.add_argument(
+        "--config",
+        action="append",
+        default=None,
+        metavar="FILE",
+        help=f"study file, repeatable (default: {DEFAULT_STUDY})",
+    )
+    check.add_argument(
+        "--set",
+        action="append",
+        metavar="KEY=VALUE",
+        help="a value as snakemake's --config KEY=VALUE gives it (parsed by snakemake's own parser), repeatable",
+    )
+    check.add_argument("--show", action="store_true", help="print the effective config, each value with its source")
     check.add_argument("--results", default="results")
     check.set_defaults(func=cmd_check_config)
     return parser
@@ -243,6 +278,9 @@ def main(argv: list[str] | None = None) -> int:
     except (ConfigError, DeviceCheckError, ValueError, KeyError) as exc:
         print(f"fwbench: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # `fwbench check-config | head`: the reader has what it wanted
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 if __name__ == "__main__":

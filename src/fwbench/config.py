@@ -20,7 +20,17 @@ from fwbench.modes import TORCH_AUTOTUNING_COMPILE_MODES, autotune_setting
 
 
 class ConfigError(ValueError):
-    """A study configuration that cannot be run; the message is a single line naming key and value."""
+    """A study configuration that cannot be run; the message is a single line naming key and value. `key` is the
+    dotted key it names, where there is one, so that fwbench.study can add the file that wrote it."""
+
+    def __init__(self, message: str, key: str | None = None):
+        super().__init__(message)
+        self.key = key
+
+
+# Keys that select among another key's values (the axis): each selects among the study's own, so a study that
+# shrinks `models` never has to edit them (fwbench.study says when a name outside the axis is an error instead).
+NARROWING = {"training.models": "models", "mode_scope.models": "models", "mode_scope.suites": "suites"}
 
 
 def schema_path() -> Path:
@@ -92,13 +102,16 @@ def _check_dataset(dataset: dict[str, Any]) -> None:
         dataset["splits"] = dict(DEFAULT_SPLITS.get(source, {"train": "train", "val": "val"}))
     if source == "imagefolder":
         if not dataset["path"]:
-            raise ConfigError("config error: dataset.path: required when dataset.source = 'imagefolder'")
+            raise ConfigError(
+                "config error: dataset.path: required when dataset.source = 'imagefolder'", key="dataset.path"
+            )
         if not Path(dataset["path"]).is_dir():
-            raise ConfigError(f"config error: dataset.path = {dataset['path']!r}: not a directory")
+            raise ConfigError(f"config error: dataset.path = {dataset['path']!r}: not a directory", key="dataset.path")
     resize = dataset["resize_size"]
     if resize is not None and resize < dataset["image_size"]:
         raise ConfigError(
-            f"config error: dataset.resize_size = {resize}: must be >= dataset.image_size ({dataset['image_size']})"
+            f"config error: dataset.resize_size = {resize}: must be >= dataset.image_size ({dataset['image_size']})",
+            key="dataset.resize_size",
         )
 
 
@@ -107,28 +120,27 @@ def _check_fallbacks(fallbacks: Mapping[str, Any]) -> None:
     seen: set[str] = set()
     for index, rung in enumerate(fallbacks["ladder"]):
         if rung["name"] in seen:
-            raise ConfigError(f"config error: fallbacks.ladder[{index}].name = {rung['name']!r}: used twice")
+            raise ConfigError(
+                f"config error: fallbacks.ladder[{index}].name = {rung['name']!r}: used twice", key="fallbacks.ladder"
+            )
         seen.add(rung["name"])
         try:
             re.compile(rung["pattern"])
         except re.error as exc:
             raise ConfigError(
                 f"config error: fallbacks.ladder[{index}].pattern = {rung['pattern']!r}: not a regular expression "
-                f"({exc})"
+                f"({exc})",
+                key="fallbacks.ladder",
             ) from None
 
 
-def _check_consistency(config: Mapping[str, Any]) -> None:
+def _check_consistency(config: Mapping[str, Any], strict: Mapping[str, str], notes: list[str]) -> None:
     _check_dataset(config["dataset"])
     for model, path in config["pretrained"].items():
         if not Path(path).is_file():
-            raise ConfigError(f"config error: pretrained.{model} = {path!r}: file not found")
+            raise ConfigError(f"config error: pretrained.{model} = {path!r}: file not found", key=f"pretrained.{model}")
     _check_fallbacks(config["fallbacks"])
-    trained = config["training"]["models"]
-    if trained is not None and (extra := [m for m in trained if m not in config["models"]]):
-        raise ConfigError(
-            f"config error: training.models = {trained}: {', '.join(extra)} not in models ({config['models']})"
-        )
+    _narrow(config, strict, notes)
     for suite in ("inference", "micro"):
         _check_stop_rule(suite, config[suite])
     _check_modes(config)
@@ -137,19 +149,36 @@ def _check_consistency(config: Mapping[str, Any]) -> None:
         micro["hidden"] = 4 * micro["dim"]
 
 
+def _narrow(config: dict[str, Any], strict: Mapping[str, str], notes: list[str]) -> None:
+    """Each NARROWING key keeps the names among its axis's (in its own order); a name outside the axis is an error
+    only where `strict` names the key. A training suite left with no model to train is dropped, with a note."""
+    for key, axis in NARROWING.items():
+        section, name = key.split(".")
+        chosen = config[section][name]
+        if chosen is None:
+            continue
+        outside = [n for n in chosen if n not in config[axis]]
+        if outside and key in strict:
+            raise ConfigError(
+                f"config error: {key} = {chosen}: {', '.join(outside)} not in {axis} ({config[axis]}); "
+                f"{key} selects among {axis}",
+                key=key,
+            )
+        config[section][name] = [n for n in chosen if n in config[axis]]
+        if key == "training.models" and not config[section][name] and "training" in config["suites"]:
+            config["suites"] = [s for s in config["suites"] if s != "training"]
+            notes.append(f"training.models = {chosen} selects none of models {config['models']}: no training cells")
+
+
 def _check_modes(config: dict[str, Any]) -> None:
-    """`autotune` as on/off; mode_scope's models among the study's; no autotuning compile mode with autotune off."""
+    """`autotune` as on/off; no autotuning compile mode with autotune off."""
     config["autotune"] = autotune_setting(config["autotune"])
-    scoped = config["mode_scope"]["models"]
-    if scoped is not None and (extra := [m for m in scoped if m not in config["models"]]):
-        raise ConfigError(
-            f"config error: mode_scope.models = {scoped}: {', '.join(extra)} not in models ({config['models']})"
-        )
     torch_mode = config["compile"]["torch_mode"]
     if torch_mode in TORCH_AUTOTUNING_COMPILE_MODES and config["autotune"] == "off":
         raise ConfigError(
             f"config error: compile.torch_mode = {torch_mode!r}: autotunes kernels, which autotune: off rules out "
-            "for every framework (use default or reduce-overhead, or autotune: on)"
+            "for every framework (use default or reduce-overhead, or autotune: on)",
+            key="compile.torch_mode",
         )
 
 
@@ -158,12 +187,23 @@ def _check_stop_rule(suite: str, settings: Mapping[str, Any]) -> None:
     for low, high in (("min_iters", "max_iters"), ("min_seconds", "max_seconds")):
         if settings[low] > settings[high]:
             raise ConfigError(
-                f"config error: {suite}.{low} = {settings[low]}: must be <= {suite}.{high} ({settings[high]})"
+                f"config error: {suite}.{low} = {settings[low]}: must be <= {suite}.{high} ({settings[high]})",
+                key=f"{suite}.{low}",
             )
 
 
-def validate_config(config: Mapping[str, Any], schema: Mapping[str, Any] | None = None) -> dict:
-    """Return a validated copy of `config` with every default filled in, or raise ConfigError."""
+def validate_config(
+    config: Mapping[str, Any],
+    schema: Mapping[str, Any] | None = None,
+    *,
+    strict: Mapping[str, str] | None = None,
+    notes: list[str] | None = None,
+) -> dict:
+    """Return a validated copy of `config` with every default filled in, or raise ConfigError.
+
+    The NARROWING keys keep only the names among their axis's. `strict` maps those of them whose every name must be
+    in the axis (fwbench.study: written after the axis was chosen) to where they were written, for the error. What
+    the narrowing changed beyond dropping names (a suite left with no model) is appended to `notes`."""
     if not isinstance(config, Mapping):
         raise ConfigError(f"config must be a mapping of keys to values, got {type(config).__name__}")
     filled = copy.deepcopy(dict(config))
@@ -172,18 +212,16 @@ def validate_config(config: Mapping[str, Any], schema: Mapping[str, Any] | None 
     if errors:
         # Report the deepest error: it names the exact offending value rather than its container.
         error = max(errors, key=lambda e: len(e.absolute_path))
-        raise ConfigError(f"config error: {_describe(error)}")
-    _check_consistency(filled)
+        raise ConfigError(f"config error: {_describe(error)}", key=_offending_key(error))
+    _check_consistency(filled, strict or {}, notes if notes is not None else [])
     return filled
 
 
-def load_config(path: str | Path) -> dict:
-    path = Path(path)
-    try:
-        with open(path, encoding="utf-8") as handle:
-            raw = yaml.safe_load(handle)
-    except FileNotFoundError:
-        raise ConfigError(f"config file not found: {path}") from None
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"config file {path} is not valid YAML: {str(exc).splitlines()[0]}") from None
-    return validate_config(raw or {})
+def _offending_key(error: jsonschema.ValidationError) -> str:
+    """The dotted key an error is about: the unknown key itself for an unknown key, else the value's key."""
+    path = [str(part) for part in error.absolute_path if not isinstance(part, int)]
+    if error.validator == "additionalProperties":
+        allowed = set(error.schema.get("properties", {}))
+        extra = sorted(k for k in error.instance if k not in allowed)
+        path += extra[:1]
+    return ".".join(path)

@@ -136,6 +136,17 @@ def cells(config: Mapping[str, Any]) -> list[Cell]:
     return out
 
 
+def measuring_processes(config: Mapping[str, Any]) -> dict[str, int]:
+    """Per suite, the measuring processes a study starts (before any fallback retry): each inference and micro cell
+    runs `trials` fresh processes, each training cell one. What a study costs is mostly these processes' start-up
+    and compilation, so study files state this count beside their cells."""
+    per_cell = {suite: 1 if suite == "training" else int(config[suite]["trials"]) for suite in config["suites"]}
+    counts = dict.fromkeys(config["suites"], 0)
+    for cell in cells(config):
+        counts[cell.suite] += per_cell[cell.suite]
+    return counts
+
+
 def cell_paths(config: Mapping[str, Any], results_dir: str | Path = "results", suite: str | None = None) -> list[str]:
     return [str(c.path(results_dir)) for c in cells(config) if suite is None or c.suite == suite]
 

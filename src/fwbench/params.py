@@ -14,6 +14,10 @@ import math
 from collections.abc import Mapping, Set
 from typing import Any
 
+# Keys of a suite's section that are grid axes, not settings: adding a batch size or a trained model must not rerun
+# the other cells.
+AXES = ("batch_sizes", "models")
+
 
 def _key_order(key: Any) -> tuple[str, str]:
     return (type(key).__name__, str(key))
@@ -32,3 +36,17 @@ def canonical(value: Any) -> Any:
     if isinstance(value, Set):
         return sorted((canonical(item) for item in value), key=repr)
     return value
+
+
+def measurement_settings(config: Mapping[str, Any], suite: str) -> dict[str, Any]:
+    """What a cell of `suite` measures under, as the workflow passes it (a param) and `fwbench run-cell` alike: the
+    suite's section minus its AXES, how compiled modes compile and whether kernels are autotuned (study-level, the
+    same for every framework), a training cell's loader and seed, a micro cell's seed (its input rows are drawn from
+    it). Canonical: key order or 0 vs 0.0 must not rerun cells."""
+    settings = {k: v for k, v in config[suite].items() if k not in AXES}
+    settings.update(compile=config["compile"], autotune=config["autotune"])
+    if suite == "training":
+        settings.update(loader=config["loader"], seed=config["seed"])
+    if suite == "micro":
+        settings.update(seed=config["seed"])
+    return canonical(settings)

@@ -4,7 +4,8 @@ import sys
 from pathlib import Path
 
 from fwbench import HARNESS_VERSION, cluster
-from fwbench.config import ConfigError, load_schema, validate_config
+from fwbench import study as study_files
+from fwbench.config import ConfigError, load_schema
 from fwbench.data import hub
 from fwbench.data.store import dataset_files
 from fwbench.devices import software_fingerprint
@@ -15,14 +16,20 @@ from fwbench.grid import (
     group_variants,
     suite_frameworks,
 )
+from fwbench import params
 from fwbench.params import canonical
 
 try:
-    config = validate_config(
-        config, load_schema(workflow.source_path("../schemas/config.schema.yaml"))
+    STUDY = study_files.resolve(
+        workflow.config_settings.configfiles,
+        study_files.snakemake_overrides(workflow.config_settings.config),
+        load_schema(workflow.source_path("../schemas/config.schema.yaml")),
     )
 except ConfigError as error:
     sys.exit(f"fwbench: {error}")
+config = STUDY.config
+for note in STUDY.notes:
+    print(f"fwbench: note: {note}", file=sys.stderr)
 
 RESULTS = "results"
 DATA_DIR = f"{RESULTS}/data"
@@ -208,16 +215,5 @@ def published_files():
 
 
 def measurement_settings(suite):
-    """What a cell measures under, minus the grid axis itself: adding a batch size must not rerun other cells.
-    A training cell also depends on the loader and the seed of its recipe. Canonical like every config-derived
-    param (fwbench.params): key order or 0 vs 0.0 must not rerun cells."""
-    settings = {k: v for k, v in config[suite].items() if k != "batch_sizes"}
-    # How compiled modes compile and whether kernels are autotuned: study-level, applied to every framework's cells.
-    settings.update(compile=config["compile"], autotune=config["autotune"])
-    if suite == "training":
-        settings.update(loader=config["loader"], seed=config["seed"])
-    if (
-        suite == "micro"
-    ):  # the input rows are drawn from the seed in each cell (fwbench.operations.input_rows)
-        settings.update(seed=config["seed"])
-    return canonical(settings)
+    """What a cell of `suite` measures under (fwbench.params.measurement_settings, as `fwbench run-cell` uses)."""
+    return params.measurement_settings(config, suite)

@@ -103,6 +103,11 @@ def join_words(items: list[str]) -> str:
     return " and ".join(items) if len(items) < 3 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
+def default_title(frameworks) -> str:
+    """The paper's title when the study gives none: its frameworks, so a study of two never claims three."""
+    return f"{join_words([label(f) for f in ordered_frameworks(frameworks)])}, measured side by side"
+
+
 def escape(text: object) -> str:
     return "".join(_SPECIAL.get(ch, ch) for ch in str(text))
 

@@ -11,6 +11,7 @@ from fwbench.analysis.aggregate import mixed_modes, node_differs, off_pairing, p
 from fwbench.analysis.latex import (
     BASELINE,
     FRAMEWORK_LABELS,
+    default_title,
     define_macros,
     escape,
     join_words,
@@ -502,7 +503,7 @@ def macros(
     ratios, deviation_defs = summary_ratios(ratios, config)
     defs = {
         "fwbStudyName": escape(config["study"]),
-        "fwbTitle": escape(config["report"]["title"]),
+        "fwbTitle": escape(config["report"]["title"] or default_title(config["frameworks"])),
         "fwbNumCells": str(len(frame)),
         "fwbNumOk": str(len(ok)),
         "fwbNumFailed": str(len(frame) - len(ok)),

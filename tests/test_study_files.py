@@ -1,0 +1,146 @@
+"""The study files as shipped, run as the README runs them: every file in config/ dry-runs beside the untouched
+config/config.yaml and plans the cells its header states, `fwbench check-config` lists the same cells, and studies a
+user writes (a narrower copy of the default, a three-line file) plan no cell of a model they left out."""
+
+from __future__ import annotations
+
+import filecmp
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.conftest import REPO, copy_workflow
+
+STUDY_FILES = sorted(p.name for p in (REPO / "config").glob("*.yaml"))
+# A header's counts: "# Cells: 94 (inference 34, training 4, micro 56); measuring processes: 162 (inference 102, ...)."
+HEADER = re.compile(r"^# Cells: (\d+) \(([^)]*)\); measuring processes: (\d+) \(([^)]*)\)\.$", re.M)
+CELL = re.compile(r"results/cells/[\w/]+\.json")
+
+
+@pytest.fixture(scope="module")
+def clone(tmp_path_factory) -> Path:
+    """The workflow copied as shipped; the tests add their own studies beside config/, never into it."""
+    return copy_workflow(tmp_path_factory.mktemp("clone"))
+
+
+def _run(clone, venv_bin, program, *args) -> str:
+    proc = subprocess.run([str(venv_bin / program), *args], cwd=clone, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, f"{program} {' '.join(args)}:\n{proc.stdout[-3000:]}{proc.stderr[-3000:]}"
+    return proc.stdout + proc.stderr
+
+
+def planned_cells(clone, venv_bin, *configfile) -> set[str]:
+    """The cells `snakemake -n` plans with the README's command (`--cores all --resources gpu=1`)."""
+    output = _run(clone, venv_bin, "snakemake", "-n", "--cores", "all", "--resources", "gpu=1", *configfile)
+    outputs = [line for line in output.splitlines() if line.strip().startswith("output:")]
+    return {cell for line in outputs for cell in CELL.findall(line)}
+
+
+def listed_cells(clone, venv_bin, *files) -> tuple[str, set[str]]:
+    """`fwbench check-config`'s summary line and the cells it lists for the same study files."""
+    args = [arg for path in files for arg in ("--config", path)]
+    first, *cells = _run(clone, venv_bin, "fwbench", "check-config", *args).splitlines()
+    return first, {line.strip() for line in cells if line.strip().startswith("results/cells/")}
+
+
+def _counts(text: str) -> dict[str, int]:
+    return {name: int(number) for name, number in (part.split() for part in text.split(", "))}
+
+
+@pytest.mark.parametrize("name", STUDY_FILES)
+def test_every_shipped_study_dry_runs_and_plans_the_cells_its_header_states(clone, venv_bin, name):
+    path = f"config/{name}"
+    text = (REPO / path).read_text()
+    # The default study is what runs without --configfile; every other file names itself in its command.
+    configfile = () if name == "config.yaml" else ("--configfile", path)
+    command = ".venv/bin/snakemake --cores all --resources gpu=1" + "".join(f" {arg}" for arg in configfile)
+    assert command in text, f"{path}'s header does not give its command: {command}"
+    planned = planned_cells(clone, venv_bin, *configfile)
+    summary, listed = listed_cells(clone, venv_bin, path)
+    assert planned == listed, "check-config and snakemake -n must see the same study"
+
+    header = HEADER.search(text)
+    assert header, f"{path}'s header does not state its cells: '# Cells: N (...); measuring processes: P (...).'"
+    cells, per_suite, processes, processes_per_suite = header.groups()
+    assert len(planned) == int(cells)
+    by_suite: dict[str, int] = {}
+    for cell in planned:
+        suite = cell.split("/")[2]
+        by_suite[suite] = by_suite.get(suite, 0) + 1
+    assert by_suite == _counts(per_suite)
+    stated = f"{cells} cells ({per_suite}), {processes} measuring processes ({processes_per_suite})"
+    assert summary.endswith(f": valid, {stated}"), (summary, stated)
+    assert "../shared" not in text, "the workflow never reads ../shared/"
+    assert filecmp.cmp(clone / path, REPO / path, shallow=False), "a test must not change a shipped study"
+
+
+def test_the_default_study_is_the_same_with_or_without_its_file(clone, venv_bin):
+    assert planned_cells(clone, venv_bin) == planned_cells(clone, venv_bin, "--configfile", "config/config.yaml")
+
+
+def test_a_copy_of_the_default_with_one_model_plans_only_that_model(clone, venv_bin):
+    config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    config["models"] = ["resnet50"]
+    (clone / "one-model.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    planned = planned_cells(clone, venv_bin, "--configfile", "one-model.yaml")
+    models = {cell.split("/")[5] for cell in planned if "/micro/" not in cell}
+    assert models == {"resnet50"}
+    assert planned == listed_cells(clone, venv_bin, "one-model.yaml")[1]
+
+
+@pytest.mark.parametrize("base", [None, "config/config.yaml"])
+def test_a_three_line_study_plans_its_cells_only(clone, venv_bin, base):
+    values = {"models": ["vit_b_16"], "suites": ["inference"], "inference": {"batch_sizes": [4]}}
+    text = yaml.safe_dump(values, default_flow_style=None)
+    if base:
+        text = f"extends: {base}\n{text}"
+    (clone / "override.yaml").write_text(text)
+    planned = planned_cells(clone, venv_bin, "--configfile", "override.yaml")
+    # ViT-B/16 at batch 4 in every framework; with the default study as base, PyTorch stays eager (mode_scope.models
+    # names neither model of it), as it does from the schema's defaults (one mode each)
+    assert planned == {
+        f"results/cells/inference/{variant}/vit_b_16/fp32/bs4.json"
+        for variant in ("torch/eager", "jax/jit", "tensorflow/xla")
+    }
+    assert planned == listed_cells(clone, venv_bin, "override.yaml")[1]
+
+
+def test_a_name_outside_the_study_written_by_an_override_stops_snakemake_with_one_line(clone, venv_bin):
+    (clone / "wrong.yaml").write_text("extends: config/config.yaml\nmodels: [resnet50]\n")
+    (clone / "wrong-training.yaml").write_text("training: {models: [vit_b_16]}\n")
+    proc = subprocess.run(
+        [str(venv_bin / "snakemake"), "-n", "--configfile", "wrong.yaml", "wrong-training.yaml"],
+        cwd=clone,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode != 0
+    errors = [line for line in proc.stderr.splitlines() if "config error" in line]
+    assert errors == [
+        "fwbench: config error: training.models = ['vit_b_16']: vit_b_16 not in models (['resnet50']); "
+        "training.models selects among models (in wrong-training.yaml)"
+    ]
+
+
+def test_readme_run_cell_command_resolves_one_cell_for_every_model_of_the_default_study():
+    """The README's one-cell command with --model set to each model of the default study (the cell it would
+    measure; running them is the slow test below)."""
+    from fwbench.cli import _cell_config, build_parser
+    from fwbench.grid import cells
+    from fwbench.study import load_config
+
+    study = load_config(REPO / "config" / "config.yaml")
+    for suite in ("inference", "training"):
+        for model in study["models"]:
+            args = build_parser().parse_args(
+                [
+                    "run-cell", "--suite", suite, "--framework", "jax", "--model", model, "--precision", "fp32",
+                    "--batch-size", "8", "--config", "config/config.yaml", "--out", "/tmp/cell.json",
+                ]
+            )  # fmt: skip
+            (cell,) = [c for c in cells(_cell_config(study, args)) if c.suite == suite]
+            assert (cell.model, cell.framework, cell.batch_size) == (model, "jax", 8)
