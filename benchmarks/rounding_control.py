@@ -50,10 +50,10 @@ def run_one(spec: dict) -> dict:
     import numpy as np
 
     from fwbench.backends import get_backend
-    from fwbench.study import load_config
     from fwbench.grid import Cell
     from fwbench.scenarios import training
     from fwbench.scenarios.inference import load_weights
+    from fwbench.study import load_config
 
     config = load_config(spec["config"])
     settings = {k: v for k, v in config["training"].items() if k != "batch_sizes"}

@@ -65,6 +65,65 @@ def test_device_cuda_without_a_gpu_stops_with_a_clear_line():
         decide({"torch": _torch(), "jax": _jax("cpu")}, "cuda")
 
 
+def _cpu_install_reports():
+    """What every framework reports from setup.sh's CPU install (run where nvidia-smi found no GPU, e.g. a login
+    node) on a GPU node: torch's CPU wheel (no CUDA runtime), JAX without its CUDA plugin, tensorflow-cpu."""
+    from fwbench.backends.jax import JaxBackend
+    from fwbench.backends.torch import TorchBackend
+
+    torch_cpu_wheel = SimpleNamespace(
+        cuda=SimpleNamespace(is_available=lambda: False),
+        version=SimpleNamespace(cuda=None),
+        backends=SimpleNamespace(cudnn=SimpleNamespace(is_available=lambda: False)),
+    )
+    jax_cpu = SimpleNamespace(devices=lambda: [SimpleNamespace(platform="cpu", id=0, device_kind="cpu")])
+    jax_report = {**JaxBackend.describe_devices(jax_cpu), "jax_plugins": []}  # whatever this machine has installed
+    tensorflow_cpu = {"platform": "cpu", "count": 0, "devices": [], "cuda_runtime": None, "cudnn": None}
+    return {
+        "torch": TorchBackend.describe_devices(torch_cpu_wheel),
+        "jax": jax_report,
+        "tensorflow": {**tensorflow_cpu, "cuda_build": False},
+    }
+
+
+def test_a_gpu_node_that_finds_the_cpu_install_says_to_install_the_cuda_set():
+    """device: cuda on a GPU node, with the .venv that setup.sh made on a GPU-less login node: one line that names
+    the command that fixes it."""
+    reports = _cpu_install_reports()
+    assert reports["torch"] == {**reports["torch"], "platform": "cpu", "cuda_runtime": None}
+    with pytest.raises(DeviceCheckError) as error:
+        decide(reports, "cuda")
+    message = str(error.value)
+    assert message == (
+        "device: cuda, but torch, jax and tensorflow are CPU builds that see only cpu: setup.sh made this .venv "
+        "where nvidia-smi found no GPU (a login node?); reinstall with FWBENCH_ACCELERATOR=cuda bash setup.sh "
+        "(or set device: auto to measure on the CPU)"
+    )
+    assert "\n" not in message
+    # One framework only, through the check as the device_check rule runs it (fake probes), nothing written.
+    with pytest.raises(
+        DeviceCheckError,
+        match=r"^device: cuda, but torch is a CPU build that sees only cpu: .*"
+        r"FWBENCH_ACCELERATOR=cuda bash setup\.sh",
+    ):
+        check(["torch"], "cuda", 1, "/nonexistent/device.json", probe_fn=lambda f, env: _cpu_install_reports()[f])
+
+
+def test_a_cuda_build_that_finds_no_gpu_is_not_told_to_reinstall():
+    """A CUDA build that sees no GPU (no driver, CUDA_VISIBLE_DEVICES empty) needs no reinstall: the line says to
+    check the GPU's visibility instead, and a CPU build beside CUDA builds is named alone."""
+    reports = {"torch": _torch("cpu"), "jax": {**_jax("cpu"), "jax_plugins": ["jax-cuda13-plugin==0.10.2"]}}
+    with pytest.raises(DeviceCheckError) as error:
+        decide(reports, "cuda")
+    assert "setup.sh" not in str(error.value) and "check nvidia-smi and CUDA_VISIBLE_DEVICES" in str(error.value)
+    with pytest.raises(
+        DeviceCheckError,
+        match=r"^device: cuda, but jax sees only cpu: install the CUDA plugin with "
+        r"FWBENCH_ACCELERATOR=cuda bash setup\.sh",
+    ):
+        decide({"torch": _torch(), "jax": _jax("cpu")}, "cuda")
+
+
 def test_different_gpus_or_a_failed_probe_stop_the_study():
     with pytest.raises(DeviceCheckError, match="different GPUs: torch: 2 .*; jax: 1"):
         decide({"torch": _torch(count=2), "jax": _jax(count=1)}, "auto")
@@ -173,3 +232,12 @@ def test_a_cell_on_another_device_than_the_record_is_a_recorded_failure(tmp_path
 
 def test_software_fingerprint_names_the_installed_frameworks():
     assert {"torch", "jax", "jaxlib"} <= set(devices.software_fingerprint())
+
+
+def test_the_gpu_page_quotes_the_cpu_install_line_as_the_check_prints_it():
+    """docs/gpus.md shows the line a GPU node prints when it finds the CPU set: it must be the one the code makes."""
+    from tests.conftest import REPO
+
+    with pytest.raises(DeviceCheckError) as error:
+        decide(_cpu_install_reports(), "cuda")
+    assert f"fwbench: {error.value}" in (REPO / "docs" / "gpus.md").read_text()

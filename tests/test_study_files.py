@@ -144,3 +144,29 @@ def test_readme_run_cell_command_resolves_one_cell_for_every_model_of_the_defaul
             )  # fmt: skip
             (cell,) = [c for c in cells(_cell_config(study, args)) if c.suite == suite]
             assert (cell.model, cell.framework, cell.batch_size) == (model, "jax", 8)
+
+
+def readme_run_cell_command() -> list[str]:
+    """The README's one-cell command, as printed there (its continuation lines joined)."""
+    text = (REPO / "README.md").read_text().replace("\\\n", " ")
+    (line,) = [line for line in text.splitlines() if "fwbench run-cell" in line and "--model" in line]
+    return line.split()
+
+
+@pytest.mark.slow
+def test_readme_run_cell_command_measures_every_model_of_the_default_study(clone, venv_bin, tmp_path):
+    """The README's command with `--model` set to each model of the default study, run for real in the clone (the
+    dataset, device record and weights are made on first use, as for a user)."""
+    from fwbench.results import load_result
+    from fwbench.study import load_config
+
+    command = readme_run_cell_command()
+    assert command[0] == ".venv/bin/fwbench" and "--config" in command and "config/config.yaml" in command
+    model_at = command.index("--model") + 1
+    out_at = command.index("--out") + 1
+    for model in load_config(REPO / "config" / "config.yaml")["models"]:
+        out = tmp_path / f"{model}.json"
+        args = [*command[1:model_at], model, *command[model_at + 1 : out_at], str(out), *command[out_at + 1 :]]
+        output = _run(clone, venv_bin, "fwbench", *args)
+        result = load_result(out)
+        assert result["status"] == "ok" and result["cell"]["model"] == model, output[-2000:]

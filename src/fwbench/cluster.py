@@ -5,6 +5,12 @@ trial, and each retry the fallback ladder may add, up to its suite's `timeout_s`
 writing. So a cell that hangs meets its own timeout first and becomes a recorded `timeout` failure; the scheduler's
 limit only ends jobs the harness itself could not (a wedged node, a runner that stopped answering). Locally these
 resources mean nothing.
+
+The GPU model goes through the executor's own resources, never through `slurm_extra`: the pinned executor
+(snakemake-executor-plugin-slurm 2.8.0) refuses --gpus, --gres and --constraint there (validation.py), and builds
+one GPU request from the `gpu` and `gpu_model` resources (utils.set_gres_string: `--gpus=MODEL:N`, or `--gpus=N`
+without a model) and `-C` from the `constraint` resource (submit_string.get_submit_command; an empty string would
+still add `-C ''`, so an unset constraint is None, which Snakemake drops). `slurm_extra` keeps --exclusive either way.
 """
 
 from __future__ import annotations
@@ -54,6 +60,19 @@ def slurm_extra(config: Mapping[str, Any]) -> str:
     """sbatch options of a benchmark job beyond its GPU, cores, memory and time: the node to itself unless the
     study's `cluster.share_nodes` allows other jobs beside it."""
     return "" if config["cluster"]["share_nodes"] else "--exclusive"
+
+
+def gpu_model(config: Mapping[str, Any]) -> str | None:
+    """The `gpu_model` resource of a job that computes on a GPU: the study's `cluster.gpu_type` (the GRES type the
+    cluster names its GPUs by), which the executor turns into the job's one GPU request, `--gpus=TYPE:1`; None (any
+    GPU, `--gpus=1`) when unset."""
+    return config["cluster"].get("gpu_type") or None
+
+
+def constraint(config: Mapping[str, Any]) -> str | None:
+    """The `constraint` resource of a job that computes on a GPU: the study's `cluster.constraint` (node features,
+    sbatch -C); None when unset, so that the executor adds no -C at all."""
+    return config["cluster"].get("constraint") or None
 
 
 def training_group(config: Mapping[str, Any]) -> str | None:

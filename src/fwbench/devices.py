@@ -94,10 +94,20 @@ def _seen(report: Mapping[str, Any]) -> str:
     return f"{report['platform']} ({', '.join(names)})" if names else str(report["platform"])
 
 
+def _cuda_build(framework: str, report: Mapping[str, Any]) -> Any:
+    """What makes `framework`'s installed build a CUDA one (JAX's CUDA plugins, the CUDA runtime PyTorch or
+    TensorFlow was built for), or a false value for a CPU build."""
+    return report.get("jax_plugins") if framework == "jax" else report.get("cuda_runtime")
+
+
+def _names(frameworks: Sequence[str]) -> str:
+    return frameworks[0] if len(frameworks) == 1 else f"{', '.join(frameworks[:-1])} and {frameworks[-1]}"
+
+
 def _why_cpu(framework: str, report: Mapping[str, Any]) -> str:
     """What to do about a framework that sees only the CPU: install its CUDA build, or find out why a CUDA build
     found no GPU (the framework's own warning, when it printed one)."""
-    cuda_build = report.get("jax_plugins") if framework == "jax" else report.get("cuda_runtime")
+    cuda_build = _cuda_build(framework, report)
     if not cuda_build:
         return INSTALL_HINTS.get(framework, "install its CUDA build")
     build = ", ".join(cuda_build) if isinstance(cuda_build, list) else f"a CUDA {cuda_build} build"
@@ -112,6 +122,16 @@ def decide(reports: Mapping[str, Mapping[str, Any]], setting: str) -> dict[str, 
             raise DeviceCheckError(f"device check: {framework} could not report its devices: {report['error']}")
     platforms = {framework: report["platform"] for framework, report in reports.items()}
     if setting == "cuda":
+        cpu_builds = [f for f, report in reports.items() if report["platform"] == "cpu" and not _cuda_build(f, report)]
+        if cpu_builds and len(cpu_builds) == len(reports):
+            # The CPU set: setup.sh chose it where no NVIDIA driver answered (a GPU-less login node, say), and a
+            # GPU node then finds nothing but CPU builds.
+            builds = "is a CPU build that sees" if len(cpu_builds) == 1 else "are CPU builds that see"
+            raise DeviceCheckError(
+                f"device: cuda, but {_names(cpu_builds)} {builds} only cpu: setup.sh made this .venv where "
+                f"nvidia-smi found no GPU (a login node?); reinstall with {SETUP_HINT} "
+                "(or set device: auto to measure on the CPU)"
+            )
         for framework, platform in platforms.items():
             if platform != "cuda":
                 why = f": {_why_cpu(framework, reports[framework])}" if platform == "cpu" else ""

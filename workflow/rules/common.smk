@@ -98,6 +98,9 @@ CELL_THREADS = max(1, workflow.cores // GPU_SLOTS)
 # node to itself; its threads and memory come from the profile. Locally these resources mean nothing. Rules marked
 # `localrule: True` (downloads, aggregation, figures, tables, LaTeX) run where Snakemake runs, never as jobs.
 SLURM_EXTRA = cluster.slurm_extra(config)
+# cluster.gpu_type / cluster.constraint: the GPU model every job that computes on a GPU asks for (None: any).
+GPU_MODEL = cluster.gpu_model(config)
+GPU_CONSTRAINT = cluster.constraint(config)
 
 
 def runtime_minutes(rule_name):

@@ -14,6 +14,8 @@ rule device_check:
         ENV
     resources:
         gpu=1,
+        gpu_model=GPU_MODEL,
+        constraint=GPU_CONSTRAINT,
         runtime=runtime_minutes("device_check"),
         gpu_slots=GPU_SLOTS,
     params:

@@ -22,6 +22,8 @@ rule parity_logits:
         runtime=runtime_minutes("parity_logits"),
         slurm_extra=SLURM_EXTRA,
         gpu=1,
+        gpu_model=GPU_MODEL,
+        constraint=GPU_CONSTRAINT,
     params:
         models=canonical(config["models"]),
         num_classes=canonical(config["dataset"]["num_classes"]),

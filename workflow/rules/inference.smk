@@ -33,6 +33,8 @@ for group_rule, group_models in comparison_rules(
             runtime=runtime_minutes("inference_group"),
             slurm_extra=SLURM_EXTRA,
             gpu=1,
+            gpu_model=GPU_MODEL,
+            constraint=GPU_CONSTRAINT,
             gpu_slots=GPU_SLOTS,
         params:
             suite="inference",

@@ -39,6 +39,8 @@ if MICRO:
             runtime=runtime_minutes("micro_group"),
             slurm_extra=SLURM_EXTRA,
             gpu=1,
+            gpu_model=GPU_MODEL,
+            constraint=GPU_CONSTRAINT,
             gpu_slots=GPU_SLOTS,
         params:
             suite="micro",

@@ -16,6 +16,8 @@ rule device_peak:
         runtime=runtime_minutes("device_peak"),
         slurm_extra=SLURM_EXTRA,
         gpu=1,
+        gpu_model=GPU_MODEL,
+        constraint=GPU_CONSTRAINT,
     params:
         harness_version=HARNESS_VERSION,
         precisions=canonical(config["precisions"]),

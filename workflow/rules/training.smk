@@ -24,6 +24,8 @@ rule training_cell:
         runtime=runtime_minutes("training_cell"),
         slurm_extra=SLURM_EXTRA,
         gpu=1,
+        gpu_model=GPU_MODEL,
+        constraint=GPU_CONSTRAINT,
         gpu_slots=GPU_SLOTS,
     params:
         suite="training",
