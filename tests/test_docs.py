@@ -7,7 +7,6 @@ tests/test_analysis.py), no workflow run."""
 
 from __future__ import annotations
 
-import copy
 import importlib.util
 import re
 from datetime import UTC, datetime
@@ -21,7 +20,7 @@ import fwbench
 from fwbench.analysis.aggregate import write_ratio_tables, write_tidy
 from fwbench.analysis.training import write_training_tables
 from fwbench.io import atomic_write_json
-from tests.test_analysis import BASE, failed_in_rounds, measured_in_rounds
+from tests.test_mode_analysis import _cell as mode_analysis_cell
 from tests.test_multi_framework_analysis import _training
 
 REPO = Path(__file__).resolve().parents[1]
@@ -193,10 +192,10 @@ def _load_script():
     return module
 
 
-TORCH_RATES = {1: [100.0, 120.0, 90.0], 8: [400.0, 440.0, 380.0]}
-# Per-round factors over eager PyTorch. small_cnn: PyTorch compiled in both batch sizes (2x eager at batch 1), JAX
-# 1.5x eager (0.75x compiled: resolved), TensorFlow failed at batch 8. resnet50: eager PyTorch only, so its ratios
-# stand against eager PyTorch; JAX's rounds scatter around PyTorch's (not resolved).
+# Per-round factors over eager PyTorch (tests.test_mode_analysis builds the cells). small_cnn: PyTorch compiled in
+# both batch sizes (2x eager at batch 1), JAX 1.5x eager (0.75x compiled: resolved), TensorFlow failed at batch 8.
+# resnet50: eager PyTorch only, so its ratios stand against eager PyTorch; JAX's rounds scatter around PyTorch's (not
+# resolved).
 FACTORS = {
     ("torch", "compile", "small_cnn", 1): [2.0, 2.1, 1.9],
     ("torch", "compile", "small_cnn", 8): [1.2, 1.25, 1.15],
@@ -210,29 +209,7 @@ STARTED = datetime(2026, 11, 25, 9, 30, tzinfo=UTC).timestamp()
 
 
 def _cell(framework: str, mode: str, model: str, batch: int) -> dict:
-    result = copy.deepcopy(BASE)
-    result["cell"] = {
-        "suite": "inference",
-        "framework": framework,
-        "mode": mode,
-        "model": model,
-        "precision": "fp32",
-        "batch_size": batch,
-        "image_size": 32,
-    }
-    result["provenance"]["group"] = {"id": f"{model}-{batch}"}
-    factors = FACTORS.get((framework, mode, model, batch), [1.0, 1.0, 1.0] if mode == "eager" else None)
-    if factors is None:
-        return failed_in_rounds(result, "crashed: killed by SIGSEGV", "crash", signal="SIGSEGV")
-    rates = [rate * factor for rate, factor in zip(TORCH_RATES[batch], factors, strict=True)]
-    measured_in_rounds(result, rates, None if mode == "eager" else 1.0)
-    result["provenance"]["framework"] = {
-        "name": framework,
-        "versions": {framework: "9.9"},
-        "device": {"name": "cpu", "platform": "cpu"},
-        "settings": {"intra_op_threads": 2, "mode": mode},
-    }
-    return result
+    return mode_analysis_cell(framework, mode, batch, model, factors=FACTORS)
 
 
 @pytest.fixture

@@ -64,9 +64,18 @@ def _settings(framework: str, mode: str) -> dict:
     }
 
 
-def _cell(framework: str, mode: str | None, batch: int, model: str = "small_cnn", node: str | None = None) -> dict:
-    """A cell of group {model}-{batch}, trials in rounds 1-3 at PyTorch eager's rates times FACTORS, or a crashed cell
-    where a compiled variant has no factors. `mode` None: a result from before modes (its framework's primary)."""
+def _cell(
+    framework: str,
+    mode: str | None,
+    batch: int,
+    model: str = "small_cnn",
+    node: str | None = None,
+    factors: dict | None = None,
+) -> dict:
+    """A cell of group {model}-{batch}, trials in rounds 1-3 at PyTorch eager's rates times `factors` (FACTORS), or
+    a failed cell where a compiled variant has no factors. `mode` None: a result from before modes (its framework's
+    primary)."""
+    factors_of = FACTORS if factors is None else factors
     mode_ = mode or PRIMARY[framework]
     result = copy.deepcopy(BASE)
     result["cell"] = {
@@ -80,10 +89,10 @@ def _cell(framework: str, mode: str | None, batch: int, model: str = "small_cnn"
     result["provenance"]["group"] = {"id": f"{model}-{batch}"}
     if node:
         result["provenance"]["placement"] = {"host": node, "node": node, "slot": 0}
-    if mode_ != "eager" and (framework, mode_, model, batch) not in FACTORS:
+    if mode_ != "eager" and (framework, mode_, model, batch) not in factors_of:
         return failed_in_rounds(result, "compiler error: Inductor failed", "compiler")
-    factors = FACTORS.get((framework, mode_, model, batch), [1.0, 1.0, 1.0])
-    rates = [rate * factor for rate, factor in zip(EAGER_RATES[batch], factors, strict=True)]
+    per_round = factors_of.get((framework, mode_, model, batch), [1.0, 1.0, 1.0])
+    rates = [rate * factor for rate, factor in zip(EAGER_RATES[batch], per_round, strict=True)]
     report = {"compile_report": {"graph_breaks": 0, "graphs": 1}} if mode_ == "compile" else {}
     measured_in_rounds(result, rates, COMPILE_S.get((framework, mode_)), flags={"recompiled": False}, **report)
     result["provenance"]["framework"] = {

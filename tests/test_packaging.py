@@ -50,17 +50,6 @@ def test_cuda_toolkit_pin_is_the_installed_torch_wheels_own():
     assert re.search(r"==\s*([\d.]+)", toolkit[0]).group(1) == pin.split("==")[1], (toolkit[0], pin)
 
 
-def test_readme_first_section_has_exactly_two_commands():
-    readme = (REPO / "README.md").read_text()
-    first = readme.split("\n## ", 2)[1]
-    commands = re.findall(r"```(?:bash|sh)?\n(.*?)```", first, flags=re.S)
-    assert len(commands) == 2
-    assert "snakemake" in commands[0] and "paper.pdf" in commands[0]
-    assert "pytest" in commands[1]
-    ci = (REPO / ".ci" / "run").read_text()
-    assert commands[1].strip() in ci
-
-
 def test_results_are_ignored():
     ignored = (REPO / ".gitignore").read_text().split()
     assert "results/" in ignored and ".snakemake/" in ignored

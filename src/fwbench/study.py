@@ -45,12 +45,13 @@ class Layer:
 
 @dataclass
 class Study:
-    """The effective, validated config; the layers it was merged from (first = lowest); where each leaf key's value
-    came from (dotted key -> layer label, absent = the schema's default); and what validation changed beyond
-    defaults (notes, one line each)."""
+    """The effective, validated config; the layers it was merged from (first = lowest) and what they wrote, merged
+    (before defaults and validation); where each leaf key's value came from (dotted key -> layer label, absent = the
+    schema's default); and what validation changed beyond defaults (notes, one line each)."""
 
     config: dict
     layers: list[Layer]
+    written: dict = field(default_factory=dict)
     sources: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
 
@@ -184,7 +185,7 @@ def resolve(
     except ConfigError as error:
         where = _where(error.key, sources)
         raise ConfigError(f"{error}{where}", key=error.key) from None
-    return Study(config, layers, sources, notes)
+    return Study(config, layers, merged, sources, notes)
 
 
 def _where(key: str | None, sources: Mapping[str, str]) -> str:
@@ -203,10 +204,7 @@ def load_config(path: str | Path | None = None) -> dict:
 def show(study: Study) -> str:
     """The effective config, one dotted key a line, each with where its value came from."""
     stack = " < ".join([SCHEMA_DEFAULT, *(layer.label for layer in study.layers)])
-    merged: dict = {}
-    for layer in study.layers:
-        merge(merged, layer.values)
-    written = leaf_keys(merged)
+    written = leaf_keys(study.written)
     lines = [f"# layers, later ones winning: {stack}"]
     lines += [f"# note: {note}" for note in study.notes]
     rows = []
