@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -9,7 +10,7 @@ from typing import Any
 import pandas as pd
 
 from fwbench import modes as execution_modes
-from fwbench.analysis import partners
+from fwbench.analysis import partners, verdicts
 from fwbench.analysis.cells import cells_by_path, load_cells
 from fwbench.analysis.latex import BASELINE, ordered_frameworks
 from fwbench.analysis.partners import (
@@ -181,7 +182,10 @@ def read_tidy(csv_path: str | Path) -> pd.DataFrame:
 COMPARISON_COLUMNS = ["model", "precision", "batch_size"]
 # What every ratio row has, between frameworks (SPEEDUP_COLUMNS) or between one framework's modes (MODE_GAIN_COLUMNS):
 # the estimate with its interval, and its marks.
-INTERVAL_COLUMNS = ["ratio", "ci_low", "ci_high", "ci_scope", "pairs", "resolved", "method"]
+# `se_log` and `df`: the interval's standard error on the log scale and its degrees of freedom (a t interval; empty
+# for a bootstrap), from which fwbench.analysis.verdicts tests it at other levels; `p_value`: the two-sided test of
+# ratio 1 (paired intervals only: they alone can resolve a difference).
+INTERVAL_COLUMNS = ["ratio", "ci_low", "ci_high", "ci_scope", "pairs", "resolved", "method", "se_log", "df", "p_value"]
 MARK_COLUMNS = ["deviation_differs", "deviation_detail", "refused", "node_differs", "node_detail"]
 SPEEDUP_COLUMNS = [
     *COMPARISON_COLUMNS,
@@ -267,6 +271,9 @@ def _refused_row(ratio: dict[str, Any], reason: str) -> dict[str, Any]:
         "pairs": 0,
         "resolved": False,
         "method": "none: the cells ran on different device models, so a ratio would compare the devices",
+        "se_log": nan,
+        "df": nan,
+        "p_value": nan,
         "refused": reason,
     }
 
@@ -297,14 +304,19 @@ def _ratio_row(key: tuple, num: dict[str, Any], den: dict[str, Any]) -> dict[str
     if placement.models_differ:
         return _refused_row(row, placement.models_detail)
     ci, scope, pairs, method = ratio_interval(num, den)
+    paired = scope == PAIRED
     return row | {
         "ratio": ci.estimate,
         "ci_low": ci.low,
         "ci_high": ci.high,
         "ci_scope": scope,
         "pairs": pairs,
-        "resolved": bool(scope == PAIRED and (ci.low > 1 or ci.high < 1)),
+        "resolved": bool(paired and (ci.low > 1 or ci.high < 1)),
         "method": method,
+        "se_log": ci.se_log if ci.se_log is not None else math.nan,
+        "df": ci.df if ci.df is not None else math.nan,
+        # only a paired interval can resolve a difference (drift between unpaired runs is not controlled)
+        "p_value": verdicts.p_value(math.log(ci.estimate), ci.se_log, ci.df) if paired else math.nan,
     }
 
 

@@ -27,9 +27,15 @@ NOISE_IQR_FRACTION = 0.10  # a cell whose IQR exceeds 10% of its median is flagg
 
 @dataclass(frozen=True)
 class Interval:
+    """An estimate with its 95% interval. A t interval on logs also keeps its standard error on the log scale and its
+    degrees of freedom, from which a verdict can be drawn at another level (a multiplicity-adjusted one, an
+    equivalence test: fwbench.analysis.verdicts); a bootstrap interval has neither."""
+
     estimate: float
     low: float
     high: float
+    se_log: float | None = None
+    df: float | None = None
 
     @property
     def half_width(self) -> float:
@@ -152,8 +158,9 @@ def geometric_mean_interval(values, *, confidence: float = 0.95) -> Interval:
     if not np.isfinite(logs).all():
         raise ValueError("values must be positive and finite")
     mean = float(logs.mean())
-    half = _t_quantile(logs.size - 1, confidence) * float(logs.std(ddof=1)) / math.sqrt(logs.size)
-    return Interval(math.exp(mean), math.exp(mean - half), math.exp(mean + half))
+    se = float(logs.std(ddof=1)) / math.sqrt(logs.size)
+    half = _t_quantile(logs.size - 1, confidence) * se
+    return Interval(math.exp(mean), math.exp(mean - half), math.exp(mean + half), se, float(logs.size - 1))
 
 
 def paired_ratio_interval(numerator, denominator, *, confidence: float = 0.95) -> Interval:
@@ -175,7 +182,7 @@ def welch_ratio_interval(numerator, denominator, *, confidence: float = 0.95) ->
     va, vb = float(a.var(ddof=1)) / a.size, float(b.var(ddof=1)) / b.size
     diff, se = float(a.mean() - b.mean()), math.sqrt(va + vb)
     if se == 0.0:
-        return Interval(math.exp(diff), math.exp(diff), math.exp(diff))
+        return Interval(math.exp(diff), math.exp(diff), math.exp(diff), 0.0, float(a.size + b.size - 2))
     df = (va + vb) ** 2 / (va**2 / (a.size - 1) + vb**2 / (b.size - 1))
     half = _t_quantile(df, confidence) * se
-    return Interval(math.exp(diff), math.exp(diff - half), math.exp(diff + half))
+    return Interval(math.exp(diff), math.exp(diff - half), math.exp(diff + half), se, df)
