@@ -4,10 +4,11 @@
     .venv/bin/python benchmarks/readme_results.py results/ --write README.md   # replace it in the README
 
 Reads RESULTS/tables/inference.csv (one row per cell: throughput, mode, status, CPU model, device, git commit),
-speedups.csv (each framework's throughput over PyTorch's with its paired 95% CI), mode_gains.csv (compiled over eager
-within PyTorch), training.csv (per epoch; optional) and study_time.json (when the study started and its wall time;
-the LaTeX build is added from report/build/latex_time.tex when the paper was built). Cell results named by the
-tidy table's `path` column are read, where they exist, only to say whether the commit was dirty.
+speedups.csv (each framework's throughput over PyTorch's with its paired 95% CI and its verdict adjusted within the
+framework pair), mode_gains.csv (compiled over eager within PyTorch), training.csv (per epoch; optional) and
+study_time.json (when the study started and its wall time; the LaTeX build is added from
+report/build/latex_time.tex when the paper was built). Cell results named by the tidy table's `path` column are
+read, where they exist, only to say whether the commit was dirty.
 
 Prints two markdown blocks: a one-paragraph summary, and a table of throughput ratios against PyTorch per model
 and batch size with their 95% intervals, led by one line naming the date, commit, machine and study wall time.
@@ -73,10 +74,32 @@ def rate(value: float) -> str:
     return f"{value:.1f}" if value >= 10 else f"{value:.2f}"
 
 
+def resolved(row: pd.Series) -> bool:
+    """The ratio's adjusted verdict (`resolved_adjusted`: the paired test of ratio 1, adjusted within its family by
+    the study's analysis.multiplicity); a table from before that column has only its own (`resolved`)."""
+    adjusted = row.get("resolved_adjusted")
+    return _true(adjusted) if _text(adjusted) is not None else _true(row.get("resolved"))
+
+
 def interval(row: pd.Series) -> str:
-    """A ratio with its 95% CI, bold where resolved (a paired CI that excludes 1)."""
+    """A ratio with its own 95% CI, bold where resolved after the adjustment (`resolved`)."""
     text = f"{row['ratio']:.2f} [{row['ci_low']:.2f}, {row['ci_high']:.2f}]"
-    return f"**{text}**" if _true(row.get("resolved")) else text
+    return f"**{text}**" if resolved(row) else text
+
+
+ADJUSTMENTS = {
+    "holm": "after Holm's adjustment within each framework pair",
+    "bh": "after the Benjamini–Hochberg adjustment within each framework pair",
+    "none": "by its own 95% CI, without adjustment for multiple comparisons",
+}
+
+
+def adjustment(ratios: pd.DataFrame) -> str:
+    """How the verdicts of a speedups table were made, in words (its `multiplicity` column; a table from before it
+    has each ratio's own verdict only)."""
+    values = ratios["multiplicity"].map(_text).dropna() if "multiplicity" in ratios else pd.Series(dtype=object)
+    method = str(values.iloc[0]) if "resolved_adjusted" in ratios and len(values) else "none"
+    return ADJUSTMENTS.get(method, f"after the {method} adjustment within each framework pair")
 
 
 def _minutes(seconds: float) -> str:
@@ -264,18 +287,21 @@ def _kept(ratios: pd.DataFrame) -> pd.DataFrame:
 
 
 def counts(ratios: pd.DataFrame) -> dict[str, dict[str, Any]]:
-    """Per framework: its ratios' count, range, and how many are resolved each way."""
+    """Per framework: its ratios' count, range, how many are resolved each way (the adjusted verdicts,
+    `resolved`), and how many more only their own interval resolves."""
     out = {}
     kept = _kept(ratios)
     for framework in _frameworks(kept["numerator"]) if "numerator" in kept else []:
         mine = kept[kept["numerator"] == framework]
-        resolved = mine[mine["resolved"].map(_true)]
+        adjusted = mine.apply(resolved, axis=1).astype(bool) if len(mine) else pd.Series(dtype=bool)
+        chosen = mine[adjusted]
         out[framework] = {
             "n": len(mine),
             "low": float(mine["ratio"].min()),
             "high": float(mine["ratio"].max()),
-            "faster": int((resolved["ratio"] > 1).sum()),
-            "slower": int((resolved["ratio"] < 1).sum()),
+            "faster": int((chosen["ratio"] > 1).sum()),
+            "slower": int((chosen["ratio"] < 1).sum()),
+            "own_only": int((mine["resolved"].map(_true) & ~adjusted).sum()),
         }
     return out
 
@@ -347,8 +373,13 @@ def blocks(results: str | Path) -> dict[str, str]:
     inference = frame[frame["suite"] == "inference"]
     failed = inference[inference["status"] != "ok"]
     by_framework = counts(ratios)
-    resolved = sum(c["faster"] + c["slower"] for c in by_framework.values())
+    resolved_count = sum(c["faster"] + c["slower"] for c in by_framework.values())
+    own_only = sum(c["own_only"] for c in by_framework.values())
     total = sum(c["n"] for c in by_framework.values())
+    how = adjustment(ratios)
+    own_text = (
+        f"{own_only} more exclude{'s' if own_only == 1 else ''} 1 by {'its' if own_only == 1 else 'their'} own CI only"
+    )
 
     ways = [
         f"{_name(f)} {c['low']:.2f}–{c['high']:.2f}×, resolved faster in {c['faster']} and slower in {c['slower']} of "
@@ -358,7 +389,9 @@ def blocks(results: str | Path) -> dict[str, str]:
     summary = (
         f"Measured {date} at {at} on {where}, {_scope(inference)}. Throughput relative to PyTorch{_pairing(ratios)}: "
         + "; ".join(ways)
-        + f". A ratio is resolved when its paired 95% interval excludes 1 ({resolved} of {total} are); "
+        + f". A ratio is resolved when its paired test rejects 1 {how} ({resolved_count} of {total} are"
+        + (f"; {own_text}" if own_only else "")
+        + "); "
         + f"{_failures(failed, inference)}. Study wall time: {wall}."
     )
 
@@ -372,14 +405,15 @@ def blocks(results: str | Path) -> dict[str, str]:
         *table(frame, ratios, gains),
         "",
         f"Each ratio is a framework's throughput over PyTorch's at the same model and batch size: the geometric mean "
-        f"over {rounds} with a paired 95% CI. **Bold**: resolved (the CI excludes 1). "
+        f"over {rounds} with its own paired 95% CI. **Bold**: resolved {how}. "
         + (
             '"vs eager": the study has no compiled PyTorch cell for that model, so a compiled program stands against '
             "eager PyTorch. "
             if mixed
             else ""
         )
-        + f"{resolved} of {total} ratios resolved; {_failures(failed, inference)}.",
+        + f"{resolved_count} of {total} ratios resolved{f' ({own_text})' if own_only else ''}; "
+        + f"{_failures(failed, inference)}.",
     ]
     training_line = _training_line(training)
     if training_line:

@@ -4,11 +4,21 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 
+import numpy as np
 import pandas as pd
 import pytest
 
-from fwbench.analysis.aggregate import speedups, write_speedups, write_tidy
+from fwbench.analysis.aggregate import (
+    VERDICT_COLUMNS,
+    adjust_verdicts,
+    geometric_summary,
+    quoted_interval,
+    speedups,
+    write_speedups,
+    write_tidy,
+)
 from fwbench.analysis.figures import throughput_figure
 from fwbench.analysis.latex import escape, macro_name, number
 from fwbench.analysis.macros import macros
@@ -154,7 +164,7 @@ def test_macros_and_environment(cell_files, tmp_path, tiny_config):
     assert env["CPU"] == "Test CPU" and env["Threads per cell"] == 2
     text = macros(frame, write_speedups(cell_files, tmp_path / "s.csv"), env, validate_config(tiny_config))
     assert r"\newcommand{\fwbNumFailed}{1}" in text
-    assert r"\newcommand{\fwbSpeedupMedian}{1.50}" in text
+    assert r"\newcommand{\fwbSpeedupGeomean}{1.50}" in text and "Median" not in text.split("fwbTorchCompile")[0]
     assert r"\newcommand{\fwbPeakJax}{150}" in text
     assert r"\newcommand{\fwbPeakTorch}{400}" in text
 
@@ -240,3 +250,122 @@ def test_peak_probe_measures_both_frameworks_and_every_precision():
     assert peak["devices"] == {"torch": "cpu", "jax": "cpu"}  # the test machine has no GPU
     assert peak["tf32"]["same_as"] == "fp32" and peak["tf32"]["reason"] == TF32_ON_CPU
     assert peak["tf32"]["peak_flops"] == peak["fp32"]["peak_flops"]
+
+
+# --- verdicts through the ratio table -----------------------------------------------------------------------------
+
+
+def _null_cell(framework: str, model: str, rates: list[float]) -> dict:
+    """An inference cell of group `model`, its trials in rounds 1, 2, ... at `rates`."""
+    result = copy.deepcopy(BASE)
+    result["cell"] = {
+        "suite": "inference",
+        "framework": framework,
+        "model": model,
+        "precision": "fp32",
+        "batch_size": 1,
+        "image_size": 32,
+    }
+    result["provenance"]["group"] = {"id": model}
+    measured_in_rounds(result, rates, None)
+    result["provenance"]["framework"] = {"versions": {}, "device": {"name": "cpu"}, "settings": {}}
+    return result
+
+
+def test_adjusted_verdicts_of_the_ratio_table_keep_the_family_wise_rate_on_null_comparisons():
+    """Studies of 12 JAX/PyTorch comparisons with no real difference (both frameworks' rounds drawn alike, 3 rounds
+    each): by their own 95% intervals at least one ratio is resolved in about 1 - 0.95^12 = 46% of the studies; the
+    adjusted verdicts of `speedups` (Holm, the default) in at most 5%, Benjamini-Hochberg too (every null true)."""
+    rng = np.random.default_rng(7)
+    studies, family = 300, 12
+    unadjusted = holm = bh = 0
+    for _ in range(studies):
+        results = []
+        for index in range(family):
+            base = 100.0 * np.exp(rng.normal(0.0, 0.2, 3))  # drift common to both frameworks, round by round
+            for framework in ("torch", "jax"):
+                results.append(_null_cell(framework, f"m{index}", list(base * np.exp(rng.normal(0.0, 0.05, 3)))))
+        ratios = speedups(results)
+        assert set(ratios["family"]) == {"inference jax/torch"} and (ratios["family_size"] == family).all()
+        assert set(ratios["multiplicity"]) == {"holm"}
+        unadjusted += bool(ratios["resolved"].any())
+        holm += bool(ratios["resolved_adjusted"].any())
+        assert (ratios["p_adjusted"] >= ratios["p_value"]).all()
+        assert not (ratios["resolved_adjusted"] & ~ratios["resolved"]).any(), "adjusting never resolves more"
+        rebuilt = adjust_verdicts(ratios.drop(columns=VERDICT_COLUMNS), list(ratios["family"]), "bh")
+        bh += bool(rebuilt["resolved_adjusted"].any())
+    bound = 0.05 + 3 * math.sqrt(0.05 * 0.95 / studies)
+    assert unadjusted / studies > 0.3
+    assert holm / studies <= bound and bh / studies <= bound
+
+
+def test_the_largest_ratio_is_quoted_with_a_simultaneous_interval():
+    results = []
+    for index, factor in enumerate((2.0, 1.0, 1.0, 1.0)):
+        rates = [100.0, 120.0, 90.0]
+        results += [
+            _null_cell("torch", f"m{index}", rates),
+            _null_cell("jax", f"m{index}", [r * factor * f for r, f in zip(rates, (1.0, 1.05, 0.97), strict=True)]),
+        ]
+    ratios = speedups(results).set_index("model")
+    top = ratios.loc["m0"]
+    assert bool(top["resolved"]) and bool(top["resolved_adjusted"]) and top["family_size"] == 4
+    assert top["ci_low_simultaneous"] < top["ci_low"] and top["ci_high_simultaneous"] > top["ci_high"]
+    low, high, simultaneous = quoted_interval(top)
+    assert simultaneous and (low, high) == (top["ci_low_simultaneous"], top["ci_high_simultaneous"])
+    none = speedups(results, multiplicity="none").set_index("model")
+    assert none["p_adjusted"].tolist() == none["p_value"].tolist()
+    assert none.loc["m0", "ci_low_simultaneous"] == pytest.approx(none.loc["m0", "ci_low"])
+    with pytest.raises(ValueError, match="unknown multiplicity"):
+        speedups(results, multiplicity="sidak")
+
+
+def _ratios(values: list[tuple[str, int, float]], spread: float = 0.05) -> pd.DataFrame:
+    return pd.DataFrame(
+        [
+            {"model": m, "batch_size": b, "ratio": r, "ci_low": r * (1 - spread), "ci_high": r * (1 + spread)}
+            for m, b, r in values
+        ]
+    )
+
+
+def test_the_summary_is_the_geometric_mean_and_inverting_every_ratio_inverts_it():
+    values = [("a", 1, 0.62), ("a", 32, 0.9), ("b", 1, 1.4), ("b", 32, 0.71), ("c", 1, 0.83), ("c", 32, 1.05)]
+    ratios = _ratios(values)
+    summary = geometric_summary(ratios)
+    assert summary.estimate == pytest.approx(math.exp(np.log(ratios["ratio"]).mean()), rel=1e-12)
+    inverted = ratios.assign(ratio=1 / ratios["ratio"], ci_low=1 / ratios["ci_high"], ci_high=1 / ratios["ci_low"])
+    flipped = geometric_summary(inverted)
+    assert flipped.estimate == pytest.approx(1 / summary.estimate, rel=1e-12)
+    assert (flipped.low, flipped.high) == pytest.approx((1 / summary.high, 1 / summary.low), rel=1e-12)
+    # the arithmetic median of ratios, which it replaces, is not invariant: median(1/r) != 1/median(r)
+    assert ratios["ratio"].median() * inverted["ratio"].median() != pytest.approx(1.0)
+    # the model is the unit: with every model at both batch sizes, the t interval over the models' own means
+    assert (summary.kind, summary.pairs, summary.models, summary.df) == ("models", 6, 3, 2)
+    means = np.log(ratios["ratio"]).groupby(ratios["model"]).mean()
+    half = 4.302652729911275 * means.std(ddof=1) / math.sqrt(3)
+    assert (summary.low, summary.high) == pytest.approx((math.exp(means.mean() - half), math.exp(means.mean() + half)))
+
+
+def test_a_summary_over_one_model_is_a_range_and_over_one_pair_its_own_interval():
+    one_model = geometric_summary(_ratios([("a", 1, 0.5), ("a", 32, 2.0)]))
+    assert (one_model.kind, one_model.estimate, one_model.low, one_model.high) == ("range", 1.0, 0.5, 2.0)
+    one = geometric_summary(_ratios([("a", 1, 0.5)]))
+    assert (one.kind, one.low, one.high) == ("one", 0.475, 0.525)
+    assert geometric_summary(_ratios([])).kind == "none"
+
+
+def test_the_ratio_table_bolds_the_adjusted_verdict_and_marks_a_ratio_resolved_only_alone():
+    from fwbench.analysis.tables import _ratio, ratio_notes
+
+    row = {"ratio": 1.2, "ci_low": 1.01, "ci_high": 1.4, "ci_scope": "paired_rounds", "multiplicity": "holm"}
+    alone = pd.Series(row | {"resolved": True, "resolved_adjusted": False})
+    both = pd.Series(row | {"resolved": True, "resolved_adjusted": True})
+    assert _ratio(alone) == r"1.20$\times$ {\scriptsize[1.01, 1.40]}$^{a}$", "its own interval, unbolded, marked"
+    assert _ratio(both).startswith(r"\textbf{1.20$\times$ {\scriptsize[1.01, 1.40]}}")
+    # a table from before the adjusted column: its own verdict stands in
+    assert _ratio(pd.Series(row | {"resolved": True})).startswith(r"\textbf{")
+    notes = ratio_notes(pd.DataFrame([alone, both]))
+    assert "resolved by the paired $t$ test over interleaved rounds, after Holm's adjustment within each" in notes
+    assert r"$^{a}$: its own CI excludes 1, but the adjusted test does not resolve it" in notes
+    assert "$^{a}$" not in ratio_notes(pd.DataFrame([both]))

@@ -17,12 +17,12 @@ def _config(**changes) -> dict:
 
 def test_time_limits_follow_the_process_timeouts():
     """Two frameworks × 3 trials × (1 + 3 ladder rungs) processes of 120 s each = 48 min, plus the 10-minute margin;
-    a training cell: (1 + 3) × its 3600 s; micro: NumPy and two frameworks × 1 trial × 4 × 600 s."""
+    a training cell: (1 + 3) × its 3600 s; micro: NumPy and two frameworks × 3 trials (the default) × 4 × 600 s."""
     config = _config(inference={**TINY_CONFIG["inference"], "trials": 3})
     assert cluster.attempts(config) == 4
     assert cluster.runtime_minutes(config, "inference_group") == 48 + 10
     assert cluster.runtime_minutes(config, "training_cell") == 4 * 60 + 10
-    assert cluster.runtime_minutes(config, "micro_group") == 3 * 4 * 10 + 10
+    assert cluster.runtime_minutes(config, "micro_group") == 3 * 3 * 4 * 10 + 10
     assert cluster.runtime_minutes(config, "device_check") == 2 * 5 + 10
     without_ladder = _config(fallbacks={"enabled": False})
     assert cluster.runtime_minutes(without_ladder, "training_cell") == 60 + 10

@@ -3,22 +3,51 @@ lacked."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
 import pytest
 
 from fwbench.analysis import conclusions as cc
+from fwbench.analysis import verdicts
+from fwbench.analysis.aggregate import adjust_verdicts
 from fwbench.analysis.published import COLUMNS as PUBLISHED_COLUMNS
 from tests.test_published import _epochs
-from tests.test_published import _ratio as _published_ratio
+
+T975 = {2: 4.302652729911275, 4: 2.7764451051977987}
 
 
-def _ratio(model, batch, ratio, lo, hi, numerator="jax"):
-    """A speedups row (tests/test_published.py's) with no deviation between its cells."""
-    return _published_ratio(model, batch, ratio, lo, hi, numerator) | {"deviation_differs": False}
+def _ratio(model, batch, ratio, lo, hi, numerator="jax", df=2):
+    """A speedups row with a paired t interval [lo, hi] of `df` degrees of freedom (its log-scale standard error and
+    p-value as the ratio table records them) and no deviation between its cells."""
+    se = math.log(hi / lo) / (2 * T975[df])
+    return {
+        "model": model,
+        "precision": "fp32",
+        "batch_size": batch,
+        "ratio": ratio,
+        "ci_low": lo,
+        "ci_high": hi,
+        "ci_scope": "paired_rounds",
+        "pairs": df + 1,
+        "resolved": lo > 1 or hi < 1,
+        "se_log": se,
+        "df": df,
+        "p_value": verdicts.p_value(math.log(ratio), se, df),
+        "numerator": numerator,
+        "denominator": "torch",
+        "deviation_differs": False,
+    }
 
 
-RATIOS = pd.DataFrame(
+def _table(rows, method="holm"):
+    """A speedups table of `rows` with the verdicts of their family (`verdicts.adjust_verdicts`)."""
+    frame = pd.DataFrame(rows)
+    return adjust_verdicts(frame, [f"inference {n}/torch" for n in frame["numerator"]], method)
+
+
+RATIOS = _table(
     [
         _ratio("resnet50", 1, 1.5, 1.2, 1.8),
         _ratio("resnet50", 32, 0.5, 0.4, 0.6),
@@ -28,20 +57,50 @@ RATIOS = pd.DataFrame(
 )
 
 
-def test_median_ci_contains_the_median_and_is_reproducible():
-    values = np.array([0.5, 0.9, 1.3, 1.5, 2.0])
-    lo, hi = cc.median_ci(values)
-    assert lo <= 1.3 <= hi and (lo, hi) == cc.median_ci(values)
-    assert all(np.isnan(cc.median_ci(np.array([1.0]))))
-
-
-def test_inference_sentences_count_resolved_pairs_and_the_batch_pattern():
+def test_inference_sentences_count_the_adjusted_verdicts_and_quote_the_geometric_mean():
     (sentence,) = cc.inference_sentences(RATIOS, ["torch", "jax"])
-    assert "faster than PyTorch in 2 and slower in 1 of 4 model and batch-size pairs (3 resolved" in sentence
-    assert "largest resolved difference is 0.500 [0.400, 0.600] on resnet50 at batch 32" in sentence
-    assert "depends on the batch size" in sentence and "at batch 1 faster in 2 and slower in 0 of 2" in sentence
-    median = float(np.exp(np.median(np.log(RATIOS["ratio"]))))
-    assert f"median JAX/PyTorch throughput ratio is {median:.3g}" in sentence.replace("{,}", ",")
+    assert (
+        "faster than PyTorch in 2 and slower in 1 of 4 model and batch-size pairs (3 resolved by the paired test "
+        "after Holm's adjustment within each framework pair)" in sentence
+    )
+    geomean = math.exp(np.log(RATIOS["ratio"]).mean())
+    assert f"geometric mean of the JAX/PyTorch throughput ratios is {geomean:.3g} (95\\% CI [" in sentence
+    assert "across 2 models)" in sentence and "bootstrap" not in sentence and "median" not in sentence
+    # the largest resolved difference, quoted with its simultaneous interval over the family's 4 tests
+    strongest = RATIOS.iloc[1]
+    low, high = strongest["ci_low_simultaneous"], strongest["ci_high_simultaneous"]
+    assert low < 0.4 and high > 0.6
+    assert (
+        f"the largest resolved difference is 0.500 [{low:.3f}, {high:.3f}] (a simultaneous 95\\% CI over the 4 tests "
+        "of its family) on resnet50 at batch 32" in sentence
+    )
+    # the batch size: a test of the difference of the log ratios, with its own interval
+    assert (
+        "JAX/Flax's ratio depends on the batch size (a test of the difference of the log ratios, Holm-adjusted over "
+        "the models): on resnet50 its ratio at batch 32 is 0.333$\\times$ that at batch 1 (95\\% CI [" in sentence
+    )
+    assert sentence.count("the direction reverses") == 1, "only resnet50's two ratios are resolved both ways"
+
+
+def test_a_difference_in_significance_is_not_a_claim_about_the_batch_size():
+    """At batch 1 the ratio is resolved (its own CI excludes 1), at batch 32 it is not: the old rule read a pattern
+    off that; the test of the difference between the two log ratios does not resolve it, so nothing is claimed."""
+    rows = [_ratio("resnet50", 1, 1.3, 1.05, 1.61), _ratio("resnet50", 32, 1.1, 0.9, 1.35)]
+    ratios = _table(rows, "none")
+    assert bool(ratios.iloc[0]["resolved_adjusted"]) and not bool(ratios.iloc[1]["resolved_adjusted"])
+    (difference,) = cc.batch_differences(ratios, "none")
+    assert difference.p_adjusted > 0.05 and difference.difference.low < 1 < difference.difference.high
+    text = cc.batch_sentence(ratios, "JAX/Flax", "none")
+    assert "depends" not in text
+    assert "JAX/Flax's ratio on resnet50 does not differ resolvedly between batch 1 and 32 (a test of the" in text
+    # without a paired interval at two batch sizes nothing is said at all
+    assert cc.batch_sentence(ratios.iloc[:1], "JAX/Flax", "none") == ""
+
+
+def test_a_single_model_gets_a_range_not_an_interval():
+    ratios = _table([_ratio("resnet50", 1, 1.5, 1.2, 1.8), _ratio("resnet50", 32, 0.5, 0.4, 0.6)])
+    (sentence,) = cc.inference_sentences(ratios, ["torch", "jax"])
+    assert "is 0.866 (one model: range 0.500--1.50, no interval)" in sentence
 
 
 def _inference(**overrides):
@@ -88,7 +147,7 @@ def test_limitations_come_from_the_results():
         {**CONFIG, "dataset": {"image_size": 224, "source": "huggingface"}},
     )
     text = "; ".join(gpu)
-    assert "CPU" not in text and "single process" in text and "1 of 1 inference cells were noisy" in text
+    assert "CPU" not in text and "single process" in text and "1 of 1 inference cells had a noisy trial" in text
     assert "energy" not in text and "px" not in text
 
 

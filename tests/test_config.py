@@ -18,7 +18,8 @@ def test_default_config_is_valid_and_defaults_are_filled():
     assert config["frameworks"] == ["torch", "jax", "tensorflow"]
     assert config["suites"] == ["inference", "training", "micro"]
     assert config["training"]["models"] == ["small_cnn"]
-    assert config["micro"]["batch_sizes"] == [1, 4, 16, 64, 256, 1024, 4096] and config["micro"]["hidden"] == 1024
+    assert config["micro"]["batch_sizes"] == [1, 16, 256, 4096] and config["micro"]["trials"] == 3
+    assert config["micro"]["hidden"] == 1024
 
 
 def test_training_models_select_among_the_studys(tiny_config):

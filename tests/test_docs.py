@@ -267,10 +267,12 @@ def test_the_result_block_is_made_from_the_study_tables(study):
     rows = _rows(block)
     assert list(rows) == [("resnet50", "1"), ("small_cnn", "1"), ("small_cnn", "8")]
 
+    assert set(ratios["multiplicity"]) == {"holm"}
+
     def expected(framework, model, batch):
         row = ratios[(ratios.numerator == framework) & (ratios.model == model) & (ratios.batch_size == batch)].iloc[0]
         text = f"{row.ratio:.2f} [{row.ci_low:.2f}, {row.ci_high:.2f}]"
-        return f"**{text}**" if row.resolved else text
+        return f"**{text}**" if row.resolved_adjusted else text
 
     # resnet50: eager PyTorch only, so both ratios stand against it and say so; no gain without a compiled cell
     assert rows[("resnet50", "1")] == [
@@ -295,6 +297,7 @@ def test_the_result_block_is_made_from_the_study_tables(study):
     )
     assert "study wall time 13 min 22 s from the first job to the PDF" in first
     assert "4 of 5 ratios resolved; 1 of 11 inference cells failed" in block
+    assert "**Bold**: resolved after Holm's adjustment within each framework pair." in block
     assert '"vs eager": the study has no compiled PyTorch cell' in block
     assert "Training, last epoch: small_cnn (batch 32, 2 epochs): PyTorch 500 img/s, top-1 60%; JAX 500" in block
 
@@ -302,7 +305,7 @@ def test_the_result_block_is_made_from_the_study_tables(study):
     assert summary.startswith("Measured 2026-11-25 at commit `abc` on Test CPU")
     assert "relative to PyTorch (compiled with `torch.compile` for small_cnn, eager for the other models)" in summary
     assert "JAX 0.42–1.03×, resolved faster in 0 and slower in 2 of 3 comparisons" in summary
-    assert "(4 of 5 are); 1 of 11 inference cells failed" in summary
+    assert "rejects 1 after Holm's adjustment within each framework pair (4 of 5 are); 1 of 11" in summary
 
 
 def test_the_result_block_replaces_the_marked_text_only(study, tmp_path, capsys):
@@ -326,6 +329,20 @@ def test_the_result_block_replaces_the_marked_text_only(study, tmp_path, capsys)
     readme.write_text("# No markers\n")
     with pytest.raises(SystemExit, match="results:begin"):
         script.main([str(study), "--write", str(readme)])
+
+
+def test_the_result_block_bolds_the_adjusted_verdicts(study):
+    """A ratio whose own interval excludes 1 but whose adjusted test does not is not bold, and the counts say so."""
+    script = _load_script()
+    before = script.blocks(study)["results"]
+    path = study / "tables" / "speedups.csv"
+    ratios = pd.read_csv(path)
+    ratios.loc[ratios.index[ratios["resolved_adjusted"]][0], "resolved_adjusted"] = False
+    ratios.to_csv(path, index=False)
+    made = script.blocks(study)
+    assert before.count("**") - made["results"].count("**") == 2, "one ratio fewer in bold"
+    assert "3 of 5 ratios resolved (1 more excludes 1 by its own CI only)" in made["results"]
+    assert "(3 of 5 are; 1 more excludes 1 by its own CI only)" in made["summary"]
 
 
 def test_the_readme_result_block_names_its_date_commit_and_machine():

@@ -8,6 +8,7 @@ import copy
 import pandas as pd
 import pytest
 
+from fwbench import order as trial_order
 from fwbench.analysis import ledger as lg
 from fwbench.models.study_parity import PARITY_COLUMNS
 
@@ -16,12 +17,20 @@ AUTOTUNE_ON_CPU = {"setting": "on", "in_effect": None, "note": "not applicable o
 MODES = {"torch": "compile", "jax": "jit", "tensorflow": "xla"}
 
 
-def _result(framework, model="resnet50", batch=1, suite="inference", mode=None, **metrics):
+# Each framework's position in six rounds of a Williams design for three (ABC, BCA, CAB, CBA, ACB, BAC): every
+# framework in every position twice and right after each other framework twice.
+WILLIAMS_3 = {"torch": [1, 3, 2, 3, 1, 2], "jax": [2, 1, 3, 2, 3, 1], "tensorflow": [3, 2, 1, 1, 2, 3]}
+# The rotation fwbench ran before the design (3 rounds: ABC, BCA, CAB): positions balanced, carry-over not.
+ROTATION_3 = {"torch": [1, 3, 2], "jax": [2, 1, 3], "tensorflow": [3, 2, 1]}
+
+
+def _result(framework, model="resnet50", batch=1, suite="inference", mode=None, order=None, **metrics):
+    """A successful cell; `order`: its trials' positions, round by round (default: three rounds of ROTATION_3)."""
     mode = mode or MODES[framework]
     settings = {"dtype": "float32", "tf32_in_effect": False, "mode": mode, "autotune": dict(AUTOTUNE_ON_CPU)}
     if framework == "tensorflow":
         settings |= {"intra_op_threads": 2, "inter_op_threads": 2}
-    order = {"torch": [1, 3, 2], "jax": [2, 1, 3], "tensorflow": [3, 2, 1]}[framework]
+    order = ROTATION_3[framework] if order is None else order
     compile_s = None if mode == "eager" else 1.0
     base_metrics = {
         "flags": {"noisy": False, "ci_not_reached": False, "recompiled": False, "other_gpu_processes": False},
@@ -82,7 +91,7 @@ def _parity(errors=None, missing=None):
     return pd.DataFrame(rows, columns=PARITY_COLUMNS)
 
 
-CELLS = [_result(f) for f in ("torch", "jax", "tensorflow")]
+CELLS = [_result(f, order=WILLIAMS_3[f]) for f in ("torch", "jax", "tensorflow")]
 INFERENCE = pd.DataFrame({"settings_differ": [False, False, False]})
 
 
@@ -136,9 +145,9 @@ def test_parity_beyond_the_bound_or_missing_does_not_hold():
             "fp32 cells differ",
         ),
         (
-            "Not noisy (IQR at most 10% of the median)",
-            lambda r: r["metrics"]["flags"].update(noisy=True),
-            "inference jax jit resnet50 fp32 bs1",
+            "Not noisy (each trial's IQR at most 10% of its median)",
+            lambda r: r["metrics"].update(flags={**r["metrics"]["flags"], "noisy": True}, noisy_trials=2),
+            "inference jax jit resnet50 fp32 bs1 (2 of 6 trials)",
         ),
         (
             "No recompilation or graph break while timed",
@@ -172,13 +181,13 @@ def test_failures_and_single_trials():
         r["metrics"]["trials"] = r["metrics"]["trials"][:1]
     statuses = _statuses(cells)
     assert statuses["Every cell measured"][0] == lg.NOT_HELD and "1 timeout" in statuses["Every cell measured"][2]
-    assert statuses["Interleaved, rotating trial order"][0] == lg.NOT_MEASURED
+    assert statuses["Interleaved, balanced trial order"][0] == lg.NOT_MEASURED
 
 
 def test_the_table_escapes_and_bolds_what_did_not_hold():
     rows = lg.ledger(CELLS, _parity(errors={"jax": 1.0}), INFERENCE)
     table = lg.ledger_table(rows)
-    assert r"\textbf{did not hold}" in table and "10\\% of the median" in table
+    assert r"\textbf{did not hold}" in table and "10\\% of its median" in table
     section = lg.ledger_section(rows)
     assert section.count(r"\label{tab:ledger}") == 1 and "did not: same weights in every framework;" in section
 
@@ -190,5 +199,135 @@ def test_the_lead_sentence_escapes_the_controls_it_names():
     rows.loc[noisy, "status"] = lg.NOT_HELD
     rows.loc[rows["control"] == "CI target reached", "status"] = lg.NOT_MEASURED
     sentence = lg.ledger_sentence(rows)
-    assert "did not: not noisy (IQR at most 10\\% of the median);" in sentence, sentence
+    assert "did not: not noisy (each trial's IQR at most 10\\% of its median);" in sentence, sentence
     assert "could not be measured here: CI target reached and" in sentence, sentence
+
+
+# --- trial order and noise ------------------------------------------------------------------------------------------
+
+# The variants of the default study's comparison groups, and their names in a round's order.
+VARIANTS = {
+    2: [("torch", "compile"), ("jax", "jit")],
+    3: [("torch", "eager"), ("jax", "jit"), ("tensorflow", "xla")],
+    4: [("torch", "eager"), ("torch", "compile"), ("jax", "jit"), ("tensorflow", "xla")],
+}
+
+
+def _row(row: dict) -> tuple[str, str, str]:
+    return row["status"], row["measured"], row["where"]
+
+
+def _designed_group(n: int, rounds: int, seed: int | None = None, suite: str = "inference", batch: int = 1):
+    """A group's cells as run_group writes them: trials in the rounds of fwbench.order's design for n variants,
+    each trial with its round, its position and the round's order."""
+    variants = VARIANTS[n]
+    plan = trial_order.design([f"{f}/{m}" for f, m in variants], rounds, seed)
+    cells = []
+    for index, (framework, mode) in enumerate(variants):
+        cell = _result(framework, mode=mode, suite=suite, batch=batch)
+        cell["metrics"]["trials"] = [
+            {
+                "round": k + 1,
+                "order": plan.rows[k].index(index) + 1,
+                "round_order": plan.names(k),
+                "compile_s": 1.0,
+                "first_call_s": 0.1,
+            }
+            for k in range(rounds)
+        ]
+        cells.append(cell)
+    return cells
+
+
+@pytest.mark.parametrize("n", [2, 3, 4])
+@pytest.mark.parametrize("seed", [None, 7])
+def test_the_design_is_balanced_with_enough_rounds_and_the_ledger_says_so(n, seed):
+    """n rounds for 2 and 4 variants, 2n for 3 (and twice that): each variant in each position, and right after
+    each other variant, equally often; the ledger's order row holds. A permutation of the labels keeps it so."""
+    needed = trial_order.rounds_needed(n)
+    assert needed == {2: 2, 3: 6, 4: 4}[n]
+    for rounds in (needed, 2 * needed):
+        plan = trial_order.design([f"{f}/{m}" for f, m in VARIANTS[n]], rounds, seed)
+        assert plan.complete
+        balance = trial_order.balance([plan.names(k) for k in range(rounds)])
+        assert balance.positions_balanced and balance.carry_balanced and balance.problems() == []
+        assert {balance.carry[pair] for pair in balance.pairs()} == {rounds // n}
+        assert {count for counts in balance.positions.values() for count in counts.values()} == {rounds // n}
+        status, measured, where = _row(lg.order_row(_designed_group(n, rounds, seed)))
+        assert status == lg.HELD and where == "", where
+        assert measured == (
+            f"inference: 1 group in {rounds} rounds; balanced (positions and carry-over) in 1 of 1 groups"
+        )
+
+
+def test_the_default_studys_three_rounds_leave_the_order_unbalanced_and_the_ledger_says_what():
+    """The default study runs 3 rounds: for 2 variants one runs first twice, for 3 a Latin square balances the
+    positions but each variant always follows the same one, for 4 one variant never runs first."""
+    cells = _designed_group(2, 3) + _designed_group(3, 3, batch=8) + _designed_group(4, 3, batch=32)
+    status, measured, where = _row(lg.order_row(cells))
+    assert status == lg.NOT_HELD
+    assert measured.endswith("balanced (positions and carry-over) in 0 of 3 groups"), measured
+    assert (
+        "3 rounds for 2 variants (a balanced order needs a multiple of 2): first position unequal: torch/compile in "
+        "2 of 3 rounds, jax/jit in 1 in inference resnet50 fp32 bs1; carry-over unbalanced (torch/compile then "
+        "jax/jit in 2 rounds, jax/jit then torch/compile in 1) in inference resnet50 fp32 bs1"
+    ) in where, where
+    assert (
+        "3 rounds for 3 variants (a balanced order needs a multiple of 6): carry-over unbalanced (3 of 6 ordered "
+        "pairs never adjacent) in inference resnet50 fp32 bs8"
+    ) in where, where
+    assert (
+        "3 rounds for 4 variants (a balanced order needs a multiple of 4): tensorflow/xla never first in inference "
+        "resnet50 fp32 bs32; carry-over unbalanced (3 of 12 ordered pairs never adjacent)"
+    ) in where, where
+
+
+def test_the_rotation_fwbench_ran_before_is_not_called_balanced():
+    """Three rounds of a rotation for three frameworks (the cells record positions only, no round order): every
+    position alike, which the old row called held, but jax always ran right after torch."""
+    status, _, where = _row(lg.order_row([_result(f) for f in ("torch", "jax", "tensorflow")]))
+    assert status == lg.NOT_HELD and "carry-over unbalanced (3 of 6 ordered pairs never adjacent)" in where
+
+
+def test_a_cell_that_failed_and_left_unbalances_the_order_of_the_others():
+    cells = _designed_group(3, 6)
+    failed = cells.pop(2)  # tensorflow ran in rounds 1-2 (recorded in the others' round orders), then failed
+    for cell in cells:
+        for trial in cell["metrics"]["trials"][2:]:
+            trial["round_order"] = [name for name in trial["round_order"] if name != "tensorflow/xla"]
+            trial["order"] = trial["round_order"].index(_order_name(cell)) + 1
+    status, _, where = _row(lg.order_row([*cells, failed | {"status": "failed", "metrics": None}]))
+    assert status == lg.NOT_HELD and "6 rounds for 2 variants" in where, where
+
+
+def _order_name(cell) -> str:
+    return f"{cell['cell']['framework']}/{cell['cell']['mode']}"
+
+
+def test_micro_groups_are_checked_and_one_trial_is_named():
+    micro = _designed_group(4, 4, suite="micro")
+    status, measured, where = _row(lg.order_row(_designed_group(2, 2) + micro))
+    assert status == lg.HELD and "micro: 1 group in 4 rounds" in measured
+    for cell in micro:
+        cell["metrics"]["trials"] = cell["metrics"]["trials"][:1]
+    status, measured, where = _row(lg.order_row(_designed_group(2, 2) + micro))
+    assert status == lg.NOT_HELD and where == "one trial in 1 group (micro resnet50 fp32 bs1)", where
+    assert measured.startswith("inference: 1 group in 2 rounds; micro: 1 group in 1 round;"), measured
+    assert _row(lg.order_row(micro))[0] == lg.NOT_MEASURED
+
+
+def test_the_noise_row_counts_cells_whose_trials_are_noisy():
+    cells = copy.deepcopy(CELLS)
+    for cell in cells:
+        cell["metrics"]["noisy_trials"] = 0
+    status, measured, where = _row(lg.noise_row(cells))
+    assert status == lg.HELD and measured == "0 of 3 cells had a noisy trial (0 of 18 trials noisy)"
+    cells[1]["metrics"].update(noisy_trials=1, flags={**cells[1]["metrics"]["flags"], "noisy": True})
+    status, measured, where = _row(lg.noise_row(cells))
+    assert status == lg.NOT_HELD and measured == "1 of 3 cells had a noisy trial (1 of 18 trials noisy)"
+    assert where == "inference jax jit resnet50 fp32 bs1 (1 of 6 trials)"
+    del cells[2]["metrics"]["noisy_trials"]  # a result from before per-trial flags: its pooled flag
+    cells[2]["metrics"]["flags"]["noisy"] = True
+    status, measured, where = _row(lg.noise_row(cells))
+    assert measured.endswith("; 1 cell recorded only the pooled samples' flag (before per-trial flags)"), measured
+    assert "inference tensorflow xla resnet50 fp32 bs1 (pooled samples)" in where

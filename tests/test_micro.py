@@ -199,3 +199,25 @@ def test_micro_cells_record_both_variants_their_inputs_and_agreement(micro_group
     assert jax_cell["metrics"]["compile_s"] > 0 and numpy_cell["metrics"]["compile_s"] is None
     blas = numpy_cell["provenance"]["framework"]["settings"]["blas"]
     assert blas and all(pool["num_threads"] == 1 for pool in blas)
+
+
+def test_micro_trials_default_to_three_processes_per_cell():
+    config = validate_config({**TINY_CONFIG, "suites": ["micro"]})
+    assert config["micro"]["trials"] == 3, "intervals over processes by default (issue 32)"
+
+
+def test_the_analysis_pairs_real_cells_by_the_round_each_trial_ran_in(micro_group, tmp_path):
+    """NumPy's and JAX's trials of the runner's group, paired round by round: a t interval over 2 rounds (1 df)."""
+    import json
+
+    from fwbench.analysis.micro import PAIRED, load_micro_cells, micro_speedups
+
+    paths = []
+    for name in ("numpy", "jax"):
+        paths.append(tmp_path / f"{name}.json")
+        paths[-1].write_text(json.dumps(micro_group[name]))
+    cells = load_micro_cells(paths)
+    assert [sorted(cell.rounds("resident")) for cell in cells] == [[1, 2], [1, 2]]
+    speedups = micro_speedups(cells, resamples=50)
+    assert set(speedups["ci_scope"]) == {PAIRED} and (speedups["pairs"] == 2).all() and (speedups["df"] == 1).all()
+    assert speedups["se_log"].notna().all() and speedups["p_value"].between(0, 1).all()

@@ -1,11 +1,14 @@
 """The micro suite's analysis: crossovers, speedups over NumPy, the published reference and the outputs, on
-constructed samples and constructed cell results (no framework runs)."""
+constructed samples and constructed cell results (no framework runs); the coverage of its intervals by simulation
+over a constructed population of processes."""
 
 from __future__ import annotations
 
 import copy
 import json
 import math
+import re
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -14,13 +17,24 @@ import pytest
 
 from fwbench.analysis import micro, micro_reference, micro_report
 from fwbench.analysis.micro import (
+    FASTER,
+    NOT_RESOLVED,
+    PAIRED,
+    SLOWER,
+    UNPAIRED,
+    WITHIN,
+    WITHIN_ONLY,
     Crossover,
+    adjusted,
     crossover,
+    crossover_interval,
     crossover_text,
+    interval_text,
     load_micro_cells,
     micro_crossovers,
     micro_frame,
     micro_speedups,
+    shown,
     speedup_interval,
 )
 from fwbench.analysis.micro_figure import (
@@ -38,6 +52,7 @@ from fwbench.analysis.micro_report import (
     write_micro_outputs,
 )
 from fwbench.modes import primary
+from fwbench.trackers.stats import paired_ratio_interval
 from tests.test_analysis import BASE
 
 REPO = Path(__file__).resolve().parents[1]
@@ -51,6 +66,18 @@ def _samples(median_ms: float, n: int, seed: int) -> list[float]:
     """Per-call times scattered by a few percent around `median_ms`."""
     rng = np.random.default_rng(seed)
     return (median_ms * np.exp(rng.normal(0.0, 0.03, n))).tolist()
+
+
+def _seed(*key: object) -> int:
+    """A seed from a key, the same in every process (hash() of a str is salted per process)."""
+    return zlib.crc32("/".join(map(str, key)).encode())
+
+
+def _trials(median_ms: float, trials: int, n: int, seed: int, spread: float) -> list[list[float]]:
+    """`trials` processes of n samples each, their medians scattered around `median_ms` by `spread` on the log
+    scale (the variation between processes that no process's own samples show)."""
+    offsets = np.random.default_rng(seed).normal(0.0, spread, trials) if spread else np.zeros(trials)
+    return [_samples(median_ms * math.exp(offset), n, seed + 1 + k) for k, offset in enumerate(offsets)]
 
 
 def _framework_provenance(framework: str, platform: str) -> dict:
@@ -78,9 +105,13 @@ def _result(
     reason: str | None = None,
     platform: str = "cpu",
     n: int = 200,
+    trials: int = 1,
+    spread: float = 0.0,
+    group: str | None = None,
 ) -> dict:
-    """A micro cell result as the runner writes it; `ms` is a median (one trial of n samples) or the trials'
-    samples themselves."""
+    """A micro cell result as the runner writes it; `ms` is a median (`trials` processes of n samples, their medians
+    scattered by `spread`) or the trials' samples themselves. Trial k ran in round k of its comparison group
+    (`group`: its id; by default one per operation, precision and batch size, as one micro job runs them)."""
     result = copy.deepcopy(BASE)
     result["cell"] = {
         "suite": "micro",
@@ -103,11 +134,11 @@ def _result(
         }
         result["provenance"]["framework"] = None
         return result
-    seed = hash((framework, operation, batch, precision)) % 2**32
-    trials = ms if isinstance(ms, list) else [_samples(ms, n, seed)]
+    seed = _seed(framework, operation, batch, precision)
+    trials = ms if isinstance(ms, list) else _trials(ms, trials, n, seed, spread)
     variants = {"resident": {"trial_samples_ms": trials, "what": "each call on device-resident inputs"}}
     if transfer_ms is not None:
-        samples = [_samples(transfer_ms, n, seed + 1)]
+        samples = _trials(transfer_ms, len(trials), n, seed + 100, spread)
         variants["transfer"] = {"trial_samples_ms": samples, "what": "the copy of the input batch, then the call"}
     p50 = float(np.median(np.concatenate(trials)))
     result.update(status="ok", reason=None, samples_ms=[s for t in trials for s in t])
@@ -121,8 +152,10 @@ def _result(
         "operation": {"name": operation, "dim": 64, "hidden": 256, "classes": 10, "flops_per_row": 8192},
         "missing": {} if framework != "numpy" else {"transfer": "numpy computes on the host"},
         "flags": {"noisy": False, "ci_not_reached": False, "recompiled": False},
+        "trials": [{"round": k + 1, "order": 1} for k in range(len(trials))],
     }
     result["provenance"]["framework"] = _framework_provenance(framework, platform)
+    result["provenance"]["group"] = {"id": group or f"{operation}/{precision}/bs{batch}"}
     return result
 
 
@@ -144,9 +177,9 @@ NUMPY_MS = {1: 0.01, 4: 0.03, 16: 0.1, 64: 0.4, 256: 1.6}
 TORCH_MS = {1: 0.1, 4: 0.1, 16: 0.12, 64: 0.2, 256: 0.3}
 
 
-def _study(root: Path, *, failed: dict | None = None) -> list[Path]:
-    """numpy, torch (with the copy variant) and jax cells of matmul at BATCHES; `failed`: {(framework, batch):
-    reason}."""
+def _study(root: Path, *, failed: dict | None = None, trials: int = 1, spread: float = 0.0) -> list[Path]:
+    """numpy, torch (with the copy variant) and jax cells of matmul at BATCHES, each in `trials` processes;
+    `failed`: {(framework, batch): reason}."""
     failed = failed or {}
     paths = []
     for batch in BATCHES:
@@ -157,13 +190,13 @@ def _study(root: Path, *, failed: dict | None = None) -> list[Path]:
         ]
         for framework, kwargs in specs:
             reason = failed.get((framework, batch))
-            kwargs = {"reason": reason} if reason else kwargs
+            kwargs = {"reason": reason} if reason else {**kwargs, "trials": trials, "spread": spread}
             paths.append(_write(root, _result(framework, "matmul", batch, **kwargs)))
     return paths
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# The crossover on constructed CI lower bounds
+# The crossover on constructed point estimates
 
 
 def test_clear_crossover():
@@ -180,12 +213,12 @@ def test_never_in_range():
     assert result.bracket() == (64.0, math.inf)
 
 
-def test_ci_straddling_one_at_one_batch_size_moves_the_crossover_later():
+def test_a_dip_to_one_or_below_moves_the_crossover_later():
     result = crossover([1, 4, 16, 64, 256, 1024], [0.5, 0.9, 1.2, 0.95, 1.3, 1.5])
     assert (result.kind, result.batch, result.below) == ("crossover", 256, 64)
 
 
-def test_a_lower_bound_of_exactly_one_is_not_above_one():
+def test_a_speedup_of_exactly_one_is_not_above_one():
     assert crossover([1, 2], [1.0, 1.0]).kind == "never"
     assert crossover([1, 2], [1.0, 1.0000001]).batch == 2
 
@@ -220,53 +253,138 @@ def test_nothing_measured():
         crossover([1, 4], [1.0])
 
 
+def _interval(low: float, high: float, below: float) -> dict:
+    return {"ci_low": low, "ci_high": high, "ci_below": below}
+
+
+REF_256 = Crossover("crossover", 256, 64, 1, 4096)  # the reference's bracket: (64, 256]
+
+
 @pytest.mark.parametrize(
     ("ours", "published", "expected"),
     [
-        (Crossover("crossover", 64, 16, 1, 4096), Crossover("crossover", 64, 16, 1, 4096), "same"),
-        # ours between 32 and 64 on a finer grid lies inside the reference's (16, 64]
-        (Crossover("crossover", 64, 32, 1, 4096), Crossover("crossover", 64, 16, 1, 4096), "same"),
-        (Crossover("crossover", 16, 4, 1, 4096), Crossover("crossover", 256, 64, 1, 4096), "earlier"),
-        (Crossover("never", None, 4096, 1, 4096), Crossover("crossover", 256, 64, 1, 4096), "later"),
-        (Crossover("never", None, 4096, 1, 4096), Crossover("never", None, 4096, 1, 4096), "same"),
+        # an interval inside the reference's bracket: the same crossover, resolved to the reference's grid step
+        (Crossover("crossover", 256, 64, 1, 4096, **_interval(256, 256, 64)), REF_256, "same"),
+        # on a finer grid, (128, 256] lies inside (64, 256]
+        (Crossover("crossover", 256, 128, 1, 4096, **_interval(256, 256, 128)), REF_256, "same"),
+        # the same point crossover with a wider interval: not evidence of sameness
+        (Crossover("crossover", 256, 64, 1, 4096, **_interval(64, 1024, 16)), REF_256, "inconclusive"),
+        (Crossover("crossover", 16, 4, 1, 4096, **_interval(16, 64, 4)), REF_256, "earlier"),
+        (Crossover("never", None, 4096, 1, 4096, **_interval(math.inf, math.inf, 4096)), REF_256, "later"),
+        (Crossover("crossover", 1024, 256, 1, 4096, **_interval(1024, math.inf, 256)), REF_256, "later"),
+        (
+            Crossover("never", None, 4096, 1, 4096, **_interval(math.inf, math.inf, 4096)),
+            Crossover("never", None, 4096, 1, 4096),
+            "same",
+        ),
         # never up to 64 here says nothing against a crossover at 256 there
-        (Crossover("never", None, 64, 1, 64), Crossover("crossover", 256, 64, 1, 4096), "same"),
+        (Crossover("never", None, 64, 1, 64, **_interval(math.inf, math.inf, 64)), REF_256, "inconclusive"),
+        # without an interval (one process per cell), point estimates only: never a plain "same"
+        (Crossover("crossover", 256, 64, 1, 4096), REF_256, "same, no interval"),
+        (Crossover("crossover", 16, 4, 1, 4096), REF_256, "earlier, no interval"),
+        (Crossover("never", None, 4096, 1, 4096), REF_256, "later, no interval"),
+        (Crossover("crossover", 256, 16, 1, 4096), REF_256, "inconclusive, no interval"),
         (Crossover("no data", None, None, None, None), Crossover("crossover", 4, 1, 1, 4096), "not comparable"),
     ],
 )
-def test_agreement_compares_brackets(ours, published, expected):
+def test_agreement_sets_our_interval_against_the_reference_bracket(ours, published, expected):
     assert agreement(ours, published) == expected
+    assert micro_reference.is_agreement(expected) == (expected == "same")
+
+
+def test_interval_text_names_the_ends():
+    series = Crossover("crossover", 256, 64, 1, 4096)
+    assert interval_text(series) is None
+    assert interval_text(Crossover("crossover", 256, 64, 1, 4096, **_interval(64, 1024, 16))) == "[64, 1024]"
+    assert interval_text(Crossover("crossover", 1, None, 1, 4096, **_interval(1, 16, 0))) == r"[$\le$ 1, 16]"
+    assert interval_text(Crossover("never", None, 4096, 1, 4096, **_interval(1024, math.inf, 256))) == "[1024, never]"
+    assert interval_text(Crossover("never", None, 4096, 1, 4096, **_interval(math.inf, math.inf, 4096))) == "[never]"
+
+
+@pytest.mark.parametrize(
+    ("verdicts", "expected"),
+    [
+        (
+            [SLOWER, SLOWER, SLOWER, NOT_RESOLVED, FASTER, FASTER],
+            "slower at 1--16; not resolved at 64; faster from 256 on",
+        ),
+        ([FASTER] * 6, "faster at every batch size (1--1024)"),
+        ([SLOWER] * 5 + [FASTER], "slower at 1--256; faster at 1024"),
+        (
+            [SLOWER, FASTER, SLOWER, NOT_RESOLVED, NOT_RESOLVED, SLOWER],
+            "slower at 1, 16, 1024; faster at 4; not resolved at 64--256",
+        ),
+        ([WITHIN_ONLY] * 6, "not resolved: one process per cell (intervals within one process)"),
+        ([None] * 6, "no data"),
+    ],
+)
+def test_shown_states_only_what_the_intervals_show(verdicts, expected):
+    assert shown([1, 4, 16, 64, 256, 1024], verdicts) == expected
+
+
+def test_a_failed_batch_is_left_out_of_what_is_shown():
+    assert shown([1, 4, 16], [SLOWER, None, FASTER]) == "slower at 1; faster at 16"
 
 
 # ---------------------------------------------------------------------------------------------------------------
 # Speedup intervals
 
 
-def test_speedup_is_the_ratio_of_medians_with_a_ci_around_it():
+def test_one_trial_gives_a_within_process_interval_labelled_so():
     baseline, framework = _samples(10.0, 300, 1), _samples(2.0, 300, 2)
-    interval = speedup_interval([baseline], [framework], resamples=RESAMPLES)
+    result = speedup_interval([baseline], [framework], resamples=RESAMPLES)
+    interval = result.interval
+    assert result.scope == WITHIN and "within one process only" in result.method
     assert interval.estimate == pytest.approx(np.median(baseline) / np.median(framework))
     assert interval.low < interval.estimate < interval.high
     assert interval.low > 4.7 and interval.high < 5.3
-    assert speedup_interval([baseline], [framework], resamples=RESAMPLES) == interval  # fixed seed
+    assert interval.se_log is None and interval.df is None, "no t interval: nothing a verdict could use"
+    assert speedup_interval([baseline], [framework], resamples=RESAMPLES) == result  # fixed seed
 
 
-def test_trials_that_disagree_widen_the_interval_beyond_the_pooled_one():
-    """Four processes whose medians differ by 5% steps: resampling the trials shows their disagreement, pooling
-    their samples as one process hides it."""
-    baseline = [_samples(10.0, 400, 3)]
+def test_trials_paired_by_round_give_the_t_interval_of_the_per_round_ratios():
+    baseline = _trials(10.0, 3, 200, 3, 0.05)
+    framework = _trials(2.0, 3, 200, 4, 0.05)
+    result = speedup_interval(baseline, framework, baseline_rounds=[1, 2, 3], rounds=[1, 2, 3])
+    medians = [np.median(t) for t in baseline], [np.median(t) for t in framework]
+    expected = paired_ratio_interval(*medians)
+    assert result.scope == PAIRED and result.pairs == 3 and "2 df" in result.method
+    assert result.interval == expected and result.interval.df == 2 and result.interval.se_log > 0
+    assert result.numpy_ms / result.median_ms == pytest.approx(result.interval.estimate)
+    # rounds are matched by number, not by position
+    swapped = speedup_interval(baseline[::-1], framework[::-1], baseline_rounds=[3, 2, 1], rounds=[3, 2, 1])
+    assert swapped.interval.estimate == pytest.approx(expected.estimate)
+    assert swapped.interval.high == pytest.approx(expected.high)
+
+
+def test_drift_shared_by_a_round_cancels_in_the_paired_interval():
+    """Round 2 ran 30% slower for NumPy and the framework alike (the machine, not the frameworks): the per-round
+    ratios do not move; the same trials unpaired (rounds unknown) carry the drift into a Welch interval."""
+    drift = [1.0, 1.3, 1.0, 0.9]
+    baseline = [_samples(10.0 * d, 200, 10 + k) for k, d in enumerate(drift)]
+    framework = [_samples(2.0 * d * (1 + 0.01 * k), 200, 20 + k) for k, d in enumerate(drift)]
+    paired = speedup_interval(baseline, framework, baseline_rounds=[1, 2, 3, 4], rounds=[1, 2, 3, 4])
+    unpaired = speedup_interval(baseline, framework)
+    assert paired.scope == PAIRED and unpaired.scope == UNPAIRED and "Welch" in unpaired.method
+    assert paired.interval.estimate == pytest.approx(unpaired.interval.estimate, rel=1e-9)
+    assert unpaired.interval.high - unpaired.interval.low > 5 * (paired.interval.high - paired.interval.low)
+
+
+def test_trials_that_disagree_widen_the_interval_beyond_one_process():
+    """Four processes whose medians differ by 5% steps: the interval over processes shows their disagreement, a
+    within-process bootstrap of one of them cannot."""
+    baseline = [_samples(10.0, 400, 30 + k) for k in range(4)]
     trials = [_samples(median, 400, 4 + i) for i, median in enumerate([1.0, 1.05, 1.1, 1.15])]
-    hierarchical = speedup_interval(baseline, trials, resamples=RESAMPLES)
-    pooled = speedup_interval(baseline, [sum(trials, [])], resamples=RESAMPLES)
-    assert hierarchical.estimate == pytest.approx(pooled.estimate)
-    assert hierarchical.high - hierarchical.low > 4 * (pooled.high - pooled.low)
+    over = speedup_interval(baseline, trials, baseline_rounds=[1, 2, 3, 4], rounds=[1, 2, 3, 4]).interval
+    one = speedup_interval(baseline[:1], trials[:1], resamples=RESAMPLES).interval
+    assert over.high - over.low > 4 * (one.high - one.low)
 
 
 @pytest.mark.parametrize("n", [1, 2, 7, 200])
 def test_resampled_medians_equal_the_median_of_the_gathered_values(n):
     """The counting shortcut gives exactly np.median of each resample (odd and even sizes)."""
     values = np.random.default_rng(n).lognormal(size=n)
-    draws = micro.median_draws([values], np.random.default_rng(5), resamples=300)
+    draws = micro.median_draws(values, np.random.default_rng(5), resamples=300)
     ranks = np.random.default_rng(5).integers(0, n, size=(300, n))
     assert np.array_equal(draws, np.median(np.sort(values)[ranks], axis=1))
 
@@ -284,9 +402,114 @@ def test_large_cells_are_resampled_in_bounded_chunks(monkeypatch):
 
     monkeypatch.setattr(micro, "CHUNK_ELEMENTS", 50_000)
     values, rng = _samples(1.0, 20_000, 6), Recording()
-    draws = micro.median_draws([values], rng, resamples=20)
+    draws = micro.median_draws(values, rng, resamples=20)
     assert draws.shape == (20,) and max(rng.sizes) <= 50_000 and len(rng.sizes) == 10
     assert np.all(np.abs(draws / np.median(values) - 1) < 0.01)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Coverage, by simulation over a constructed population of processes
+
+TRUE_SPEEDUP = 1.3
+PROCESS_SD = 0.05  # between processes, on the log scale: what no process's own samples show
+SAMPLE_SD = 0.03  # within a process, per call
+
+
+def _population_study(rng: np.random.Generator, trials: int, n: int = 20) -> tuple[list, list]:
+    """One simulated comparison group: NumPy and the framework in `trials` rounds, each trial a fresh process whose
+    median time per call departs from its framework's population median by a process effect, with n samples."""
+    sides = []
+    for log_median in (math.log(TRUE_SPEEDUP), 0.0):  # NumPy's time is 1.3 x the framework's
+        processes = log_median + rng.normal(0.0, PROCESS_SD, trials)
+        sides.append([np.exp(p + rng.normal(0.0, SAMPLE_SD, n)) for p in processes])
+    return sides[0], sides[1]
+
+
+def _hierarchical_percentile(trials: list, rng: np.random.Generator, resamples: int = 400) -> np.ndarray:
+    """The interval this suite used before (issue 32): medians of two-stage resamples, the trials with replacement,
+    then the samples within each chosen trial; NumPy and the framework resampled independently."""
+    samples = np.stack(trials)
+    k, n = samples.shape
+    chosen = rng.integers(0, k, size=(resamples, k))
+    within = rng.integers(0, n, size=(resamples, k, n))
+    return np.median(samples[chosen[:, :, None], within].reshape(resamples, -1), axis=1)
+
+
+def test_the_interval_over_processes_covers_the_true_speedup_at_its_nominal_level():
+    """1000 simulated groups of 3 rounds from a population with variation between processes: the paired t interval
+    covers the true speedup in about 95% of them; the old hierarchical percentile bootstrap over the 3 trials
+    under-covers (about 85%), and one process's within-process interval misses it most of the time (it
+    covers about 27%)."""
+    rng = np.random.default_rng(32)
+    repeats, covered = 1000, {"paired": 0, "hierarchical": 0, "one process": 0}
+    for repeat in range(repeats):
+        baseline, framework = _population_study(rng, 3)
+        paired = speedup_interval(baseline, framework, baseline_rounds=[1, 2, 3], rounds=[1, 2, 3]).interval
+        covered["paired"] += paired.low <= TRUE_SPEEDUP <= paired.high
+        draws = _hierarchical_percentile(baseline, rng) / _hierarchical_percentile(framework, rng)
+        low, high = np.quantile(draws, [0.025, 0.975])
+        covered["hierarchical"] += low <= TRUE_SPEEDUP <= high
+        one = speedup_interval(baseline[:1], framework[:1], resamples=200, key=str(repeat)).interval
+        covered["one process"] += one.low <= TRUE_SPEEDUP <= one.high
+    coverage = {name: count / repeats for name, count in covered.items()}
+    assert 0.93 <= coverage["paired"] <= 0.97, coverage  # binomial SE at 95%: 0.007
+    assert coverage["hierarchical"] < 0.90, coverage
+    assert coverage["one process"] < 0.5, coverage
+
+
+GRID = [1, 4, 16, 64, 256, 1024, 4096]
+FLAT = [0.8, 0.9, 0.95, 0.98, 1.03, 1.06, 1.1]  # crosses at 256, close to 1 throughout
+
+
+def _round_bootstrap(log_ratios: np.ndarray, rng: np.random.Generator, resamples: int) -> tuple[float, float]:
+    """The alternative rejected in fwbench.analysis.micro.crossover_draws: resample each batch size's rounds (NumPy
+    and the framework together) with replacement, the crossover of each resampled series, its 2.5% and 97.5%
+    quantiles (batch sizes, inf for never)."""
+    batches, rounds = log_ratios.shape
+    chosen = rng.integers(0, rounds, size=(resamples, batches, rounds))
+    means = np.take_along_axis(np.broadcast_to(log_ratios, chosen.shape), chosen, axis=2).mean(axis=2)
+    from_here_on = np.logical_and.accumulate((means > 0)[:, ::-1], axis=1)[:, ::-1]
+    index = np.sort(np.where(from_here_on.any(axis=1), from_here_on.argmax(axis=1), batches))
+    ends = [*map(float, GRID), math.inf]
+    return ends[index[math.ceil(0.025 * resamples) - 1]], ends[index[math.ceil(0.975 * resamples) - 1]]
+
+
+def _crossover_coverage(curve: list[float], repeats: int = 400) -> tuple[float, float]:
+    """Coverage of the true crossover by the interval from resampling the series (t draws), and by the round
+    bootstrap, over `repeats` simulated series of 3 paired rounds per batch size (each round's log ratio scattered
+    by two process effects of 0.1)."""
+    truth = crossover(GRID, curve)
+    true_end = float(truth.batch) if truth.kind == "crossover" else math.inf
+    rng = np.random.default_rng(len(curve) + int(curve[0] * 100))
+    covered = {"t draws": 0, "round bootstrap": 0}
+    for repeat in range(repeats):
+        logs = np.log(curve)[:, None] + rng.normal(0, 0.1, (len(GRID), 3)) - rng.normal(0, 0.1, (len(GRID), 3))
+        se = logs.std(axis=1, ddof=1) / math.sqrt(3)
+        low, high, _ = crossover_interval(
+            GRID, np.exp(logs.mean(axis=1)), se, [2.0] * len(GRID), key=str(repeat), resamples=1000
+        )
+        covered["t draws"] += low <= true_end <= high
+        low, high = _round_bootstrap(logs, rng, 1000)
+        covered["round bootstrap"] += low <= true_end <= high
+    return covered["t draws"] / repeats, covered["round bootstrap"] / repeats
+
+
+@pytest.mark.parametrize(
+    "curve",
+    [
+        [0.2, 0.4, 0.7, 0.9, 1.3, 1.8, 2.5],  # crosses at 256, steeply
+        FLAT,
+        [0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.97],  # never in the measured range
+    ],
+)
+def test_the_crossover_interval_covers_the_true_crossover(curve):
+    """The 95% interval from resampling the series contains the true curve's crossover (the same rule on the true
+    speedups) in at least 93% of 400 simulated series; resampling the 3 rounds themselves falls short where the
+    curve stays close to 1 (10 distinct resamples per batch size, a spread sqrt(2/3) of the t interval's)."""
+    t_draws, round_bootstrap = _crossover_coverage(curve)
+    assert t_draws >= 0.93, (t_draws, round_bootstrap)
+    if curve is FLAT:
+        assert round_bootstrap < 0.88, (t_draws, round_bootstrap)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -323,6 +546,74 @@ def test_speedups_and_crossovers_from_cells(tmp_path):
     assert crossovers.loc[("torch", "transfer"), "crossover_batch"] == 256
     assert crossovers.loc[("jax", "resident"), "kind"] == "never"
     assert crossovers.loc[("jax", "resident"), "speedup_at_largest"] == pytest.approx(0.2, rel=0.02)
+
+
+def test_one_trial_per_cell_resolves_nothing_and_gives_no_crossover_interval(tmp_path):
+    speedups = micro_speedups(_study(tmp_path), resamples=RESAMPLES)
+    ok = speedups[speedups["status"] == "ok"]
+    assert set(ok["ci_scope"]) == {WITHIN} and set(ok["verdict"]) == {WITHIN_ONLY}
+    assert ok["se_log"].isna().all() and ok["df"].isna().all() and ok["p_value"].isna().all()
+    crossovers = micro_crossovers(speedups, resamples=RESAMPLES).set_index(["framework", "variant"])
+    torch = crossovers.loc[("torch", "resident")]
+    assert torch["crossover_batch"] == 64, "the point crossover is there, as for the reference"
+    assert pd.isna(torch["crossover_ci_low"]) and pd.isna(torch["crossover_ci_high"])
+    assert torch["interval_method"].startswith("none: within one process only")
+    assert torch["shown"].startswith("not resolved: one process per cell")
+
+
+def test_trials_paired_by_round_give_t_intervals_verdicts_and_crossover_intervals(tmp_path):
+    speedups = micro_speedups(_study(tmp_path, trials=3, spread=0.02), resamples=RESAMPLES)
+    ok = speedups[speedups["status"] == "ok"]
+    assert set(ok["ci_scope"]) == {PAIRED} and (ok["pairs"] == 3).all() and (ok["df"] == 2).all()
+    assert (ok["se_log"] > 0).all() and ok["p_value"].between(0, 1).all()
+    torch = ok[(ok["framework"] == "torch") & (ok["variant"] == "resident")].set_index("batch_size")
+    # NumPy over torch: 0.1 at 1, 0.3 at 4, 0.83 at 16, 2 at 64, 5.3 at 256
+    assert torch["verdict"].tolist() == [SLOWER, SLOWER, SLOWER, FASTER, FASTER]
+    assert (torch["numpy_median_ms"] / torch["median_ms"]).tolist() == pytest.approx(torch["speedup"].tolist())
+    crossovers = micro_crossovers(speedups, resamples=RESAMPLES).set_index(["framework", "variant"])
+    row = crossovers.loc[("torch", "resident")]
+    assert row["crossover_batch"] == 64 and row["crossover_ci_low"] == 64 and row["crossover_ci_high"] == 64
+    assert row["crossover_ci_below"] == 16 and "paired by round" in row["interval_method"]
+    assert row["shown"] == "slower at 1--16; faster from 64 on"
+    jax = crossovers.loc[("jax", "resident")]
+    assert jax["kind"] == "never" and jax["crossover_ci_low"] == math.inf and jax["shown"] == "slower at 1--256"
+    assert micro.from_row(jax).interval_bracket() == (256.0, math.inf)
+
+
+def test_rounds_of_different_groups_are_not_paired(tmp_path):
+    """Cells of one batch size measured in two jobs (groups): their rounds are not the same rounds."""
+    numpy = _result("numpy", "matmul", 4, ms=1.0, trials=3, spread=0.02, group="job-1")
+    torch = _result("torch", "matmul", 4, ms=0.5, trials=3, spread=0.02, group="job-2")
+    speedups = micro_speedups([_write(tmp_path, numpy), _write(tmp_path, torch)], resamples=RESAMPLES)
+    assert speedups["ci_scope"].tolist() == [UNPAIRED] and speedups["verdict"].tolist() == [FASTER]
+
+
+def _reference_csv(path: Path, speedups: dict[int, float]) -> Path:
+    """A reference file whose JAX series (both suites) has the given speedups over its NumPy column."""
+    rows = ["suite,batch_size,jax_s,numpy_s_in_jax_table,pytorch_cpu_s,pytorch_cuda_s,numpy_s_in_pytorch_table"]
+    for suite in ("matrix", "network"):
+        rows += [f"{suite},{b},{1.0 / v!r},1.0,1.0,1.0,1.0" for b, v in speedups.items()]
+    path.write_text("\n".join(rows) + "\n")
+    return path
+
+
+@pytest.mark.parametrize("trials", [1, 3])
+def test_identical_true_curves_give_equal_crossovers_on_both_sides(tmp_path, trials):
+    """Our cells and the reference's numbers from one true speedup curve, at the reference's batch sizes: the two
+    crossovers are the same batch, and the comparison says "same" (with an interval: it lies in the reference's
+    bracket) or, with one process per cell, "same, no interval". Under the old rule (ours from the CI's lower bound)
+    a speedup of 1.05 at 256 with a CI reaching below 1 moved ours later."""
+    curve = {1: 0.3, 4: 0.5, 16: 0.8, 64: 0.95, 256: 1.05, 1024: 1.6, 4096: 2.2}
+    paths = []
+    for batch, speedup in curve.items():
+        paths.append(_write(tmp_path, _result("numpy", "mlp", batch, ms=speedup, trials=trials, spread=0.002)))
+        paths.append(_write(tmp_path, _result("jax", "mlp", batch, ms=1.0, trials=trials, spread=0.002)))
+    reference = _reference_csv(tmp_path / "reference.csv", curve)
+    analysis = micro_report.analyse_micro(paths, reference, resamples=RESAMPLES)
+    ours = analysis.comparison[analysis.comparison["kind"] != "not measured"].iloc[0]
+    assert ours["reference"] == "jax" and ours["crossover_batch"] == ours["published_crossover_batch"] == 256
+    assert ours["below_batch"] == ours["published_below_batch"] == 64
+    assert ours["agreement"] == ("same" if trials > 1 else "same, no interval")
 
 
 def test_a_failed_cell_gives_a_missing_speedup_with_its_reason_never_zero(tmp_path):
@@ -404,15 +695,15 @@ def test_a_foreign_reference_file_is_named(tmp_path):
 
 
 def test_torch_is_compared_with_the_reference_series_of_its_platform(tmp_path):
-    paths = [_write(tmp_path, _result("numpy", "matmul", b, ms=NUMPY_MS[b])) for b in BATCHES]
-    paths += [_write(tmp_path, _result("torch", "matmul", b, ms=0.05, platform="cuda")) for b in BATCHES]
+    paths = [_write(tmp_path, _result("numpy", "matmul", b, ms=NUMPY_MS[b], trials=3)) for b in BATCHES]
+    paths += [_write(tmp_path, _result("torch", "matmul", b, ms=0.05, platform="cuda", trials=3)) for b in BATCHES]
     analysis = micro_report.analyse_micro(paths, REFERENCE_CSV, resamples=RESAMPLES)
     comparison = analysis.comparison
     ours = comparison[comparison["framework"].eq("torch") & comparison["kind"].ne("not measured")].iloc[0]
     assert ours["reference"] == "torch_cuda" and ours["reference_device"] == "NVIDIA T4"
     # 0.05 ms against NumPy's 0.03 at 4 and 0.1 at 16: ours in (4, 16], the reference's in (16, 64]
     assert ours["crossover_batch"] == 16 and ours["published_crossover_batch"] == 64
-    assert ours["agreement"] == "earlier"
+    assert ours["agreement"] == "earlier" and ours["crossover_ci_high"] == 16
     others = comparison[comparison["kind"] == "not measured"]
     assert {"torch_cpu", "jax"} <= set(others["reference"]) and (others["agreement"] == "not comparable").all()
 
@@ -454,6 +745,65 @@ def test_write_micro_outputs_end_to_end(tmp_path):
     assert "\\newcommand{\\fwbMicroCrossoverJaxMatmulFpThreeTwoResident}{never in 1--256}" in macros
     assert "\\newcommand{\\fwbMicroRefCrossoverJaxMatmul}{256}" in macros
     assert "\\newcommand{\\fwbMicroNumFailed}{1}" in macros
+
+
+def test_the_section_states_the_definitions_for_trials_over_processes(tmp_path):
+    analysis = micro_report.analyse_micro(_study(tmp_path, trials=3, spread=0.02), REFERENCE_CSV, resamples=RESAMPLES)
+    section = micro_section(analysis)
+    for needle in (
+        "Each cell runs in 3 fresh processes (trials)",
+        "NumPy's and the framework's trial of the same round paired, with a Student-t 95\\% CI on their logs",
+        "The crossover is defined as for the reference, from the point estimates",
+        "Its 95\\% interval comes from resampling the whole series",
+        "PyTorch \\texttt{matmul} from 64 (95\\% interval [64])",
+        "PyTorch \\texttt{matmul}: slower at 1--16; faster from 64 on",
+        "[95\\% CI over processes, paired by round]; bold: faster after the adjustment for multiple comparisons",
+    ):
+        assert needle in section, needle
+    assert "one process" not in _results_and_comparison(section)
+    table = micro_report.micro_table(analysis.frame, analysis.speedups)
+    assert len(re.findall(r"\\textbf\{[0-9]", table)) == 2, "bold: torch at 64 and 256 only"
+    defs = micro_macros(analysis)
+    assert defs["fwbMicroCrossoverIntervalTorchMatmulFpThreeTwoResident"] == "[64]"
+    assert defs["fwbMicroShownTorchMatmulFpThreeTwoResident"] == "slower at 1--16; faster from 64 on"
+    assert defs["fwbMicroTrials"] == "3" and defs["fwbMicroNumNoInterval"] == "0"
+    # PyTorch CPU never crosses in the reference: ours, at 64 (resident) and 256 (with copy), resolved, are earlier
+    assert defs["fwbMicroNumEarlier"] == "2" and defs["fwbMicroNumSame"] == "0"
+
+
+def _results_and_comparison(section: str) -> str:
+    return section[section.index(r"\paragraph{Results}") : section.index(r"\begin{table*}", section.index("Results"))]
+
+
+def test_with_one_trial_the_section_claims_nothing_resolved(tmp_path):
+    analysis = micro_report.analyse_micro(_study(tmp_path), REFERENCE_CSV, resamples=RESAMPLES)
+    section = micro_section(analysis)
+    assert "Each cell runs in one fresh process (one trial)" in section
+    assert "it leaves out the variation between processes, so it resolves no difference and no crossover" in section
+    assert "have intervals within one process only (one trial per cell)" in section
+    assert "set against the reference's by point estimates only" in section and "95\\% interval [" not in section
+    table = micro_report.micro_table(analysis.frame, analysis.speedups)
+    assert not re.findall(r"\\textbf\{[0-9]", table), "nothing bold from one process"
+    assert "CI within one process: one trial per cell" in section
+    crossovers = micro_report.crossover_table(analysis.comparison)
+    assert r"{\scriptsize no interval}" in crossovers and ", no interval" in crossovers
+    assert micro_macros(analysis)["fwbMicroNumSame"] == "0"
+
+
+def test_a_study_with_one_trial_at_some_batch_sizes_marks_those_cis(tmp_path):
+    paths = [
+        _write(tmp_path, _result("numpy", "matmul", batch, ms=NUMPY_MS[batch], trials=trials))
+        for batch, trials in ((16, 1), (64, 3))
+    ]
+    paths += [
+        _write(tmp_path, _result("torch", "matmul", batch, ms=TORCH_MS[batch], trials=trials))
+        for batch, trials in ((16, 1), (64, 3))
+    ]
+    analysis = micro_report.analyse_micro(paths, REFERENCE_CSV, resamples=RESAMPLES)
+    table = micro_report.micro_table(analysis.frame, analysis.speedups)
+    assert table.count(micro_report.WITHIN_MARK) == 1 and r"\textbf{2" in table
+    row = analysis.crossovers.iloc[0]
+    assert row["crossover_batch"] == 64 and pd.isna(row["crossover_ci_high"]), "no interval from a mixed series"
 
 
 def test_macros_are_valid_latex_names_and_values(tmp_path):
@@ -508,3 +858,25 @@ def test_figure_marks_crossovers_and_reference_points(tmp_path, monkeypatch):
     assert "64" in texts and "256 copy" in texts  # torch resident and with copy
     labels = bottom.get_legend_handles_labels()[1]
     assert "JAX, reference (T4 report)" in labels and "PyTorch CPU, reference (T4 report)" in labels
+
+
+def test_micro_verdicts_are_adjusted_within_each_framework_family():
+    """Two speedups of one framework each resolved on their own (p 0.03 and 0.04) are not after Holm's adjustment
+    within the framework's family; without adjustment they stay faster; another framework is its own family."""
+    import pandas as pd
+
+    frame = pd.DataFrame(
+        {
+            "framework": ["jax", "jax", "torch"],
+            "mode": ["jit", "jit", "eager"],
+            "speedup": [1.2, 1.3, 1.5],
+            "verdict": [FASTER, FASTER, FASTER],
+            "p_value": [0.03, 0.04, 0.01],
+            "se_log": [0.05, 0.06, 0.05],
+            "df": [2.0, 2.0, 2.0],
+        }
+    )
+    holm = adjusted(frame.copy(), "holm")
+    assert list(holm["verdict"]) == [NOT_RESOLVED, NOT_RESOLVED, FASTER]
+    assert list(holm["family"]) == ["micro jax/jit over numpy"] * 2 + ["micro torch/eager over numpy"]
+    assert list(adjusted(frame.copy(), "none")["verdict"]) == [FASTER, FASTER, FASTER]

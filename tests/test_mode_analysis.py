@@ -297,7 +297,7 @@ def test_macros_for_the_mode_axis(study, tiny_config):
     text = macros(frame, ratios, study_environment(paths), config, gains=gains)
     names = re.findall(r"\\newcommand\{\\([^}]*)\}", text)
     assert all(re.fullmatch(r"fwb[A-Za-z]+", name) for name in names) and len(names) == len(set(names))
-    assert _macro(text, "fwbNumModeGains") == "1" and _macro(text, "fwbModeGainMedian") == "2.00"
+    assert _macro(text, "fwbNumModeGains") == "1" and _macro(text, "fwbModeGainGeomean") == "2.00"
     assert _macro(text, "fwbModeGainFaster") == "1" and _macro(text, "fwbModeGainSlower") == "0"
     assert _macro(text, "fwbTorchCompileSecondsMedian") == "14.0" and _macro(text, "fwbNumGraphBreakCells") == "0"
     assert _macro(text, "fwbNumRatiosMixedModes") == "4" and _macro(text, "fwbNumRatiosStandIn") == "4"
@@ -305,12 +305,19 @@ def test_macros_for_the_mode_axis(study, tiny_config):
     assert _macro(text, "fwbAutotune") == "on (not applicable on the CPU)"
     assert _macro(text, "fwbCompilationCache") == "cold", "as the setup table gives it"
     # the summaries speak for the columns' pairing: compiled over compiled only, stand-ins left out and counted
-    assert _macro(text, "fwbNumPairsJax") == "1" and _macro(text, "fwbSpeedupMedianJax") == "0.750"
-    sentence = _macro(text, "fwbSpeedupSentence")
-    assert "the median JAX/PyTorch-compiled throughput ratio is 0.750" in sentence
-    assert "in the modes named: 2 further pairs, with another mode standing in, left out" in sentence
-    assert "Of 1 comparable cells (JAX/PyTorch-compiled), JAX/Flax is faster in 0" in _macro(text, "fwbFasterSentence")
-    assert "median compiled/eager throughput ratio is 2.00" in _macro(text, "fwbModeGainSentence")
+    assert _macro(text, "fwbNumPairsJax") == "1" and _macro(text, "fwbSpeedupGeomeanJax") == "0.750"
+    sentence = _macro(text, "fwbAbstractRatioSentence")
+    assert sentence.startswith("Against compiled PyTorch, the throughput ratio's geometric mean over the model and")
+    assert "is 0.750 for JAX/Flax (one pair: its own 95\\% CI [0.750, 0.750]; 1 pair)" in sentence
+    # the stand-ins left out, in a short sentence of their own
+    assert _macro(text, "fwbAbstractLeftOutSentence") == (
+        "A further 4 pairs, in which another execution mode stood in for a missing cell (an eager against a "
+        "compiled program), are left out of these figures."
+    )
+    assert "of 1 comparable cells (JAX/PyTorch-compiled), JAX/Flax is faster in 0" in _macro(text, "fwbFasterSentence")
+    gain = _macro(text, "fwbModeGainSentence")
+    assert "the compiled/eager throughput ratio has a geometric mean of 2.00 (one pair: its own 95\\% CI" in gain
+    assert "after Holm's adjustment within each framework, compiled is faster in 1 and eager in 0" in gain
     assert "took a median of 14.0~s per process" in _macro(text, "fwbModeGainSentence")
     assert "pair JAX/PyTorch-compiled and TF/PyTorch-compiled" in _macro(text, "fwbRatioPairingSentence")
     assert "In 4 ratios another mode stands in" in _macro(text, "fwbRatioPairingSentence")
@@ -321,7 +328,7 @@ def test_macros_for_the_mode_axis(study, tiny_config):
     assert _macro(text, "fwbPeakTorchCell") == r"small\_cnn at batch 8, eager", "PyTorch ran in two modes: named"
     # without gains every macro is still defined, and the sentence says none was measured
     none = macros(frame, ratios, {}, config)
-    assert _macro(none, "fwbNumModeGains") == "0" and _macro(none, "fwbModeGainMedian") == "---"
+    assert _macro(none, "fwbNumModeGains") == "0" and _macro(none, "fwbModeGainGeomean") == "---"
     assert _macro(none, "fwbModeGainSentence").startswith("No framework ran both eagerly and compiled")
 
 
@@ -453,10 +460,11 @@ def test_a_published_eager_ratio_gets_the_paired_interval_of_the_eager_cells(stu
     sources = _sources(tmp_path, rows)
     kwargs = {"inference": frame, "speedups": ratios, "training": None, "image_size": 32}
     without = pub.compare(sources, **kwargs).iloc[0]
-    assert without["ci_scope"] == pub.UNPAIRED_SCOPE and without["verdict"].endswith(f"({pub.NO_PAIRED_CI})")
+    assert without["ci_scope"] == pub.UNPAIRED_SCOPE
+    assert (without["verdict"], without["direction"]) == (pub.DIRECTION_ONLY, pub.SAME)
     row = pub.compare(sources, cell_paths=paths, **kwargs).iloc[0]
     assert (row["ours_torch_mode"], row["ours_other_mode"]) == ("eager", "jit")
     # JAX ran at 1.5x PyTorch eager in every round: the paired ratio and its interval, resolved, same direction
     assert row["ratio"] == pytest.approx(1.5) and row["ci_scope"] == "paired_rounds"
     assert row["ci_low"] == pytest.approx(1.5) and row["ci_high"] == pytest.approx(1.5)
-    assert row["verdict"] == pub.verdict(1.5, 1.5, 1.5, 1.5, "paired_rounds")
+    assert (row["verdict"], row["direction"], bool(row["agrees"])) == (pub.REPRODUCED, pub.SAME, True)

@@ -217,8 +217,9 @@ def test_macros_for_every_framework(three, tiny_config):
     names = re.findall(r"\\newcommand\{\\([^}]*)\}", text)
     assert all(re.fullmatch(r"fwb[A-Za-z]+", name) for name in names), "macro names must be letters only"
     assert len(names) == len(set(names)), "each macro defined once"
-    assert _macro(text, "fwbSpeedupMedianTensorflow") == "0.500" and _macro(text, "fwbNumPairsTensorflow") == "1"
-    assert _macro(text, "fwbSpeedupMinCITensorflow").startswith("[0.")
+    assert _macro(text, "fwbSpeedupGeomeanTensorflow") == "0.500" and _macro(text, "fwbNumPairsTensorflow") == "1"
+    assert _macro(text, "fwbSpeedupSummaryTensorflow") == r"0.500 (one pair: its own 95\% CI [0.500, 0.500])"
+    assert "Median" not in text.split("fwbTorchCompile")[0], "one summary statistic: the geometric mean"
     assert _macro(text, "fwbTensorflowFasterPairs") == "0" and _macro(text, "fwbTorchFasterThanTensorflowPairs") == "1"
     assert _macro(text, "fwbJaxFasterPairs") == "1" and _macro(text, "fwbTorchFasterThanJaxPairs") == "0"
     # the names the paper used for JAX alone keep JAX's figures, never a mix with TensorFlow's
@@ -232,12 +233,24 @@ def test_macros_for_every_framework(three, tiny_config):
         float(frame.query("framework == 'tensorflow'")["throughput_img_s"].max())
     )
     assert _macro(text, "fwbFrameworkList") == "PyTorch, JAX/Flax and TensorFlow/Keras"
-    sentence = _macro(text, "fwbSpeedupSentence")
-    assert (
-        "median JAX/PyTorch-eager throughput ratio is" in sentence
-        and "median TF/PyTorch-eager throughput ratio is 0.500" in sentence
+    # the abstract: each framework's geometric mean with its interval, then the adjusted verdicts, one sentence each
+    jax = _macro(text, "fwbSpeedupGeomeanJax")
+    assert _macro(text, "fwbAbstractRatioSentence") == (
+        "Against eager PyTorch, the throughput ratio's geometric mean over the model and batch-size pairs where both "
+        f"frameworks succeeded is {jax} for JAX/Flax (one model: range {_macro(text, 'fwbSpeedupMinJax')}--"
+        f"{_macro(text, 'fwbSpeedupMaxJax')}, no interval; 2 pairs) and 0.500 for TensorFlow/Keras (one pair: its "
+        "own 95\\% CI [0.500, 0.500]; 1 pair)."
     )
+    assert _macro(text, "fwbAbstractVerdictSentence") == (
+        "After Holm's adjustment within each framework pair, JAX/Flax is faster than PyTorch in 1 and slower in 0 of "
+        "2 pairs and TensorFlow/Keras faster in 0 and slower in 1 of 1; the rest are not resolved."
+    )
+    assert _macro(text, "fwbAbstractLeftOutSentence") == "", "nothing left out"
     assert "TensorFlow/Keras is faster in 0 and PyTorch in 1" in _macro(text, "fwbFasterSentence")
+    assert _macro(text, "fwbFasterSentence").startswith(
+        "After Holm's adjustment within each framework pair (paired $t$ tests over interleaved rounds), of 2"
+    )
+    assert _macro(text, "fwbMultiplicity") == "holm"
     assert f"TensorFlow/Keras's is {_macro(text, 'fwbPeakTensorflow')}~img/s" in _macro(text, "fwbPeakSentence")
 
 
@@ -246,13 +259,30 @@ def test_two_framework_macros_keep_their_meaning(two, tiny_config):
     text = macros(frame, ratios, study_environment(paths), validate_config(tiny_config))
     assert _macro(text, "fwbNumPairs") == "2" and _macro(text, "fwbNumRatios") == "2"
     assert _macro(text, "fwbSpeedupMax") == "1.50" and _macro(text, "fwbJaxFasterPairs") == "1"
-    assert _macro(text, "fwbNumPairsTensorflow") == "0" and _macro(text, "fwbSpeedupMedianTensorflow") == "---"
+    assert _macro(text, "fwbNumPairsTensorflow") == "0" and _macro(text, "fwbSpeedupGeomeanTensorflow") == "---"
     assert _macro(text, "fwbTensorflowVersion") == "---" and _macro(text, "fwbFrameworkList") == "PyTorch and JAX/Flax"
-    assert _macro(text, "fwbSpeedupSentence").startswith(
-        "Across the 2 model and batch-size pairs where both frameworks succeeded, the median JAX/PyTorch-eager "
-        "throughput ratio is"
+    assert _macro(text, "fwbAbstractRatioSentence").startswith(
+        "Over the 2 model and batch-size pairs where both frameworks succeeded, JAX/Flax's throughput is "
+    )
+    assert "TensorFlow" not in _macro(text, "fwbAbstractRatioSentence") + _macro(text, "fwbAbstractVerdictSentence")
+    # with the configuration's multiplicity none, the counts say they are each ratio's own
+    none = macros(frame, ratios.assign(multiplicity="none"), {}, validate_config(tiny_config))
+    assert _macro(none, "fwbAbstractVerdictSentence").startswith(
+        "By their own 95\\% intervals, without adjustment for multiple comparisons, JAX/Flax is faster"
     )
     assert "TensorFlow" not in _macro(text, "fwbFasterSentence") + _macro(text, "fwbPeakSentence")
+
+
+def test_a_study_of_pytorch_alone_has_an_abstract_without_ratios(two, tiny_config):
+    paths, frame, ratios = two
+    alone = frame[frame["framework"] == "torch"]
+    config = validate_config({**tiny_config, "frameworks": ["torch"]})
+    text = macros(alone, ratios.iloc[0:0], study_environment(paths), config)
+    assert _macro(text, "fwbAbstractRatioSentence") == (
+        "The study has no framework to compare with PyTorch, so it reports no throughput ratio."
+    )
+    assert _macro(text, "fwbAbstractVerdictSentence") == "" and _macro(text, "fwbAbstractLeftOutSentence") == ""
+    assert _macro(text, "fwbMultiplicity") == "holm", "the configuration's setting where no ratio carries one"
 
 
 def test_setup_table_lists_tensorflow_only_when_the_study_has_it(three, two):

@@ -9,6 +9,7 @@ import sys
 import jsonschema
 import pytest
 
+from fwbench import order as trial_order
 from fwbench.grid import cells
 from fwbench.results import load_result, validate_result
 from fwbench.runner import run_cell
@@ -132,6 +133,14 @@ def test_schema_rejects_contract_breaks(study, tmp_path):
     broken["metrics"]["throughput_img_s"] = 0
     with pytest.raises(jsonschema.ValidationError, match="throughput_img_s"):
         validate_result(broken)
+    broken = json.loads(json.dumps(result))
+    broken["metrics"]["trials"][0]["round_order"] = ["torch/eager", "torch/eager"]
+    with pytest.raises(jsonschema.ValidationError, match="round_order"):
+        validate_result(broken)  # a round runs each variant once
+    broken = json.loads(json.dumps(result))
+    broken["provenance"]["group"]["order"]["complete"] = "yes"
+    with pytest.raises(jsonschema.ValidationError, match="complete"):
+        validate_result(broken)
 
 
 def test_trials_run_in_fresh_processes_and_report_their_spread(study, tmp_path):
@@ -145,6 +154,12 @@ def test_trials_run_in_fresh_processes_and_report_their_spread(study, tmp_path):
     log = (tmp_path / "cell.log").read_text()
     assert "=== torch/eager: trial 1 of 2 (round 1, #1) ===" in log
     assert "=== torch/eager: trial 2 of 2 (round 2, #1) ===" in log
+    assert [t["round_order"] for t in metrics["trials"]] == [["torch/eager"]] * 2
+    assert all(isinstance(t["noisy"], bool) for t in metrics["trials"])
+    assert metrics["noisy_trials"] == sum(t["noisy"] for t in metrics["trials"])
+    assert metrics["flags"]["noisy"] == (metrics["noisy_trials"] > 0), "noisy: at least one trial is"
+    plan = result["provenance"]["group"]["order"]
+    assert plan["design"] == "williams" and plan["variants"] == ["torch/eager"] and plan["complete"]
 
 
 def test_a_failed_trial_fails_the_cell_with_its_number(study, tmp_path):
@@ -203,3 +218,78 @@ def test_sigterm_to_the_runner_ends_its_child_and_writes_nothing(tmp_path):
         assert time.monotonic() < deadline, "the measuring child outlived its runner"
         time.sleep(0.05)
     assert not out.exists()
+
+
+# --- the order of the trials in a group's rounds (fwbench.order) ----------------------------------------------------
+
+# The Williams designs for 2, 3 and 4 variants, labels 0..n-1 (A, B, C, D).
+WILLIAMS = {
+    2: ["AB", "BA"],
+    3: ["ABC", "BCA", "CAB", "CBA", "ACB", "BAC"],
+    4: ["ABDC", "BCAD", "CDBA", "DACB"],
+}
+
+
+def _letters(rows) -> list[str]:
+    return ["".join("ABCD"[label] for label in row) for row in rows]
+
+
+@pytest.mark.parametrize("n", [2, 3, 4])
+def test_the_williams_design_balances_positions_and_carry_over(n):
+    rows = trial_order.williams(n)
+    assert _letters(rows) == WILLIAMS[n]
+    balance = trial_order.balance(_letters(rows))
+    assert balance.positions_balanced and balance.carry_balanced and balance.problems() == []
+    every = len(rows) // n  # each variant in each position, and each ordered pair adjacent, this often
+    assert all(set(counts.values()) == {every} and len(counts) == n for counts in balance.positions.values())
+    assert {balance.carry[pair] for pair in balance.pairs()} == {every}
+
+
+@pytest.mark.parametrize("n", [1, 5, 6])
+def test_other_group_sizes_are_balanced_too(n):
+    rows = trial_order.williams(n)
+    assert len(rows) == (2 * n if n % 2 and n > 1 else n)
+    assert trial_order.balance(rows).balanced
+
+
+def test_a_design_cycles_its_rows_and_says_whether_it_is_complete():
+    names = ["torch/eager", "torch/compile", "jax/jit", "tensorflow/xla"]
+    three = trial_order.design(names, 3)
+    assert not three.complete and three.needed == 4 and [three.names(k)[0] for k in range(3)] == names[:3]
+    problems = trial_order.balance([three.names(k) for k in range(3)]).problems()
+    assert problems == ["tensorflow/xla never first", "carry-over unbalanced (3 of 12 ordered pairs never adjacent)"]
+    six = trial_order.design(names, 6)
+    assert not six.complete and six.rows[4:] == six.rows[:2], "past a whole design, the rows start again"
+    assert trial_order.design(names, 8).complete
+    record = trial_order.design(names[:2], 3).record()
+    assert record == {
+        "design": "williams",
+        "variants": names[:2],
+        "rounds": 3,
+        "rounds_needed": 2,
+        "complete": False,
+        "seed": None,
+        "relabelling": [0, 1],
+        "rows": [names[:2], names[1::-1], names[:2]],
+    }
+
+
+def test_a_seed_permutes_the_labels_reproducibly_and_keeps_the_balance():
+    names = ["torch/eager", "torch/compile", "jax/jit", "tensorflow/xla"]
+    seed = trial_order.group_seed(["inference/torch/eager/small_cnn/fp32/bs1", "inference/jax/jit/small_cnn/fp32/bs1"])
+    assert seed == trial_order.group_seed(
+        ["inference/torch/eager/small_cnn/fp32/bs1", "inference/jax/jit/small_cnn/fp32/bs1"]
+    ), "the same group always gets the same order"
+    plan = trial_order.design(names, 4, seed)
+    assert plan == trial_order.design(names, 4, seed) and sorted(plan.relabelling) == [0, 1, 2, 3]
+    base = trial_order.williams(4)
+    assert [list(row) for row in plan.rows] == [[plan.relabelling[label] for label in row] for row in base]
+    assert trial_order.balance([plan.names(k) for k in range(4)]).balanced
+    firsts = {trial_order.design(names, 3, s).names(2)[0] for s in range(40)}
+    never = {
+        next(v for v in names if v not in {trial_order.design(names, 3, s).names(k)[0] for k in range(3)})
+        for s in range(40)
+    }
+    assert len(firsts) > 1 and len(never) == 4, "different groups leave different variants out of first place"
+    with pytest.raises(ValueError, match="distinct"):
+        trial_order.design(["a", "a"], 2)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import sys
+from collections import Counter
 
 import numpy as np
 import pytest
@@ -17,7 +18,7 @@ from fwbench.grid import Cell
 from fwbench.io import atomic_write_json
 from fwbench.runner import merge_trials, run_group
 from fwbench.trackers.latency import timing_metrics
-from fwbench.trackers.stats import WITHIN_PROCESS_ONLY
+from fwbench.trackers.stats import WITHIN_PROCESS_ONLY, is_noisy, noisy_trials, summary
 
 BATCH = 8
 
@@ -85,6 +86,47 @@ def test_a_single_trial_is_labelled_within_process():
     assert merged["throughput_img_s"] == pytest.approx(_rate(10.0), rel=0.002)
 
 
+def test_noise_is_judged_per_trial_not_over_the_pooled_samples():
+    """Three tight trials (±0.1%) whose medians differ by 10%: pooled, their IQR is about 19% of the median, which
+    the old flag called noise; each trial on its own is quiet. One jittery trial (±50%) flags the cell."""
+    medians = [10.0, 11.0, 12.1]
+    quiet = [_part(m, seed=i) for i, m in enumerate(medians)]
+    assert summary([s for part in quiet for s in part["samples_ms"]])["noisy"], "pooled, the trials look noisy"
+    merged = merge_trials(quiet, BATCH)["metrics"]
+    assert merged["flags"]["noisy"] is False and merged["noisy_trials"] == 0
+    assert [trial["noisy"] for trial in merged["trials"]] == [False, False, False]
+    jittery = [*quiet[:1], _part(11.0, jitter=0.5, seed=1), quiet[2]]
+    merged = merge_trials(jittery, BATCH)["metrics"]
+    assert merged["flags"]["noisy"] is True and merged["noisy_trials"] == 1
+    assert [trial["noisy"] for trial in merged["trials"]] == [False, True, False]
+    assert is_noisy(jittery[1]["samples_ms"]) and not is_noisy(quiet[1]["samples_ms"])
+    assert noisy_trials([part["samples_ms"] for part in jittery]) == [False, True, False]
+    assert all(is_noisy(part["samples_ms"]) == summary(part["samples_ms"])["noisy"] for part in jittery)
+    single = merge_trials([_part(10.0, jitter=0.5)], BATCH)["metrics"]
+    assert single["flags"]["noisy"] is True and single["noisy_trials"] == 1 and single["trials"][0]["noisy"]
+
+
+def test_a_part_without_its_own_flag_is_judged_on_its_samples():
+    part = _part(10.0, jitter=0.5)
+    del part["metrics"]["flags"]["noisy"]
+    merged = merge_trials([part, _part(10.0, seed=1)], BATCH)["metrics"]
+    assert merged["noisy_trials"] == 1 and merged["flags"]["noisy"] is True
+
+
+def test_the_tidy_table_counts_noisy_trials(tmp_path):
+    results = [
+        _result("torch", [10.0, 11.0, 12.1]),
+        _result("jax", [10.0, 10.0, 10.0], jitters=[0.5, 0.001, 0.5]),
+    ]
+    paths = []
+    for index, result in enumerate(results):
+        atomic_write_json(tmp_path / f"{index}.json", result)
+        paths.append(tmp_path / f"{index}.json")
+    frame = tidy(paths).set_index("framework")
+    assert not frame.loc["torch", "noisy"] and frame.loc["torch", "noisy_trials"] == 0
+    assert frame.loc["jax", "noisy"] and frame.loc["jax", "noisy_trials"] == 2
+
+
 BASE = {
     "schema_version": 2,
     "settings": {},
@@ -97,10 +139,14 @@ BASE = {
 }
 
 
-def _result(framework: str, medians: list[float], group: str | None = "g1", batch: int = BATCH) -> dict:
-    """A cell result as run_group writes it, its trials in rounds 1..T of group `group`."""
+def _result(framework: str, medians: list[float], group: str | None = "g1", batch: int = BATCH, jitters=None) -> dict:
+    """A cell result as run_group writes it, its trials in rounds 1..T of group `group` (`jitters[k]`: trial k's
+    relative spread of samples, ±0.1% by default)."""
     schedule = [{"round": k + 1, "order": 1, "started_s": float(k), "duration_s": 1.0} for k in range(len(medians))]
-    parts = [_part(m, seed=k, framework=framework) for k, m in enumerate(medians)]
+    jitters = jitters or [0.001] * len(medians)
+    parts = [
+        _part(m, seed=k, framework=framework, jitter=j) for k, (m, j) in enumerate(zip(medians, jitters, strict=True))
+    ]
     merged = merge_trials(parts, BATCH, schedule)
     result = copy.deepcopy(BASE)
     result.update(
@@ -227,12 +273,31 @@ def _group(tmp_path, trials: int, fail=None, frameworks=("torch", "jax")):
     return results, order.read_text().split()
 
 
-def test_a_group_interleaves_its_trials_in_alternating_order(tmp_path):
+def _planned(results) -> list[list[str]]:
+    """The frameworks of each round as the group planned them (provenance.group.order.rows, "jax/jit" -> "jax")."""
+    rows = results[0]["provenance"]["group"]["order"]["rows"]
+    assert all(r["provenance"]["group"]["order"]["rows"] == rows for r in results), "one plan for the whole group"
+    return [[name.split("/")[0] for name in row] for row in rows]
+
+
+def test_a_group_interleaves_its_trials_in_a_balanced_order(tmp_path):
+    """Two frameworks over four rounds: two whole Williams designs (AB, BA), each framework first twice and right
+    after the other twice; the order that ran is the recorded plan, and every trial records its round's order."""
     results, order = _group(tmp_path, trials=4)
-    assert order == ["torch", "jax", "jax", "torch", "torch", "jax", "jax", "torch"]
+    rows = _planned(results)
+    assert order == [framework for row in rows for framework in row]
+    assert rows[0] == rows[2] and rows[1] == rows[0][::-1] and rows[3] == rows[1]
+    plan = results[0]["provenance"]["group"]["order"]
+    assert plan["design"] == "williams" and plan["complete"] and plan["rounds_needed"] == 2 and plan["rounds"] == 4
+    assert plan["variants"] == ["torch/eager", "jax/jit"] and isinstance(plan["seed"], int)
     torch_, jax_ = (r["metrics"]["trials"] for r in results)
-    assert [t["round"] for t in torch_] == [1, 2, 3, 4] and [t["order"] for t in torch_] == [1, 2, 1, 2]
-    assert [t["order"] for t in jax_] == [2, 1, 2, 1]
+    assert [t["round"] for t in torch_] == [1, 2, 3, 4]
+    assert sorted(t["order"] for t in torch_) == [1, 1, 2, 2] and sorted(t["order"] for t in jax_) == [1, 1, 2, 2]
+    for trials in (torch_, jax_):
+        for trial in trials:
+            ran = [name.split("/")[0] for name in trial["round_order"]]
+            assert ran == rows[trial["round"] - 1]
+            assert trial["round_order"][trial["order"] - 1] == ("torch/eager" if trials is torch_ else "jax/jit")
     starts = sorted((t["started_s"], r["cell"]["framework"]) for r in results for t in r["metrics"]["trials"])
     assert [framework for _, framework in starts] == order, "each trial records when it started in the group"
     assert results[0]["provenance"]["group"]["id"] == results[1]["provenance"]["group"]["id"]
@@ -241,25 +306,42 @@ def test_a_group_interleaves_its_trials_in_alternating_order(tmp_path):
     row = speedups(results).iloc[0]
     assert row["ci_scope"] == "paired_rounds" and row["pairs"] == 4
     log = (tmp_path / "group.log").read_text()
-    assert log.index("=== torch/eager: trial 2 of 4") > log.index("=== jax/jit: trial 2 of 4")
+    headers = [line for line in log.splitlines() if "(round 2, #" in line]
+    assert [line.split("/")[0] for line in headers] == [f"=== {framework}" for framework in rows[1]], headers
 
 
-def test_three_frameworks_rotate_through_every_position(tmp_path):
-    """With three frameworks the rounds rotate (a b c, b c a, c a b), so each framework runs first, second and
-    third once every three rounds; plain reversal would leave the middle one in the middle forever."""
-    results, order = _group(tmp_path, trials=3, frameworks=("torch", "jax", "tensorflow"))
-    assert order == ["torch", "jax", "tensorflow", "jax", "tensorflow", "torch", "tensorflow", "torch", "jax"]
+def test_three_frameworks_run_a_whole_williams_design_in_six_rounds(tmp_path):
+    """Three frameworks need six rounds (a Latin square and its mirror): then each runs in each position twice and
+    right after each other framework twice. A rotation (a b c, b c a, c a b) balances the positions only: the
+    framework after torch would always be the same one."""
+    results, order = _group(tmp_path, trials=6, frameworks=("torch", "jax", "tensorflow"))
+    rows = _planned(results)
+    assert order == [framework for row in rows for framework in row]
+    assert results[0]["provenance"]["group"]["order"]["complete"]
     for result in results:
+        assert sorted(t["order"] for t in result["metrics"]["trials"]) == [1, 1, 2, 2, 3, 3]
+    after = Counter((a, b) for row in rows for a, b in zip(row, row[1:], strict=False))
+    assert len(after) == 6 and set(after.values()) == {2}, after
+
+
+def test_fewer_rounds_than_the_design_needs_take_its_first_rows_and_say_so(tmp_path):
+    results, _ = _group(tmp_path, trials=3, frameworks=("torch", "jax", "tensorflow"))
+    plan = results[0]["provenance"]["group"]["order"]
+    assert not plan["complete"] and plan["rounds"] == 3 and plan["rounds_needed"] == 6
+    for result in results:  # the first three rows are a Latin square: positions balanced, carry-over not
         assert sorted(t["order"] for t in result["metrics"]["trials"]) == [1, 2, 3], result["cell"]["framework"]
 
 
 def test_a_failed_trial_fails_only_its_own_cell(tmp_path):
     results, order = _group(tmp_path, trials=3, fail=("jax", 2))
     torch_, jax_ = results
-    assert order == ["torch", "jax", "jax", "torch", "torch"], "the failed framework leaves the later rounds"
+    rows = _planned(results)
+    assert order == rows[0] + rows[1] + ["torch"], "the failed framework leaves the later rounds"
     assert jax_["status"] == "failed" and jax_["reason"].startswith("trial 2 of 3: exception (exit code 1)")
     assert "simulated failure of jax" in jax_["reason"] and "simulated failure" in jax_["stderr_tail"]
     assert torch_["status"] == "ok" and len(torch_["metrics"]["trials"]) == 3
+    last = torch_["metrics"]["trials"][2]
+    assert last["round_order"] == ["torch/eager"] and last["order"] == 1, "round 3 ran without the failed cell"
     assert speedups(results).empty
 
 

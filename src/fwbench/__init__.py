@@ -11,5 +11,7 @@ __version__ = "0.1.0"
 # in a pass of their own, TF32 peak and time-sized peak probe, idle baseline at one point, host casts, steady-state
 # device memory, training RSS policy without checkpoints, loader-side layout, one training compile-time measure;
 # 6: classified failures (failure.kind), the fallback ladder (deviations), host memory limit, result schema 2.
-HARNESS_VERSION = "8"
+# 9: trial rounds in the order of a Williams design (provenance.group.order, each trial's round_order), the noise
+# flag judged per trial (each trial's noisy, metrics.noisy_trials; flags.noisy when any trial is).
+HARNESS_VERSION = "9"
 RESULT_SCHEMA_VERSION = 2

@@ -5,8 +5,9 @@ result with status "failed", the reason and the tail of the child's output; the 
 shows the failure instead of the study stopping.
 
 The cells of one comparison (every framework at one model, precision and batch size) run as one group: trial
-rounds, one fresh child per cell per round, in rotating order, so that drift of the machine over time affects
-the frameworks alike and their ratio can be taken round by round (see `run_group`).
+rounds, one fresh child per cell per round, in the order of a Williams design (fwbench.order), so that drift of the
+machine over time and carry-over from the child before affect the frameworks alike and their ratio can be taken
+round by round (see `run_group`).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from typing import Any
 import numpy as np
 
 import fwbench
+from fwbench import order as trial_order
 from fwbench import slots
 from fwbench.data.store import MANIFEST, sha256_file
 from fwbench.failures import Failure, Workaround, classify, ladder_from_config, next_workaround
@@ -42,7 +44,7 @@ from fwbench.results import validate_result
 from fwbench.slots import Slot
 from fwbench.trackers.environment import host_provenance
 from fwbench.trackers.latency import timing_metrics
-from fwbench.trackers.stats import WITHIN_PROCESS_ONLY, geometric_mean_interval
+from fwbench.trackers.stats import WITHIN_PROCESS_ONLY, geometric_mean_interval, is_noisy
 from fwbench.worker import SPAWNED_AT
 
 STDERR_TAIL_CHARS = 4000
@@ -171,10 +173,18 @@ def _stop_on_sigterm() -> Any:
     return signal.signal(signal.SIGTERM, _terminate)
 
 
+def trial_noisy(part: Mapping[str, Any]) -> bool:
+    """One trial's noise flag: the child's own (IQR above 10% of the median of that process's samples), or, where a
+    part lacks it, the same rule applied to its samples."""
+    recorded = (part["metrics"].get("flags") or {}).get("noisy")
+    return bool(recorded) if recorded is not None else is_noisy(part["samples_ms"])
+
+
 def _trial_summary(part: dict[str, Any], schedule: Mapping[str, Any] | None = None) -> dict[str, Any]:
     m = part["metrics"]
     return {
         **(schedule or {}),
+        "noisy": trial_noisy(part),
         "n_iters": m["n_iters"],
         "throughput_img_s": m["throughput_img_s"],
         "throughput_ci95_within": (m.get("ci95") or {}).get("throughput_img_s"),
@@ -198,22 +208,24 @@ def merge_trials(
     throughputs, each trial weighted equally whatever its iteration count, and its 95% CI is a Student-t interval
     on their logs (trials - 1 df), so it includes process-to-process variation. Latency percentiles, n_iters and
     total-time throughput pool every sample and are descriptive only. With one trial the only interval is the
-    within-process bootstrap, labelled as such. `schedule[i]` (round, order, started_s, ...) goes into trial i."""
+    within-process bootstrap, labelled as such. `schedule[i]` (round, order, round_order, started_s, ...) goes into
+    trial i. Noise is judged per trial (each process's own samples, so that differences between processes do not
+    count as noise): `flags.noisy` is true when at least one trial is noisy, `noisy_trials` counts them."""
     first = parts[0]
     schedule = list(schedule) if schedule is not None else [{} for _ in parts]
     samples = [s for part in parts for s in part["samples_ms"]]
     metrics = dict(first["metrics"])
     trials = [_trial_summary(part, when) for part, when in zip(parts, schedule, strict=True)]
     if len(parts) > 1:
-        timing = timing_metrics(samples, batch_size)
-        noisy = timing.pop("noisy")
-        timing.pop("ci95")  # a bootstrap of pooled samples treats the trials as one process: not reported
+        # no bootstrap of the pooled samples: it would treat the trials as one process (the interval is over trials)
+        timing = timing_metrics(samples, batch_size, within_interval=False)
+        timing.pop("noisy")  # the pooled samples' IQR mixes in the differences between trials: judged per trial
         flags = {k: any(p["metrics"]["flags"][k] for p in parts) for k in first["metrics"]["flags"]}
         rates = np.array([t["throughput_img_s"] for t in trials])
         interval = geometric_mean_interval(rates)
         metrics.update(
             timing,
-            flags={**flags, "noisy": noisy},
+            flags={**flags, "noisy": any(t["noisy"] for t in trials)},
             timed_s=sum(p["metrics"]["timed_s"] for p in parts),
             stop_checks=sum(p["metrics"].get("stop_checks") or 0 for p in parts),
             stop_check_s=sum(p["metrics"].get("stop_check_s") or 0.0 for p in parts),
@@ -244,6 +256,9 @@ def merge_trials(
             metrics["ci95"] = ci95
         metrics["trial_spread"] = None
     metrics["trials"] = trials
+    metrics["noisy_trials"] = sum(t["noisy"] for t in trials)
+    if len(parts) == 1:
+        metrics["flags"] = {**(metrics.get("flags") or {}), "noisy": trials[0]["noisy"]}
     if "variants" in metrics:  # micro: each variant keeps its samples per trial (the analysis resamples trials)
         metrics["variants"] = _merge_variants([part["metrics"] for part in parts])
         metrics["agreement"] = max((p["metrics"]["agreement"] for p in parts), key=lambda a: a["max_rel_error"])
@@ -324,10 +339,13 @@ def run_group(
     """Measure the cells of one comparison (e.g. every framework at one model, precision and batch size) in
     interleaved rounds and write each cell's result JSON atomically to its `out_paths` entry.
 
-    An inference group runs `settings["trials"]` rounds; a round runs one fresh child per cell, in alternating
-    order (round 1: A, B, C; round 2: B, C, A; round 3: C, A, B; ...; with two cells A, B then B, A), so that drift
-    of the machine over time hits every cell alike, each takes every position, and round k of two cells can be
-    compared as a pair. A cell whose trial fails becomes a failed result (its reason,
+    An inference or micro group runs `settings["trials"]` rounds; a round runs one fresh child per cell, in the
+    order of a Williams design (fwbench.order: A B, B A for two cells; six rounds for three; A B D C, B C A D,
+    C D B A, D A C B for four; its labels permuted by a seed from the group's cells), so that drift of the machine
+    over time and carry-over from the child before hit every cell alike, and round k of two cells can be compared as
+    a pair. Fewer rounds than the design needs take its first rows; `provenance.group.order` records the plan and
+    whether it is complete, each trial its round, its position (`order`) and the round's order (`round_order`).
+    A cell whose trial fails becomes a failed result (its reason,
     "trial k of T: ...") and leaves the later rounds; the other cells go on. A training cell runs once. With the
     study's `device_record` (results/device.json) the group takes one of `gpu_slots` slots in `slot_dir` (its GPU
     and its share of the cores, see fwbench.slots) for all its children, and a child fails its cell if it computes
@@ -340,7 +358,13 @@ def run_group(
         raise ValueError("a group's cells belong to one suite")
     if any(cell.suite == "training" and state is None for cell, state in zip(cells, state_dirs, strict=True)):
         raise ValueError("a training cell needs a state_dir for its epoch checkpoints")
-    group = {"id": uuid.uuid4().hex, "cells": [cell.label() for cell in cells], "started_at": _now()}
+    plan = _design(cells, settings)
+    group = {
+        "id": uuid.uuid4().hex,
+        "cells": [cell.label() for cell in cells],
+        "started_at": _now(),
+        "order": plan.record(),
+    }
     previous_sigterm = _stop_on_sigterm()
     t0 = time.perf_counter()
     slot = None
@@ -364,6 +388,7 @@ def run_group(
                 slot,
                 device_record,
                 t0,
+                plan,
                 ladder_from_config(fallbacks),
             )
     finally:
@@ -441,6 +466,22 @@ class _CellRun:
         return [deviation["name"] for deviation in self.deviations]
 
 
+def _trials(cells: Sequence[Cell], settings: Mapping[str, Any]) -> int:
+    return int(settings.get("trials", 1)) if cells[0].suite != "training" else 1
+
+
+def _variant_names(cells: Sequence[Cell]) -> list[str]:
+    """The group's variants as its order names them ("torch/compile"), its cells' full labels if those collide."""
+    names = [f"{cell.framework}/{cell.mode}" for cell in cells]
+    return names if len(set(names)) == len(names) else [cell.label() for cell in cells]
+
+
+def _design(cells: Sequence[Cell], settings: Mapping[str, Any]) -> trial_order.Design:
+    """The group's rounds as a Williams design over its cells, labels permuted by a seed from the cells' labels."""
+    seed = trial_order.group_seed([cell.label() for cell in cells])
+    return trial_order.design(_variant_names(cells), _trials(cells, settings), seed)
+
+
 def _run_rounds(
     cells,
     settings,
@@ -454,11 +495,14 @@ def _run_rounds(
     slot,
     device_record,
     t0,
+    plan: trial_order.Design,
     ladder: Sequence[Workaround] = (),
 ) -> tuple[list[_CellRun], list[str]]:
-    """The group's trial rounds in rotating order; a cell leaves at its first failed trial. Returns each cell's
-    run and the group's log (every child's output, in the order they ran)."""
-    trials = int(settings.get("trials", 1)) if cells[0].suite != "training" else 1
+    """The group's trial rounds in the order of `plan` (a cell that failed leaves its place in the later rounds);
+    a cell leaves at its first failed trial. Returns each cell's run and the group's log (every child's output, in
+    the order they ran)."""
+    trials = len(plan.rows)
+    names = list(plan.variants)
     runs = [_CellRun() for _ in cells]
     specs = []
     for index, (cell, state_dir) in enumerate(zip(cells, state_dirs, strict=True)):
@@ -482,11 +526,10 @@ def _run_rounds(
     log: list[str] = []
     headers = trials > 1 or len(cells) > 1 or bool(ladder)
     for round_ in range(trials):
-        active = [i for i, run in enumerate(runs) if run.failure is None]
-        # Rotated round by round (2 frameworks: a b, b a; 3: a b c, b c a, c a b), so that over the rounds each
-        # framework runs in every position alike and drift of the machine favours none of them.
-        shift = round_ % len(active) if active else 0
-        order = active[shift:] + active[:shift]
+        # The design's row for this round, without the cells that have failed: over a whole design each cell runs
+        # in every position and right after every other cell alike.
+        order = [i for i in plan.rows[round_] if runs[i].failure is None]
+        round_order = [names[i] for i in order]
         for position, index in enumerate(order):
             cell, run = cells[index], runs[index]
             run.started_at = run.started_at or _now()
@@ -536,6 +579,7 @@ def _run_rounds(
                 {
                     "round": round_ + 1,
                     "order": position + 1,
+                    "round_order": round_order,
                     "started_s": started - t0,
                     "duration_s": time.perf_counter() - started,
                     "attempts": attempts,

@@ -38,6 +38,8 @@ rule aggregate_inference:
     params:
         # which mode of each framework the ratios between frameworks pair (fwbench.modes.ratio_mode)
         ratio_modes=canonical(config["ratio_modes"]),
+        # how the ratios' verdicts are adjusted within each family (fwbench.analysis.verdicts.adjust_verdicts)
+        analysis=canonical(config["analysis"]),
     script:
         "../scripts/aggregate.py"
 

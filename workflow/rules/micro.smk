@@ -1,7 +1,9 @@
 # The micro suite: a matrix product and a small MLP timed per call in NumPy (the baseline) and every framework, by
 # batch size (fwbench.scenarios.micro). The operands are made once from the study's seed; one job per operation,
 # precision and batch size runs every framework's cell in interleaved trial rounds, like an inference group; the
-# analysis computes speedups over NumPy with bootstrap CIs and the crossover batch sizes (fwbench.analysis.micro).
+# analysis computes speedups over NumPy with intervals over processes (paired by round; within one process with one
+# trial, labelled so) and the crossover batch sizes from the point estimates, with intervals from resampling each
+# series (fwbench.analysis.micro).
 
 if MICRO:
 
@@ -89,5 +91,8 @@ rule micro_analysis:
     localrule: True
     conda:
         ENV
+    params:
+        # how the speedups' verdicts are adjusted within each family (fwbench.analysis.verdicts.adjust_verdicts)
+        multiplicity=config["analysis"]["multiplicity"],
     script:
         "../scripts/micro_analysis.py"

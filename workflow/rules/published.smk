@@ -35,6 +35,8 @@ rule published_comparison:
         ENV
     params:
         image_size=canonical(config["dataset"]["image_size"]),
+        # a published ratio is reproduced only when shown equivalent within this margin (two one-sided tests)
+        margin=canonical(config["analysis"]["equivalence_margin"]),
     script:
         "../scripts/published.py"
 

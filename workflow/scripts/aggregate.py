@@ -11,6 +11,7 @@ with redirect_to(snakemake.log[0]):
         snakemake.output.speedups,
         snakemake.output.mode_gains,
         ratio_modes=snakemake.params.ratio_modes,
+        analysis=snakemake.params.analysis,
     )
     print(ratios.to_string())
     print(gains.to_string())

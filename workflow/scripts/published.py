@@ -9,6 +9,7 @@ from fwbench.io import atomic_write_text
 from fwbench.logs import redirect_to
 
 with redirect_to(snakemake.log[0]):
+    margin = float(snakemake.params.margin)  # analysis.equivalence_margin
     sources = read_sources(snakemake.input.sources)
     rows = compare(
         sources,
@@ -17,8 +18,9 @@ with redirect_to(snakemake.log[0]):
         training=read_tidy(snakemake.input.training[0]) if snakemake.input.training else None,
         image_size=snakemake.params.image_size,
         cell_paths=list(snakemake.input.cells),
+        margin=margin,
     )
     atomic_write_text(snakemake.output.csv, rows.to_csv(index=False))
     published_figure(rows, snakemake.output.pdf, snakemake.output.png)
-    atomic_write_text(snakemake.output.section, section(rows, sources, Path(snakemake.output.pdf).stem))
+    atomic_write_text(snakemake.output.section, section(rows, sources, Path(snakemake.output.pdf).stem, margin))
     print(rows.to_string())

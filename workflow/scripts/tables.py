@@ -20,6 +20,9 @@ with redirect_to(snakemake.log[0]):
             "dataset": snakemake.params.dataset,
             "inference": snakemake.params.inference,
             "fallbacks": snakemake.params.fallbacks,
+            # the multiplicity setting where no ratio table row carries one (a change reruns aggregate_inference,
+            # whose tables this rule reads, so it needs no parameter of its own)
+            "analysis": snakemake.config.get("analysis", {}),
         },
         outputs=dict(snakemake.output.items()),
         training_reference=snakemake.input.training_reference,

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from fwbench import modes as execution_modes
@@ -24,6 +26,12 @@ from fwbench.analysis.partners import (
     placement_columns,
     ratio_variant,
     variant_key,
+)
+from fwbench.analysis.verdicts import (
+    DEFAULT_MULTIPLICITY,
+    VERDICT_COLUMNS,
+    adjust_verdicts,
+    multiplicity_setting,
 )
 from fwbench.io import atomic_write_text
 from fwbench.trackers.flops import peak_for
@@ -105,7 +113,9 @@ def _row(result: dict[str, Any], path: str) -> dict[str, Any]:
         "throughput_ci_high": (metrics.get("ci95") or {}).get("throughput_img_s", [None, None])[1],
         "trials": len(metrics["trials"]) if metrics.get("trials") else (1 if metrics else None),
         "ci_scope": (metrics.get("ci95") or {}).get("scope"),
+        # noisy: at least one trial's own IQR above 10% of its median (older results: the pooled samples')
         "noisy": (metrics.get("flags") or {}).get("noisy"),
+        "noisy_trials": metrics.get("noisy_trials"),
         "ci_not_reached": (metrics.get("flags") or {}).get("ci_not_reached"),
         "n_iters": metrics.get("n_iters"),
         "stop_reason": metrics.get("stop_reason"),
@@ -190,6 +200,7 @@ MARK_COLUMNS = ["deviation_differs", "deviation_detail", "refused", "node_differ
 SPEEDUP_COLUMNS = [
     *COMPARISON_COLUMNS,
     *INTERVAL_COLUMNS,
+    *VERDICT_COLUMNS,
     "numerator",
     "denominator",
     "numerator_mode",
@@ -346,11 +357,23 @@ def _speedup_row(
     return row | _ratio_row(key, variants[(numerator, num_mode)], variants[(denominator, den_mode)])
 
 
+def _suite(variants: Variants) -> str:
+    """The suite of one comparison's cells (inference for every ratio table the workflow writes)."""
+    return str(next(iter(variants.values()))["cell"].get("suite", "inference"))
+
+
+def _family(suite: str, numerator: str, denominator: str) -> str:
+    """A family of tests: one suite and framework pair ("inference jax/torch"), or one framework's modes
+    ("inference torch compiled/eager")."""
+    return f"{suite} {numerator}/{denominator}"
+
+
 def speedups(
     results: Iterable[dict[str, Any]],
     numerator: str | None = None,
     denominator: str = BASELINE,
     ratio_modes: Mapping[str, str] | None = None,
+    multiplicity: str = DEFAULT_MULTIPLICITY,
 ) -> pd.DataFrame:
     """Throughput ratio numerator/denominator with a 95% CI (see `ratio_interval`), for every (model, precision,
     batch) where both frameworks have a successful cell; with no `numerator`, one row per other framework of the
@@ -364,8 +387,11 @@ def speedups(
     table marks.
 
     `resolved`: the CI excludes 1 and comes from paired, interleaved rounds; a within-process or unpaired interval
-    never resolves a comparison. `deviation_differs`: the two cells ran with different workarounds from the
-    fallback ladder (`deviation_detail` says which), so the ratio is marked and left out of the summary statistics.
+    never resolves a comparison. `resolved_adjusted`: the paired test of ratio 1 resolves it after the adjustment
+    `multiplicity` (analysis.multiplicity: holm by default) within its family, one per suite and framework pair
+    (`adjust_verdicts`); the paper's bold type and counts use it. `deviation_differs`: the two cells ran with
+    different workarounds from the fallback ladder (`deviation_detail` says which), so the ratio is marked and left
+    out of the summary statistics.
     `refused`: the two cells ran on different device models (GPU models, CPU models, or a GPU and a CPU; the reason
     names each), so the ratio and its interval are NaN and it is in no summary. `node_differs`: they ran on
     different nodes of one device model (`node_detail` names them): the ratio is kept, and marked. Columns in
@@ -375,11 +401,14 @@ def speedups(
     numerators = [numerator] if numerator is not None else [f for f in ordered_frameworks(present) if f != denominator]
     config = {"ratio_modes": dict(ratio_modes or {})}
     rows = [
-        _speedup_row(key, framework, denominator, variants, config)
+        (_speedup_row(key, framework, denominator, variants, config), _suite(variants))
         for key, variants in sorted(cells.items())
         for framework in numerators
     ]
-    return pd.DataFrame([row for row in rows if row is not None], columns=SPEEDUP_COLUMNS)
+    kept = [(row, suite) for row, suite in rows if row is not None]
+    frame = pd.DataFrame([row for row, _ in kept], columns=[c for c in SPEEDUP_COLUMNS if c not in VERDICT_COLUMNS])
+    families = [_family(suite, row["numerator"], row["denominator"]) for row, suite in kept]
+    return adjust_verdicts(frame, families, multiplicity)[SPEEDUP_COLUMNS]
 
 
 MODE_GAIN_COLUMNS = [
@@ -388,6 +417,7 @@ MODE_GAIN_COLUMNS = [
     "mode",
     "baseline_mode",
     *INTERVAL_COLUMNS,
+    *VERDICT_COLUMNS,
     *MARK_COLUMNS,
 ]
 
@@ -406,19 +436,22 @@ def _gain_rows(key: tuple, framework: str, variants: Variants) -> list[dict[str,
     ]
 
 
-def mode_gains(results: Iterable[dict[str, Any]]) -> pd.DataFrame:
+def mode_gains(results: Iterable[dict[str, Any]], multiplicity: str = DEFAULT_MULTIPLICITY) -> pd.DataFrame:
     """The gain of compiling within one framework: for every comparison (model, precision, batch) and every framework
     with successful cells in an eager and a compiled mode, the compiled cell's throughput over the eager one's, with
     the same interval (`ratio_interval`: the two cells are trials of one group, interleaved round by round), marks
-    and refusals as the ratios between frameworks. Rows by comparison, then framework in the paper's order; columns
+    and refusals as the ratios between frameworks, and the adjusted verdicts of `adjust_verdicts` (one family per
+    framework: "inference torch compiled/eager"). Rows by comparison, then framework in the paper's order; columns
     in MODE_GAIN_COLUMNS' order (an empty table, with them, when no framework ran in two modes)."""
     rows = [
-        row
+        (row, _suite(variants))
         for key, variants in sorted(_ok_cells_by_comparison(results).items())
         for framework in ordered_frameworks(f for f, _ in variants)
         for row in _gain_rows(key, framework, variants)
     ]
-    return pd.DataFrame(rows, columns=MODE_GAIN_COLUMNS)
+    frame = pd.DataFrame([row for row, _ in rows], columns=[c for c in MODE_GAIN_COLUMNS if c not in VERDICT_COLUMNS])
+    families = [f"{suite} {row['framework']} compiled/eager" for row, suite in rows]
+    return adjust_verdicts(frame, families, multiplicity)[MODE_GAIN_COLUMNS]
 
 
 def write_ratio_tables(
@@ -426,11 +459,15 @@ def write_ratio_tables(
     speedups_csv: str | Path,
     mode_gains_csv: str | Path,
     ratio_modes: Mapping[str, str] | None = None,
+    analysis: Mapping[str, Any] | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The ratios between frameworks (`speedups`, in the config's `ratio_modes`) and the gains of compiling within
-    one (`mode_gains`), from one read of the cells."""
+    one (`mode_gains`), from one read of the cells; `analysis`: the config's (its `multiplicity`, holm by default,
+    adjusts the verdicts of each family)."""
     results = load_cells(paths)
-    ratios, gains = speedups(results, ratio_modes=ratio_modes), mode_gains(results)
+    multiplicity = multiplicity_setting(analysis)
+    ratios = speedups(results, ratio_modes=ratio_modes, multiplicity=multiplicity)
+    gains = mode_gains(results, multiplicity=multiplicity)
     atomic_write_text(speedups_csv, ratios.to_csv(index=False))
     atomic_write_text(mode_gains_csv, gains.to_csv(index=False))
     return ratios, gains
@@ -513,10 +550,95 @@ def off_pairing(ratios: pd.DataFrame) -> pd.Series:
     )
 
 
+def paired(ratios: pd.DataFrame) -> pd.Series:
+    """Which ratios have a paired interval over interleaved rounds: the only ones a test can resolve."""
+    if "ci_scope" not in ratios:
+        return pd.Series(False, index=ratios.index)
+    return ratios["ci_scope"] == PAIRED
+
+
+def resolved_adjusted(ratios: pd.DataFrame) -> pd.Series:
+    """The adjusted verdict of each ratio (`adjust_verdicts`): resolved after the family's adjustment, from a paired
+    interval. A table from before the adjusted column has only each ratio's own verdict, which stands in."""
+    column = "resolved_adjusted" if "resolved_adjusted" in ratios else "resolved"
+    return _flag(ratios, column) & paired(ratios)
+
+
+def resolved_unadjusted(ratios: pd.DataFrame) -> pd.Series:
+    """Each ratio's own verdict: its paired 95% interval excludes 1."""
+    return _flag(ratios, "resolved") & paired(ratios)
+
+
+def multiplicity_of(ratios: pd.DataFrame, default: str = DEFAULT_MULTIPLICITY) -> str:
+    """The adjustment a ratio table's verdicts were made with (its `multiplicity` column); "none" for a table from
+    before the column, whose only verdicts are each ratio's own; `default` (the config's) for a table without rows."""
+    if ratios.empty:
+        return default
+    if "multiplicity" not in ratios or "resolved_adjusted" not in ratios:
+        return "none"
+    values = ratios["multiplicity"].dropna().astype(str)
+    return values.iloc[0] if len(values) else default
+
+
+def quoted_interval(row: pd.Series) -> tuple[float, float, bool]:
+    """The interval a ratio picked from its family (the largest difference, an extreme) is quoted with: its
+    simultaneous interval where it has one, else its own 95% interval; the flag says which (True: simultaneous)."""
+    low, high = row.get("ci_low_simultaneous"), row.get("ci_high_simultaneous")
+    if low is not None and high is not None and pd.notna(low) and pd.notna(high):
+        return float(low), float(high), True
+    return float(row["ci_low"]), float(row["ci_high"]), False
+
+
+@dataclass(frozen=True)
+class Summary:
+    """The summary of a set of ratios: their geometric mean (the mean of the log ratios, exponentiated: inverting
+    every ratio inverts it exactly) with an interval that takes the model as the unit.
+
+    `kind` says what `low` and `high` are: "models", a 95% t interval over models (cluster-robust, CR1, on the log
+    ratios with the model as the cluster and models - 1 degrees of freedom: ratios of one model at several batch
+    sizes are not independent, and the spread between models carries each ratio's own uncertainty too); "range",
+    the smallest and largest ratio of a single model, descriptive, no interval; "one", a single ratio and its own
+    95% interval; "none", no ratio."""
+
+    estimate: float
+    low: float
+    high: float
+    kind: str
+    pairs: int
+    models: int
+    df: float
+
+
+def geometric_summary(ratios: pd.DataFrame, cluster: str = "model") -> Summary:
+    """The summary (`Summary`) of the finite positive ratios of `ratios` (a speedups or mode-gains table)."""
+    nan = math.nan
+    finite = ratios[pd.to_numeric(ratios["ratio"], errors="coerce").gt(0)] if len(ratios) else ratios
+    if finite.empty:
+        return Summary(nan, nan, nan, "none", 0, 0, nan)
+    logs = np.log(finite["ratio"].astype(float).to_numpy())
+    groups = finite[cluster].astype(str).to_numpy() if cluster in finite else np.arange(len(finite)).astype(str)
+    models = len(set(groups))
+    mean = float(logs.mean())
+    estimate = math.exp(mean)
+    if len(logs) == 1:
+        row = finite.iloc[0]
+        return Summary(estimate, float(row["ci_low"]), float(row["ci_high"]), "one", 1, 1, nan)
+    if models < 2:
+        return Summary(estimate, float(np.exp(logs.min())), float(np.exp(logs.max())), "range", len(logs), 1, nan)
+    residuals = pd.Series(logs - mean).groupby(groups).sum().to_numpy()
+    se = math.sqrt(models / (models - 1) * float((residuals**2).sum())) / len(logs)
+    low, high = verdicts.interval(mean, se, models - 1)
+    return Summary(estimate, low, high, "models", len(logs), models, float(models - 1))
+
+
 def write_speedups(
-    paths: Iterable[str | Path], out_csv: str | Path, ratio_modes: Mapping[str, str] | None = None
+    paths: Iterable[str | Path],
+    out_csv: str | Path,
+    ratio_modes: Mapping[str, str] | None = None,
+    analysis: Mapping[str, Any] | None = None,
 ) -> pd.DataFrame:
-    """`ratio_modes`: the config's (`speedups`); left out, each framework's compiled mode."""
-    frame = speedups(load_cells(paths), ratio_modes=ratio_modes)
+    """`ratio_modes`: the config's (`speedups`); left out, each framework's compiled mode. `analysis`: the config's
+    (`write_ratio_tables`)."""
+    frame = speedups(load_cells(paths), ratio_modes=ratio_modes, multiplicity=multiplicity_setting(analysis))
     atomic_write_text(out_csv, frame.to_csv(index=False))
     return frame

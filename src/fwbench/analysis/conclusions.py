@@ -1,11 +1,14 @@
 """Conclusions and limitations, generated: every sentence is chosen from the results and carries its uncertainty.
 
-A reader should not meet "JAX is faster" where the data say "faster in 2 of 10 pairs, slower in 4, the median ratio
-1.02 [0.64, 1.39]". So the summary counts resolved pairs each way, gives the median ratio with a bootstrap interval
-over the pairs, names the largest resolved difference with its paired CI, and states the training comparison
-(step-0 agreement, time per epoch, time to the target accuracy) as measured. The limitations paragraph lists what
-this study lacked, read from the same results: the device, the number of trials, the resolution, the data, missing
-energy or memory with the recorded reason, failed and noisy cells, and how far published figures could be compared.
+A reader should not meet "JAX is faster" where the data say "faster in 2 of 10 pairs, slower in 4, a geometric mean
+ratio of 1.02 [0.64, 1.39]". So the summary counts resolved pairs each way (the verdicts adjusted within each
+framework pair, fwbench.analysis.verdicts), gives the geometric mean of the ratios with an interval that takes the
+model as the unit, names the largest resolved difference with its simultaneous interval, says that a ratio depends
+on the batch size only where a test of the difference between two batch sizes resolves it, and states the training
+comparison (step-0 agreement, time per epoch, time to the target accuracy) as measured. The limitations paragraph
+lists what this study lacked, read from the same results: the device, the number of trials, the resolution, the
+data, missing energy or memory with the recorded reason, failed and noisy cells, and how far published figures
+could be compared.
 
 Every ratio names the execution modes it pairs (fwbench.modes): each framework's ratio mode (compiled by default) where
 both cells exist, and where one side's cell in that mode is missing its first mode stands in; a ratio that then sets
@@ -14,14 +17,27 @@ an eager program against a compiled one says so in the sentence that counts it.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from fwbench.analysis import verdicts
+from fwbench.analysis.aggregate import (
+    DEFAULT_MULTIPLICITY,
+    geometric_summary,
+    multiplicity_of,
+    multiplicity_setting,
+    node_differs,
+    paired,
+    quoted_interval,
+    refused,
+    resolved_adjusted,
+)
 from fwbench.analysis.aggregate import mixed_modes as mixed_ratios
-from fwbench.analysis.aggregate import node_differs, refused
 from fwbench.analysis.latex import (
     escape,
     join_words,
@@ -32,7 +48,7 @@ from fwbench.analysis.latex import (
     ordered_variants,
     ratio_label,
 )
-from fwbench.analysis.macros import summary_ratios
+from fwbench.analysis.macros import adjusted_phrase, summary_ratios, summary_text
 from fwbench.analysis.partners import cell_mode, check_placement, mixed_modes, multi_mode, ratio_variant, with_modes
 from fwbench.analysis.published import modes_sentence as published_modes
 from fwbench.analysis.published import summary_sentence as published_sentence
@@ -41,28 +57,11 @@ from fwbench.analysis.training import compiled_step0_text, mode_gain_text
 from fwbench.modes import is_compiled
 
 BASELINE = "torch"
-BOOTSTRAP_SAMPLES = 10_000
-BOOTSTRAP_SEED = 0
 REFERENCE_RESOLUTION = 224  # torchvision's and the published studies' input size
-
-
-def median_ci(ratios: np.ndarray, samples: int = BOOTSTRAP_SAMPLES, seed: int = BOOTSTRAP_SEED) -> tuple[float, float]:
-    """Percentile 95% bootstrap interval of the median ratio, resampling the pairs (the study's model and batch-size
-    configurations are what varies); medians are taken on the log scale, as ratios are multiplicative."""
-    logs = np.log(np.asarray(ratios, dtype=float))
-    if len(logs) < 2:
-        return float("nan"), float("nan")
-    draws = np.random.default_rng(seed).choice(logs, size=(samples, len(logs)), replace=True)
-    lo, hi = np.percentile(np.median(draws, axis=1), [2.5, 97.5])
-    return float(np.exp(lo)), float(np.exp(hi))
 
 
 def _plural(count: int, word: str, plural: str | None = None) -> str:
     return f"{count} {word if count == 1 else (plural or word + 's')}"
-
-
-def _resolved(ratios: pd.DataFrame) -> pd.Series:
-    return (ratios["resolved"].astype(str) == "True") & (ratios["ci_scope"] == "paired_rounds")
 
 
 def _pair_text(num: str, num_mode: str, den_mode: str) -> str:
@@ -97,12 +96,38 @@ def _modes_sentence(mine: pd.DataFrame, every: pd.DataFrame, framework: str) -> 
     return text + "."
 
 
-def inference_sentences(ratios: pd.DataFrame, frameworks: list[str], every: pd.DataFrame | None = None) -> list[str]:
-    """Per framework against PyTorch: resolved pairs each way, the median ratio with its bootstrap CI, the largest
-    resolved difference, how the direction depends on the batch size where it does, and which execution modes the
-    ratios pair (`_modes_sentence`; `every`: all computed ratios, to count the mixed ones the summary left out)."""
+def _largest_text(mine: pd.DataFrame, resolved: pd.Series, method: str) -> str:
+    """The largest resolved difference (adjusted verdicts) with the interval it is quoted with: simultaneous over
+    its family's tests (`aggregate.quoted_interval`), against the winner's curse of picking the extreme one."""
+    chosen = mine[resolved]
+    strongest = chosen.loc[np.log(chosen["ratio"].astype(float)).abs().idxmax()]
+    low, high, simultaneous = quoted_interval(strongest)
+    size = strongest.get("family_size")
+    if simultaneous and method != "none" and pd.notna(size) and int(size) > 1:
+        kind = f" (a simultaneous 95\\% CI over the {int(size)} tests of its family)"
+    else:
+        kind = " (its 95\\% CI)"
+    return (
+        f", and the largest resolved difference is {number(strongest['ratio'])} [{number(low)}, {number(high)}]"
+        f"{kind} on {escape(strongest['model'])} at batch {int(strongest['batch_size'])}"
+    )
+
+
+def inference_sentences(
+    ratios: pd.DataFrame,
+    frameworks: list[str],
+    every: pd.DataFrame | None = None,
+    multiplicity: str = DEFAULT_MULTIPLICITY,
+) -> list[str]:
+    """Per framework against PyTorch: resolved pairs each way (the adjusted verdicts, `aggregate.resolved_adjusted`),
+    the geometric mean of the ratios with its interval over models (`aggregate.geometric_summary`), the largest
+    resolved difference with its simultaneous interval, whether the ratio depends on the batch size
+    (`batch_sentence`: a test of the difference, never a difference in significance), and which execution modes
+    the ratios pair (`_modes_sentence`; `every`: all computed ratios, to count the mixed ones the summary left
+    out; `multiplicity`: the config's, where no ratio carries its table's)."""
     sentences = []
     every = ratios if every is None else every
+    method = multiplicity_of(every, multiplicity)
     for framework in [f for f in ordered_frameworks(frameworks) if f != BASELINE]:
         mine = ratios[ratios["numerator"] == framework] if "numerator" in ratios else ratios
         mine = mine.dropna(subset=["ratio"])
@@ -111,44 +136,121 @@ def inference_sentences(ratios: pd.DataFrame, frameworks: list[str], every: pd.D
         if mine.empty:
             sentences.append(f"{name} has no ratio to PyTorch in this study.")
             continue
-        resolved = _resolved(mine)
-        faster = int((resolved & (mine["ci_low"] > 1)).sum())
-        slower = int((resolved & (mine["ci_high"] < 1)).sum())
-        median = float(np.exp(np.median(np.log(mine["ratio"]))))
-        lo, hi = median_ci(mine["ratio"].to_numpy())
-        interval = f" [{number(lo)}, {number(hi)}]" if np.isfinite(lo) else " (one pair: no interval)"
+        resolved = resolved_adjusted(mine)
+        above = mine["ratio"].astype(float) > 1
+        faster, slower = int((resolved & above).sum()), int((resolved & ~above).sum())
+        summary = geometric_summary(mine)
         text = (
             f"{name} was faster than PyTorch in {faster} and slower in {slower} of "
-            f"{_plural(len(mine), 'model and batch-size pair')} ({int(resolved.sum())} resolved by their paired 95\\% "
-            f"CI); the median {ratio_label(framework)} throughput ratio is {number(median)}{interval} (bootstrap over "
-            "the pairs)"
+            f"{_plural(len(mine), 'model and batch-size pair')} ({int(resolved.sum())} resolved by the paired test "
+            f"{adjusted_phrase(method)}); the geometric mean of the {ratio_label(framework)} throughput ratios is "
+            f"{summary_text(summary)}"
         )
         if resolved.any():
-            strongest = mine[resolved].loc[(np.log(mine[resolved]["ratio"])).abs().idxmax()]
-            text += (
-                f", and the largest resolved difference is {number(strongest['ratio'])} "
-                f"[{number(strongest['ci_low'])}, {number(strongest['ci_high'])}] on {escape(strongest['model'])} at "
-                f"batch {int(strongest['batch_size'])}"
-            )
-        sentences.append(text + "." + _batch_pattern(mine, name) + _modes_sentence(mine, all_mine, framework))
+            text += _largest_text(mine, resolved, method)
+        sentences.append(text + "." + batch_sentence(mine, name, method) + _modes_sentence(mine, all_mine, framework))
     return sentences
 
 
-def _batch_pattern(ratios: pd.DataFrame, name: str) -> str:
-    """Where the resolved direction differs between batch sizes, one sentence saying how."""
-    resolved = _resolved(ratios)
-    parts, directions = [], set()
-    for batch, group in ratios.groupby("batch_size"):
-        r = resolved.loc[group.index]
-        faster, slower = int((r & (group["ci_low"] > 1)).sum()), int((r & (group["ci_high"] < 1)).sum())
-        parts.append(f"at batch {int(batch)} faster in {faster} and slower in {slower} of {len(group)}")
-        if faster > slower:
-            directions.add("faster")
-        elif slower > faster:
-            directions.add("slower")
-    if len(directions) < 2:
+@dataclass(frozen=True)
+class BatchDifference:
+    """One model's ratio at its largest batch size over its ratio at its smallest (`verdicts.difference`), with the
+    p-value adjusted over the models of one framework pair."""
+
+    model: str
+    precision: str
+    small: int
+    large: int
+    difference: verdicts.Difference
+    p_adjusted: float
+    reverses: bool
+
+
+def _testable(ratios: pd.DataFrame) -> pd.DataFrame:
+    """The ratios with a paired t interval (a finite log-scale standard error and degrees of freedom)."""
+    if not {"se_log", "df"} <= set(ratios.columns):
+        return ratios.iloc[0:0]
+    se, df = pd.to_numeric(ratios["se_log"], errors="coerce"), pd.to_numeric(ratios["df"], errors="coerce")
+    return ratios[paired(ratios) & se.notna() & df.notna() & (df > 0) & ratios["ratio"].notna()]
+
+
+def batch_differences(ratios: pd.DataFrame, method: str) -> list[BatchDifference]:
+    """For every model (and precision) with paired ratios at two or more batch sizes, whether its ratio at the
+    largest batch size differs from its ratio at the smallest: a Welch t test on the difference of the two log
+    ratios (independent groups), adjusted by `method` over the models. Whether the direction reverses is said only
+    where both ratios are resolved after adjustment, in opposite directions."""
+    testable = _testable(ratios)
+    adjusted = resolved_adjusted(testable)
+    found = []
+    for (model, precision), group in testable.groupby(["model", "precision"], sort=True):
+        if group["batch_size"].nunique() < 2:
+            continue
+        small = group.loc[group["batch_size"].astype(int).idxmin()]
+        large = group.loc[group["batch_size"].astype(int).idxmax()]
+        difference = verdicts.difference(
+            math.log(float(large["ratio"])),
+            float(large["se_log"]),
+            float(large["df"]),
+            math.log(float(small["ratio"])),
+            float(small["se_log"]),
+            float(small["df"]),
+        )
+        reverses = bool(adjusted[small.name] and adjusted[large.name]) and (float(small["ratio"]) > 1) != (
+            float(large["ratio"]) > 1
+        )
+        found.append(
+            (str(model), str(precision), int(small["batch_size"]), int(large["batch_size"]), difference, reverses)
+        )
+    p_adjusted = verdicts.adjust([d.p for *_, d, _ in found], method) if found else []
+    return [
+        BatchDifference(model, precision, small, large, difference, float(p), reverses)
+        for (model, precision, small, large, difference, reverses), p in zip(found, p_adjusted, strict=True)
+    ]
+
+
+BATCH_ADJUSTMENT = {
+    "holm": "Holm-adjusted over the models",
+    "bh": "Benjamini--Hochberg-adjusted over the models",
+    "none": "not adjusted for multiple comparisons",
+}
+
+
+def batch_sentence(ratios: pd.DataFrame, name: str, method: str) -> str:
+    """Whether a framework's ratio depends on the batch size, said only from a test of the difference between its
+    log ratios at the smallest and largest batch size of each model (`batch_differences`), each resolved difference
+    with its own 95% interval; empty where no model has paired ratios at two batch sizes."""
+    differences = batch_differences(ratios, method)
+    if not differences:
         return ""
-    return f" The direction depends on the batch size: {escape(name)} was " + "; ".join(parts) + "."
+    several_precisions = len({d.precision for d in differences}) > 1
+    how = f"a test of the difference of the log ratios, {BATCH_ADJUSTMENT.get(method, escape(method))}"
+    resolved = [d for d in differences if d.p_adjusted < verdicts.ALPHA]
+    if not resolved:
+        sizes = sorted({(d.small, d.large) for d in differences})
+        between = f"batch {sizes[0][0]} and {sizes[0][1]}" if len(sizes) == 1 else "its smallest and largest batch size"
+        if len(differences) == 1:
+            only = differences[0]
+            where = f"{only.model} in {only.precision}" if several_precisions else only.model
+            return f" {escape(name)}'s ratio on {escape(where)} does not differ resolvedly between {between} ({how})."
+        return (
+            f" {escape(name)}'s ratio differs resolvedly between {between} for none of the "
+            f"{len(differences)} models measured at both ({how})."
+        )
+    parts, previous = [], None
+    for d in resolved:
+        where = f"{d.model} in {d.precision}" if several_precisions else d.model
+        what = f"its ratio at batch {d.large} is " if (d.small, d.large) != previous else ""
+        than = f" that at batch {d.small}" if (d.small, d.large) != previous else ""
+        previous = (d.small, d.large)
+        parts.append(
+            f"on {escape(where)} {what}{number(d.difference.estimate)}$\\times${than} (95\\% CI "
+            f"[{number(d.difference.low)}, {number(d.difference.high)}]"
+            + ("; the direction reverses" if d.reverses else "")
+            + ")"
+        )
+    rest = len(differences) - len(resolved)
+    tail = f"; for {_plural(rest, 'other model')} the difference is not resolved" if rest else ""
+    return f" {escape(name)}'s ratio depends on the batch size ({how}): {join_words(parts)}{tail}."
 
 
 def placement_sentence(ratios: pd.DataFrame) -> str:
@@ -334,7 +436,10 @@ def limitations(
         items.append(f"{_plural(len(failed) + len(failed_training), 'cell')} failed (Section~\\ref{{sec:failures}})")
     noisy = int((ok.get("noisy", pd.Series(dtype=str)).astype(str) == "True").sum())
     if noisy:
-        items.append(f"{noisy} of {len(ok)} inference cells were noisy (IQR above 10\\% of the median)")
+        items.append(
+            f"{noisy} of {len(ok)} inference cells had a noisy trial (a process whose step times' IQR exceeded 10\\% "
+            "of their median)"
+        )
     if epochs is not None and not epochs.empty:
         trained = sorted(set(epochs["model"]))
         untrained = [m for m in config.get("models", []) if m not in trained]
@@ -372,7 +477,8 @@ def conclusions_section(
     # The ratios the paper's summary figures count (those between cells with different workarounds left out unless
     # the configuration counts them), so that these sentences and the abstract agree.
     kept = summary_ratios(ratios, dict(config))[0]
-    summary = inference_sentences(kept, list(config["frameworks"]), ratios[~refused(ratios)])
+    setting = multiplicity_setting(config.get("analysis"))
+    summary = inference_sentences(kept, list(config["frameworks"]), ratios[~refused(ratios)], setting)
     summary += [sentence for sentence in [placement_sentence(ratios)] if sentence]
     trained = "training" in config.get("suites", [])
     training = training_sentences(epochs, agreement, target, config) if trained else []

@@ -13,7 +13,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
-from fwbench.analysis.aggregate import refused  # noqa: E402
+from fwbench.analysis.aggregate import refused, resolved_adjusted  # noqa: E402
 from fwbench.analysis.latex import label, ordered_variants, variant_label, variant_short  # noqa: E402
 from fwbench.analysis.partners import multi_mode, with_modes  # noqa: E402
 from fwbench.modes import MODES  # noqa: E402
@@ -156,8 +156,9 @@ def mode_gain_figure(gains: pd.DataFrame, pdf: str | Path, png: str | Path) -> N
     """The eager-vs-compiled gain within a framework (`aggregate.mode_gains`): the compiled cell's throughput over
     the eager one's with its 95% CI, one row per model and batch size (and precision, and mode pair, where they
     vary), on a log axis symmetric around 1 with a line at 1, so a gain and a loss of the same factor look alike.
-    Filled: resolved (the paired CI over interleaved rounds excludes 1); hollow: not. Refused gains (cells on
-    different device models) are left out. A study with no framework in two modes gets a figure that says so."""
+    Filled: resolved (the paired test over interleaved rounds, adjusted within the framework's gains:
+    `aggregate.resolved_adjusted`); hollow: not. Refused gains (cells on different device models) are left out. A
+    study with no framework in two modes gets a figure that says so."""
     sns.set_theme(context="paper", style="whitegrid", font_scale=0.9)
     gains = gains[~refused(gains) & gains["ratio"].notna()] if not gains.empty else gains
     # one row per gain, the figure no taller than a column leaves room for its caption
@@ -166,11 +167,12 @@ def mode_gain_figure(gains: pd.DataFrame, pdf: str | Path, png: str | Path) -> N
         _not_measured(ax)
     else:
         gains = gains.reset_index(drop=True)
+        filled = resolved_adjusted(gains)
         several_variants = gains[["framework", "mode", "baseline_mode"]].drop_duplicates().shape[0] > 1
         labels = [_gain_label(row, gains["precision"].nunique() > 1, several_variants) for _, row in gains.iterrows()]
         for y, row in gains.iterrows():
             colour = variant_color(row["framework"], row["mode"])
-            resolved = str(row["resolved"]) == "True"
+            resolved = bool(filled[y])
             ax.errorbar(
                 [row["ratio"]],
                 [y],

@@ -20,6 +20,7 @@ from typing import Any
 
 import pandas as pd
 
+from fwbench import order as trial_order
 from fwbench.analysis.aggregate import graph_breaks, refused
 from fwbench.analysis.aggregate import mixed_modes as mixed_ratios
 from fwbench.analysis.latex import (
@@ -61,6 +62,10 @@ def _named(names: list[str]) -> str:
     names = sorted(names)
     shown = ", ".join(names[:WHERE_LIMIT])
     return shown + (f" and {len(names) - WHERE_LIMIT} more" if len(names) > WHERE_LIMIT else "")
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}{'' if count == 1 else 's'}"
 
 
 def _row(control: str, status: str, measured: str, where: str = "") -> dict[str, str]:
@@ -313,33 +318,112 @@ def node_row(results: list[dict[str, Any]]) -> dict[str, str]:
     return _row(control, NOT_HELD if split else HELD, measured, "nodes differ within " + _named(split) if split else "")
 
 
+ORDER_SUITES = ("inference", "micro")  # the suites whose cells run in interleaved rounds (fwbench.runner.run_group)
+
+
+def _order_name(result: dict[str, Any]) -> str:
+    """A variant as the runner names it in a round's order ("torch/compile")."""
+    framework, mode = _variant(result)
+    return f"{framework}/{mode}"
+
+
+def _round_orders(cells: list[dict[str, Any]]) -> list[list[str]]:
+    """Each round of a group in the order it ran: the trials' recorded `round_order`, or, in results from before
+    fwbench recorded it, the order the cells' trials record (their positions in each round; a cell that failed is
+    then missing from the rounds it ran in)."""
+    recorded: dict[int, list[str]] = {}
+    positions: dict[int, dict[int, str]] = defaultdict(dict)
+    for r in cells:
+        for k, trial in enumerate(r["metrics"].get("trials") or []):
+            round_ = trial.get("round") or k + 1
+            if trial.get("round_order"):
+                recorded.setdefault(round_, list(trial["round_order"]))
+            if trial.get("order") is not None:
+                positions[round_][trial["order"]] = _order_name(r)
+    rounds = sorted(set(recorded) | set(positions))
+    return [recorded.get(k) or [positions[k][p] for p in sorted(positions[k])] for k in rounds]
+
+
 def order_row(results: list[dict[str, Any]]) -> dict[str, str]:
-    """Interleaved trials whose order rotates: each framework of a comparison group took each position alike."""
-    control = "Interleaved, rotating trial order"
-    groups: dict[tuple, dict[str, list[int]]] = defaultdict(dict)
-    for r in _ok(_suite(results, "inference")):
-        trials = r["metrics"].get("trials") or []
-        groups[_group_key(r)][_variant(r)] = [t.get("order") for t in trials]
+    """The trial order of every comparison group (inference and micro) balanced, from the orders that ran: each
+    variant first (and in every position) equally often, and right after each other variant equally often (no
+    carry-over from the child before confounded with a ratio). A Williams design (fwbench.order) gives both with
+    n rounds for n variants (2n for odd n); fewer rounds, or a cell that failed and left, leave them unbalanced,
+    and the row says what."""
+    control = "Interleaved, balanced trial order"
+    groups: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
+    for suite in ORDER_SUITES:
+        for r in _ok(_suite(results, suite)):
+            groups[_group_key(r)].append(r)
     if not groups:
-        return _row(control, NOT_MEASURED, "no inference cells")
-    single = [k for k, v in groups.items() if all(len(orders) < 2 for orders in v.values())]
-    if len(single) == len(groups):
-        return _row(control, NOT_MEASURED, "one trial per cell: nothing to interleave", "every inference group")
-    unbalanced = []
-    for key, by_framework in groups.items():
-        if key in single or len(by_framework) < 2:
+        return _row(control, NOT_MEASURED, "no inference or micro cells")
+    single, rounds_of = [], defaultdict(Counter)
+    unbalanced: dict[tuple[int, int], dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
+    for key, cells in groups.items():
+        name = "{} {} {} bs{}".format(*key)
+        orders = _round_orders(cells)
+        rounds_of[key[0]][len(orders)] += 1
+        if len(orders) < 2:
+            single.append(name)
             continue
-        positions = [Counter(orders) for orders in by_framework.values()]
-        rounds = min(len(o) for o in by_framework.values())
-        if rounds >= len(by_framework):
-            spread = [max(p.values()) - min(p.get(i, 0) for i in range(1, len(by_framework) + 1)) for p in positions]
-            if max(spread) > 1:
-                unbalanced.append(f"{key[1]} bs{key[3]}")
-    measured = f"{len(groups) - len(single)} inference groups in interleaved rounds"
-    where = ("positions unbalanced in " + _named(unbalanced)) if unbalanced else ""
+        variants = [_order_name(r) for r in cells]
+        if len(variants) < 2:
+            continue
+        for problem in trial_order.balance(orders, variants).problems():
+            unbalanced[(len(orders), len(variants))][problem].append(name)
+    if len(single) == len(groups):
+        return _row(control, NOT_MEASURED, "one trial per cell: nothing to interleave", "every comparison group")
+    measured = []
+    for suite, counts in rounds_of.items():
+        if len(counts) == 1:
+            ((rounds, n),) = counts.items()
+            measured.append(f"{suite}: {_plural(n, 'group')} in {_plural(rounds, 'round')}")
+        else:
+            spread = ", ".join(f"{n} in {_plural(rounds, 'round')}" for rounds, n in sorted(counts.items()))
+            measured.append(f"{suite}: {_plural(sum(counts.values()), 'group')} ({spread})")
+    interleaved = len(groups) - len(single)
+    flawed = {name for problems in unbalanced.values() for names in problems.values() for name in names}
+    measured.append(f"balanced (positions and carry-over) in {interleaved - len(flawed)} of {interleaved} groups")
+    where = []
+    for (rounds, n), problems in sorted(unbalanced.items()):
+        needed = trial_order.rounds_needed(n)
+        where.append(
+            f"{_plural(rounds, 'round')} for {n} variants (a balanced order needs a multiple of {needed}): "
+            + "; ".join(f"{problem} in {_named(names)}" for problem, names in problems.items())
+        )
     if single:
-        where = "; ".join(filter(None, [where, f"one trial in {len(single)} groups"]))
-    return _row(control, NOT_HELD if where else HELD, measured, where)
+        where.append(f"one trial in {_plural(len(single), 'group')} ({_named(single)})")
+    return _row(control, NOT_HELD if where else HELD, "; ".join(measured), "; ".join(where))
+
+
+def noise_row(results: list[dict[str, Any]]) -> dict[str, str]:
+    """No noisy trial: each trial judged on its own samples (IQR above 10% of its median, `metrics.noisy_trials`
+    and each trial's `noisy`), so that differences between processes are not counted as noise; a cell is flagged
+    (`flags.noisy`) when at least one of its trials is. Results from before the per-trial flag carry the pooled
+    samples' flag, and the row says how many."""
+    control = "Not noisy (each trial's IQR at most 10% of its median)"
+    ok = [r for r in _ok(results) if r["cell"]["suite"] in ("inference", "micro")]
+    if not ok:
+        return _row(control, NOT_MEASURED, "no inference or micro cells")
+    flagged, noisy, trials, pooled = [], 0, 0, 0
+    for r in ok:
+        metrics = r["metrics"]
+        flag = bool((metrics.get("flags") or {}).get("noisy"))
+        if metrics.get("noisy_trials") is None:
+            pooled += 1
+            if flag:
+                flagged.append(f"{_cell_name(r)} (pooled samples)")
+            continue
+        count, here = len(metrics.get("trials") or []) or 1, int(metrics["noisy_trials"])
+        trials, noisy = trials + count, noisy + here
+        if flag or here:
+            flagged.append(f"{_cell_name(r)} ({here} of {count} trials)")
+    measured = f"{len(flagged)} of {len(ok)} cells had a noisy trial"
+    if trials:
+        measured += f" ({noisy} of {trials} trials noisy)"
+    if pooled:
+        measured += f"; {_plural(pooled, 'cell')} recorded only the pooled samples' flag (before per-trial flags)"
+    return _row(control, NOT_HELD if flagged else HELD, measured, _named(flagged))
 
 
 def flag_row(control: str, results: list[dict[str, Any]], flag: str, what: str) -> dict[str, str]:
@@ -529,7 +613,7 @@ def ledger(
         node_row(results),
         order_row(results),
         deviations_row(results),
-        flag_row("Not noisy (IQR at most 10% of the median)", results, "noisy", "noisy"),
+        noise_row(results),
         flag_row("CI target reached", results, "ci_not_reached", "stopped before their CI target"),
         recompile_row(results),
         isolation_row(results),

@@ -7,7 +7,22 @@ from typing import Any
 import pandas as pd
 
 from fwbench.analysis import partners
-from fwbench.analysis.aggregate import mixed_modes, node_differs, off_pairing, pairings, ratios_for, refused
+from fwbench.analysis.aggregate import (
+    DEFAULT_MULTIPLICITY,
+    Summary,
+    geometric_summary,
+    mixed_modes,
+    multiplicity_of,
+    multiplicity_setting,
+    node_differs,
+    off_pairing,
+    paired,
+    pairings,
+    ratios_for,
+    refused,
+    resolved_adjusted,
+    resolved_unadjusted,
+)
 from fwbench.analysis.latex import (
     BASELINE,
     FRAMEWORK_LABELS,
@@ -96,12 +111,6 @@ def summary_ratios(ratios: pd.DataFrame, config: dict[str, Any]) -> tuple[pd.Dat
         "fwbNumPairsDeviating": str(count),
         "fwbNumPairsExcludedDeviating": str(excluded),
         "fwbDeviatingPairsSentence": sentence,
-        # after "the N pairs where both frameworks succeeded" in the abstract
-        "fwbPairsExcludedNote": (
-            f" (and with the same workarounds: {excluded} further pair{'' if excluded == 1 else 's'} left out)"
-            if excluded
-            else ""
-        ),
     }
     return kept, defs
 
@@ -120,53 +129,88 @@ def fallback_ladder(config: dict[str, Any]) -> str:
 
 def ratio_names(framework: str = "") -> dict[str, str]:
     """The macro names of one framework's ratio summary, by role. Names end in the framework
-    (fwbSpeedupMedianTensorflow, fwbNumPairsTensorflow, fwbTensorflowFasterPairs, fwbTorchFasterThanTensorflowPairs);
-    without one they are the names the paper used when JAX was the only framework compared (fwbSpeedupMedian,
-    fwbNumPairs, fwbJaxFasterPairs, fwbTorchFasterPairs)."""
+    (fwbSpeedupGeomeanTensorflow, fwbNumPairsTensorflow, fwbTensorflowFasterPairs, fwbTorchFasterThanTensorflowPairs);
+    without one they are the names the paper used when JAX was the only framework compared (fwbSpeedupGeomean,
+    fwbNumPairs, fwbJaxFasterPairs, fwbTorchFasterPairs). The counts of resolved ratios are the adjusted verdicts
+    (`aggregate.resolved_adjusted`); the ...Unadjusted ones count each ratio's own 95% interval."""
 
     def name(*parts: str) -> str:
         return macro_name(*parts, framework)
 
+    faster = macro_name(framework or "jax", "faster", "pairs")
+    slower = macro_name("torch", "faster", "than", framework, "pairs") if framework else "fwbTorchFasterPairs"
     return {
-        "median": name("speedup", "median"),
+        "geomean": name("speedup", "geomean"),
+        "geomean_ci": name("speedup", "geomean", "CI"),
+        "summary": name("speedup", "summary"),
+        "interval": name("speedup", "geomean", "interval"),
         "min": name("speedup", "min"),
-        "min_ci": name("speedup", "min", "CI"),
         "min_cell": name("speedup", "min", "cell"),
         "max": name("speedup", "max"),
-        "max_ci": name("speedup", "max", "CI"),
         "max_cell": name("speedup", "max", "cell"),
         "pairs": name("num", "pairs"),
-        "faster": macro_name(framework or "jax", "faster", "pairs"),
-        "slower": macro_name("torch", "faster", "than", framework, "pairs") if framework else "fwbTorchFasterPairs",
+        "models": name("num", "pair", "models"),
+        "faster": faster,
+        "slower": slower,
+        "faster_unadjusted": faster + "Unadjusted",
+        "slower_unadjusted": slower + "Unadjusted",
         "unresolvable": name("num", "pairs", "unresolvable"),
     }
 
 
+def summary_interval(summary: Summary) -> str:
+    """What a summary's interval is, in words: "95\\% CI [0.553, 1.20] across 5 models" (the model as the unit),
+    a single model's range (descriptive, "no interval"), or a single ratio's own interval."""
+    if summary.kind == "models":
+        return f"95\\% CI [{number(summary.low)}, {number(summary.high)}] across {summary.models} models"
+    if summary.kind == "range":
+        return f"one model: range {number(summary.low)}--{number(summary.high)}, no interval"
+    if summary.kind == "one":
+        if pd.notna(summary.low) and pd.notna(summary.high):
+            return f"one pair: its own 95\\% CI [{number(summary.low)}, {number(summary.high)}]"
+        return "one pair, no interval"
+    return "no ratio"
+
+
+def summary_text(summary: Summary) -> str:
+    """A summary in prose: "0.814 (95\\% CI [0.553, 1.20] across 5 models)", "---" without a ratio."""
+    if summary.kind == "none":
+        return "---"
+    return f"{number(summary.estimate)} ({summary_interval(summary)})"
+
+
 def _ratio_summary(ratios: pd.DataFrame) -> dict[str, str]:
-    """One framework's ratios against PyTorch by role (see `ratio_names`): median, extremes with their CIs and
-    cells, the number of pairs, how many resolve each way and how many cannot resolve."""
+    """One framework's ratios against PyTorch by role (see `ratio_names`): the geometric mean with its interval over
+    models (`aggregate.geometric_summary`), the extremes and their cells (a descriptive range), the number of pairs
+    and of models, how many resolve each way after the adjustment and by their own interval, and how many cannot
+    resolve."""
+    summary = geometric_summary(ratios)
     if ratios.empty:
-        none = dict.fromkeys(("median", "min", "max", "min_ci", "max_ci"), "---")
         return (
-            none
+            dict.fromkeys(("geomean", "geomean_ci", "summary", "interval", "min", "max"), "---")
             | {"min_cell": "no cell pair", "max_cell": "no cell pair"}
-            | dict.fromkeys(("pairs", "faster", "slower", "unresolvable"), "0")
+            | dict.fromkeys(("pairs", "models", "faster", "slower", "faster_unadjusted", "slower_unadjusted"), "0")
+            | {"unresolvable": "0"}
         )
     lo, hi = ratios.loc[ratios["ratio"].idxmin()], ratios.loc[ratios["ratio"].idxmax()]
-    # Resolved: the paired CI over interleaved rounds excludes 1 (a within-process or unpaired CI never counts).
-    resolved = ratios["resolved"].astype(str) == "True"
+    adjusted, own = resolved_adjusted(ratios), resolved_unadjusted(ratios)
+    above = ratios["ratio"] > 1
     return {
-        "median": number(float(ratios["ratio"].median())),
+        "geomean": number(summary.estimate),
+        "geomean_ci": f"[{number(summary.low)}, {number(summary.high)}]" if summary.kind == "models" else "---",
+        "summary": summary_text(summary),
+        "interval": summary_interval(summary),
         "min": number(float(lo["ratio"])),
-        "min_ci": f"[{number(float(lo['ci_low']))}, {number(float(lo['ci_high']))}]",
         "min_cell": escape(f"{lo['model']} at batch {lo['batch_size']}"),
         "max": number(float(hi["ratio"])),
-        "max_ci": f"[{number(float(hi['ci_low']))}, {number(float(hi['ci_high']))}]",
         "max_cell": escape(f"{hi['model']} at batch {hi['batch_size']}"),
         "pairs": str(len(ratios)),
-        "faster": str(int((resolved & (ratios["ci_low"] > 1)).sum())),
-        "slower": str(int((resolved & (ratios["ci_high"] < 1)).sum())),
-        "unresolvable": str(int((ratios["ci_scope"] != "paired_rounds").sum())),
+        "models": str(summary.models),
+        "faster": str(int((adjusted & above).sum())),
+        "slower": str(int((adjusted & ~above).sum())),
+        "faster_unadjusted": str(int((own & above).sum())),
+        "slower_unadjusted": str(int((own & ~above).sum())),
+        "unresolvable": str(int((~paired(ratios)).sum())),
     }
 
 
@@ -181,22 +225,37 @@ def ratio_totals(ratios: pd.DataFrame) -> dict[str, str]:
     how many of them have only a within-process or unpaired interval."""
     return {
         "fwbNumRatios": str(len(ratios)),
-        "fwbNumRatiosUnresolvable": str(int((ratios["ci_scope"] != "paired_rounds").sum())) if len(ratios) else "0",
+        "fwbNumRatiosUnresolvable": str(int((~paired(ratios)).sum())) if len(ratios) else "0",
     }
 
 
-def _excluded_note(excluded: int, stand_in: int = 0) -> str:
-    """After "the N pairs where both frameworks succeeded": the pairs left out for their workarounds, and those
-    left out because another mode stood in for the column's (`stand_ins`), if any."""
-    notes = []
-    if excluded:
-        notes.append(f"with the same workarounds: {excluded} further pair{'' if excluded == 1 else 's'} left out")
-    if stand_in:
-        notes.append(
-            f"in the modes named: {stand_in} further pair{'' if stand_in == 1 else 's'}, with another mode standing "
-            "in, left out"
-        )
-    return f" (and {'; and '.join(notes)})" if notes else ""
+# How each multiplicity setting (analysis.multiplicity) reads: the method in the paper's method text, and the phrase
+# a count of resolved ratios carries ("after Holm's adjustment within each framework pair").
+MULTIPLICITY_METHODS = {
+    "holm": "Holm's step-down method, which holds each family's family-wise error rate at 5\\%",
+    "bh": "the Benjamini--Hochberg method, which holds each family's false discovery rate at 5\\%",
+    "none": (
+        "no method: the configuration tests each ratio alone at 5\\% (\\texttt{analysis.multiplicity: none}), so "
+        "with many ratios some are resolved by chance"
+    ),
+}
+
+
+def adjusted_phrase(method: str, unit: str = "framework pair") -> str:
+    """How a count of resolved ratios was made: "after Holm's adjustment within each framework pair", "after the
+    Benjamini--Hochberg adjustment within each ...", or "by their own 95\\% intervals, without adjustment"."""
+    if method == "holm":
+        return f"after Holm's adjustment within each {unit}"
+    if method == "bh":
+        return f"after the Benjamini--Hochberg adjustment within each {unit}"
+    return "by their own 95\\% intervals, without adjustment for multiple comparisons"
+
+
+def multiplicity_macros(ratios: pd.DataFrame, default: str = DEFAULT_MULTIPLICITY) -> dict[str, str]:
+    """fwbMultiplicity (the setting the ratio table's verdicts were made with: holm, bh or none; `default`, the
+    config's, where the table has no ratio) and fwbMultiplicityMethod (the method in words, for the method text)."""
+    method = multiplicity_of(ratios, default)
+    return {"fwbMultiplicity": method, "fwbMultiplicityMethod": MULTIPLICITY_METHODS.get(method, escape(method))}
 
 
 def _pairing_name(framework: str, pairing: dict[str, tuple[str, str]]) -> str:
@@ -207,62 +266,125 @@ def _pairing_name(framework: str, pairing: dict[str, tuple[str, str]]) -> str:
     return pairing_label(framework, *pairing[framework])
 
 
+def _baseline_name(framework: str, pairing: dict[str, tuple[str, str]]) -> str:
+    """The PyTorch a framework's ratios stand against, in prose: "compiled PyTorch", "eager PyTorch", or
+    "PyTorch" where the speedups table has no modes."""
+    if framework not in pairing:
+        return label(BASELINE)
+    return f"{mode_label(pairing[framework][1])} {label(BASELINE)}"
+
+
 def _compared(frameworks: list[str]) -> list[str]:
     """The study's frameworks that have ratios against PyTorch (none when the study has no PyTorch), config order."""
     return [f for f in frameworks if f != BASELINE] if BASELINE in frameworks else []
-
-
-def _speedup_clause(framework: str, values: dict[str, str], left_out: tuple[int, int], alone: bool, name: str) -> str:
-    if values["pairs"] == "0":
-        return f"no model and batch-size pair has both {label(framework)} and PyTorch results to compare"
-    both = "both frameworks" if alone else f"{label(framework)} and PyTorch both"
-    return (
-        f"across the {values['pairs']} model and batch-size pairs where {both} succeeded{_excluded_note(*left_out)}, "
-        f"the median {name} throughput ratio is {values['median']}, ranging from {values['min']} "
-        f"(95\\% CI {values['min_ci']}, {values['min_cell']}) to {values['max']} (95\\% CI {values['max_ci']}, "
-        f"{values['max_cell']})"
-    )
 
 
 def _capitalised(text: str) -> str:
     return text[:1].upper() + text[1:]
 
 
-def speedup_sentence(
-    defs: dict[str, str],
-    frameworks: list[str],
-    excluded: dict[str, int],
-    stand_in: dict[str, int] | None = None,
-    pairing: dict[str, tuple[str, str]] | None = None,
-) -> str:
-    """The abstract's summary of the ratios (fwbSpeedupSentence): for each framework against PyTorch, in the modes
-    its ratios pair (`pairing`), over how many pairs (and how many were left out for their workarounds, `excluded`,
-    or for another mode standing in, `stand_in`), the median and the extremes with their CIs."""
-    compared = _compared(frameworks)
-    if not compared:
-        return "The study has no framework to compare with PyTorch, so it reports no throughput ratio."
-    clauses = [
-        _speedup_clause(
-            f,
-            _values(defs, f),
-            (excluded.get(f, 0), (stand_in or {}).get(f, 0)),
-            alone=len(compared) == 1,
-            name=_pairing_name(f, pairing or {}),
-        )
-        for f in compared
-    ]
-    return _capitalised("; ".join(clauses)) + "."
-
-
 def _values(defs: dict[str, str], framework: str) -> dict[str, str]:
     return {role: defs[name] for role, name in ratio_names(framework).items()}
 
 
-def faster_sentence(
+def _pairs(count: str | int) -> str:
+    return f"{count} model and batch-size pair{'' if str(count) == '1' else 's'}"
+
+
+def abstract_ratio_sentence(
     defs: dict[str, str], frameworks: list[str], pairing: dict[str, tuple[str, str]] | None = None
 ) -> str:
+    """The abstract's headline (fwbAbstractRatioSentence): each framework's throughput over PyTorch's (in the modes
+    its ratios pair) as the geometric mean of its ratios, with the interval that takes the model as the unit."""
+    compared, pairing = _compared(frameworks), pairing or {}
+    if not compared:
+        return "The study has no framework to compare with PyTorch, so it reports no throughput ratio."
+    if len(compared) == 1:
+        framework = compared[0]
+        values = _values(defs, framework)
+        if values["pairs"] == "0":
+            return f"No model and batch-size pair has both {label(framework)} and PyTorch results to compare."
+        return (
+            f"Over the {_pairs(values['pairs'])} where both frameworks succeeded, {label(framework)}'s throughput is "
+            f"{values['geomean']}$\\times$ {_baseline_name(framework, pairing)}'s in geometric mean "
+            f"({_interval_of(defs, framework)})."
+        )
+    measured = [f for f in compared if _values(defs, f)["pairs"] != "0"]
+    baselines = {_baseline_name(f, pairing) for f in measured}
+    common = baselines.pop() if len(baselines) == 1 else None
+    clauses = []
+    for framework in measured:
+        values = _values(defs, framework)
+        against = "" if common else f" against {_baseline_name(framework, pairing)}"
+        clauses.append(
+            f"{values['geomean']} for {label(framework)}{against} ({_interval_of(defs, framework)}; "
+            f"{values['pairs']} pair{'' if values['pairs'] == '1' else 's'})"
+        )
+    lead = f"Against {common}, the" if common else "The"
+    text = (
+        f"{lead} throughput ratio's geometric mean over the model and batch-size pairs where both frameworks "
+        f"succeeded is {join_words(clauses)}."
+        if clauses
+        else ""
+    )
+    missing = [label(f) for f in compared if f not in measured]
+    if missing:
+        text += f" {join_words(missing)} {'has' if len(missing) == 1 else 'have'} no pair with PyTorch to compare."
+    return text.strip()
+
+
+def _interval_of(defs: dict[str, str], framework: str) -> str:
+    """The interval of a framework's geometric mean in words ("95\\% CI [0.553, 1.20] across 5 models")."""
+    return _values(defs, framework)["interval"]
+
+
+def abstract_verdict_sentence(defs: dict[str, str], frameworks: list[str], method: str) -> str:
+    """The abstract's count of resolved ratios (fwbAbstractVerdictSentence), with the adjustment they were made
+    with (`adjusted_phrase`); or that no ratio could be resolved (no paired interval)."""
+    compared = [f for f in _compared(frameworks) if _values(defs, f)["pairs"] != "0"]
+    if not compared:
+        return ""
+    values = {f: _values(defs, f) for f in compared}
+    if all(v["unresolvable"] == v["pairs"] for v in values.values()):
+        return "None of these ratios has a paired interval over interleaved rounds, so none is resolved."
+    clauses = [
+        f"{label(f)} is faster than PyTorch in {v['faster']} and slower in {v['slower']} of {v['pairs']} pairs"
+        if index == 0
+        else f"{label(f)} faster in {v['faster']} and slower in {v['slower']} of {v['pairs']}"
+        for index, (f, v) in enumerate(values.items())
+    ]
+    return f"{_capitalised(adjusted_phrase(method))}, {join_words(clauses)}; the rest are not resolved."
+
+
+def abstract_left_out_sentence(excluded: dict[str, int], stand_in: dict[str, int], mixed: bool) -> str:
+    """The abstract's short note of the pairs its figures leave out (fwbAbstractLeftOutSentence): those in which
+    another execution mode stood in for a missing cell (`mixed`: an eager against a compiled program), and those
+    whose cells ran with different workarounds; empty when none was left out."""
+    stood, deviating = sum(stand_in.values()), sum(excluded.values())
+    kind = " (an eager against a compiled program)" if mixed else ""
+    stood_text = f"in which another execution mode stood in for a missing cell{kind}"
+    deviating_text = "whose cells ran with different workarounds"
+    if stood and deviating:
+        return (
+            f"Left out of these figures are {stood + deviating} further pairs: {stood} {stood_text}, and {deviating} "
+            f"{deviating_text}."
+        )
+    count = stood or deviating
+    if not count:
+        return ""
+    lead = "One further pair" if count == 1 else f"A further {count} pairs"
+    verb = "is" if count == 1 else "are"
+    return f"{lead}, {stood_text if stood else deviating_text}, {verb} left out of these figures."
+
+
+def faster_sentence(
+    defs: dict[str, str],
+    frameworks: list[str],
+    pairing: dict[str, tuple[str, str]] | None = None,
+    method: str = "none",
+) -> str:
     """The results' count of resolved ratios, each framework against PyTorch in the modes its ratios pair
-    (fwbFasterSentence)."""
+    (fwbFasterSentence): the adjusted verdicts (`adjusted_phrase`), and each ratio's own where they differ."""
     compared = _compared(frameworks)
     if not compared:
         return "No framework is compared with PyTorch in this study."
@@ -270,14 +392,46 @@ def faster_sentence(
     for framework in compared:
         values = _values(defs, framework)
         modes = f" ({_pairing_name(framework, pairing)})" if framework in (pairing or {}) else ""
+        own = ""
+        if method != "none" and (values["faster"], values["slower"]) != (
+            values["faster_unadjusted"],
+            values["slower_unadjusted"],
+        ):
+            own = f" ({values['faster_unadjusted']} and {values['slower_unadjusted']} by their own 95\\% intervals)"
         clauses.append(
             f"of {values['pairs']} comparable cells{modes}, {label(framework)} is faster in {values['faster']} and "
-            f"PyTorch in {values['slower']}"
+            f"PyTorch in {values['slower']}{own}"
         )
-    return _capitalised("; ".join(clauses)) + (
-        " (the paired 95\\% CI over interleaved rounds entirely above, respectively below, one); the rest are not "
-        "resolved."
+    return (
+        _capitalised(adjusted_phrase(method))
+        + " (paired $t$ tests over interleaved rounds), "
+        + "; ".join(clauses)
+        + "; the rest are not resolved."
     )
+
+
+def range_sentence(
+    defs: dict[str, str], frameworks: list[str], pairing: dict[str, tuple[str, str]] | None = None
+) -> str:
+    """The results' summary of each framework's ratios (fwbSpeedupRangeSentence): their geometric mean with its
+    interval over models, and their range with the cells at its ends (descriptive); the ratios of a single model
+    get the range alone (no interval)."""
+    clauses = []
+    for framework in _compared(frameworks):
+        values = _values(defs, framework)
+        if values["pairs"] == "0":
+            continue
+        name = _pairing_name(framework, pairing or {})
+        ends = f"range from {values['min']} ({values['min_cell']}) to {values['max']} ({values['max_cell']})"
+        if values["pairs"] == "1":
+            text = f"the one {name} ratio is {values['summary']}"
+        elif values["models"] == "1":
+            text = f"the {name} ratios, all of one model (so no interval), have a geometric mean of {values['geomean']}"
+            text += f" and {ends}"
+        else:
+            text = f"the {name} ratios have a geometric mean of {values['summary']} and {ends}"
+        clauses.append(text)
+    return _capitalised("; ".join(clauses)) + "." if clauses else ""
 
 
 def peak_sentence(defs: dict[str, str], frameworks: list[str]) -> str:
@@ -296,30 +450,41 @@ def sentence_macros(
     excluded: dict[str, int],
     stand_in: dict[str, int] | None = None,
     pairing: dict[str, tuple[str, str]] | None = None,
+    method: str = "none",
+    mixed_stand_in: bool = False,
 ) -> dict[str, str]:
     """The sentences of the abstract and the results that name every framework of the study (config order):
-    fwbFrameworkList, fwbSpeedupSentence, fwbFasterSentence and fwbPeakSentence; the ratios named with the modes
-    they pair (`pairing`, `aggregate.pairings`)."""
+    fwbFrameworkList, the abstract's fwbAbstractRatioSentence, fwbAbstractVerdictSentence and
+    fwbAbstractLeftOutSentence, and the results' fwbFasterSentence, fwbSpeedupRangeSentence and fwbPeakSentence;
+    the ratios named with the modes they pair (`pairing`, `aggregate.pairings`), the counts made with the ratio
+    table's adjustment (`method`)."""
     return {
         "fwbFrameworkList": join_words([label(f) for f in frameworks]),
-        "fwbSpeedupSentence": speedup_sentence(defs, frameworks, excluded, stand_in, pairing),
-        "fwbFasterSentence": faster_sentence(defs, frameworks, pairing),
+        "fwbAbstractRatioSentence": abstract_ratio_sentence(defs, frameworks, pairing),
+        "fwbAbstractVerdictSentence": abstract_verdict_sentence(defs, frameworks, method),
+        "fwbAbstractLeftOutSentence": abstract_left_out_sentence(excluded, stand_in or {}, mixed_stand_in),
+        "fwbFasterSentence": faster_sentence(defs, frameworks, pairing, method),
+        "fwbSpeedupRangeSentence": range_sentence(defs, frameworks, pairing),
         "fwbPeakSentence": peak_sentence(defs, frameworks),
     }
 
 
-# The summary roles of `_ratio_summary`, as the mode-gain macros name them (fwbModeGainMedian, fwbNumModeGains, ...).
+# The summary roles of `_ratio_summary`, as the mode-gain macros name them (fwbModeGainGeomean, fwbNumModeGains, ...).
 GAIN_NAMES = {
-    "median": "fwbModeGainMedian",
+    "geomean": "fwbModeGainGeomean",
+    "geomean_ci": "fwbModeGainGeomeanCI",
+    "summary": "fwbModeGainSummary",
+    "interval": "fwbModeGainGeomeanInterval",
     "min": "fwbModeGainMin",
-    "min_ci": "fwbModeGainMinCI",
     "min_cell": "fwbModeGainMinCell",
     "max": "fwbModeGainMax",
-    "max_ci": "fwbModeGainMaxCI",
     "max_cell": "fwbModeGainMaxCell",
     "pairs": "fwbNumModeGains",
+    "models": "fwbNumModeGainModels",
     "faster": "fwbModeGainFaster",
     "slower": "fwbModeGainSlower",
+    "faster_unadjusted": "fwbModeGainFasterUnadjusted",
+    "slower_unadjusted": "fwbModeGainSlowerUnadjusted",
     "unresolvable": "fwbModeGainUnresolvable",
 }
 
@@ -357,10 +522,11 @@ def _gain_frameworks(gains: pd.DataFrame) -> str:
     return join_words([label(f) for f in frameworks])
 
 
-def mode_gain_sentence(defs: dict[str, str], gains: pd.DataFrame) -> str:
+def mode_gain_sentence(defs: dict[str, str], gains: pd.DataFrame, method: str = "none") -> str:
     """The results' sentence on the eager-vs-compiled gain (fwbModeGainSentence): over how many comparisons, the
-    median compiled/eager throughput ratio and its extremes, how many resolve each way, and the compile time that
-    buys it; or that the study measured no framework in both modes."""
+    geometric mean of the compiled/eager throughput ratios with its interval over models and their range, how many
+    resolve each way (after the adjustment within each framework's gains, `method`, and by their own intervals),
+    and the compile time that buys it; or that the study measured no framework in both modes."""
     values = {role: defs[name] for role, name in GAIN_NAMES.items()}
     if values["pairs"] == "0":
         return (
@@ -368,12 +534,22 @@ def mode_gain_sentence(defs: dict[str, str], gains: pd.DataFrame) -> str:
             "compiled-over-eager gain to report."
         )
     who = _gain_frameworks(gains)
+    spread = (
+        f", ranging from {values['min']} ({values['min_cell']}) to {values['max']} ({values['max_cell']})"
+        if values["pairs"] != "1"
+        else ""
+    )
+    own = ""
+    if method != "none" and (values["faster"], values["slower"]) != (
+        values["faster_unadjusted"],
+        values["slower_unadjusted"],
+    ):
+        own = f" ({values['faster_unadjusted']} and {values['slower_unadjusted']} by their own 95\\% intervals)"
     text = (
         f"Over the {values['pairs']} model, precision and batch-size comparisons where {who} ran both eagerly and "
-        f"compiled, the median compiled/eager throughput ratio is {values['median']}, ranging from {values['min']} "
-        f"(95\\% CI {values['min_ci']}, {values['min_cell']}) to {values['max']} (95\\% CI {values['max_ci']}, "
-        f"{values['max_cell']}); compiled is faster in {values['faster']} and eager in {values['slower']} (paired "
-        "95\\% CI over interleaved rounds), the rest are not resolved."
+        f"compiled, the compiled/eager throughput ratio has a geometric mean of {values['summary']}{spread}; "
+        f"{adjusted_phrase(method, 'framework')}, compiled is faster in {values['faster']} and eager in "
+        f"{values['slower']}{own}, the rest are not resolved."
     )
     if defs["fwbTorchCompileSecondsMedian"] != "---":
         text += (
@@ -464,7 +640,8 @@ def mode_macros(
         "fwbModesSentence": modes_sentence(frame),
         "fwbRatioPairingSentence": ratio_pairing_sentence(ratios),
     }
-    defs["fwbModeGainSentence"] = mode_gain_sentence(defs, kept)
+    setting = multiplicity_setting(config.get("analysis"))
+    defs["fwbModeGainSentence"] = mode_gain_sentence(defs, kept, multiplicity_of(kept, setting))
     return defs
 
 
@@ -487,7 +664,7 @@ def macros(
 
     Refused ratios (cells on different device models) are in no summary (fwbNumRatiosRefused counts them). Ratios
     whose two cells ran with different workarounds from the fallback ladder (`deviation_differs`) are left
-    out of every summary of the ratios (median, extremes, pair counts, resolved tallies) unless
+    out of every summary of the ratios (geometric mean, range, pair counts, resolved tallies) unless
     `fallbacks.include_deviating_in_summary` is set; fwbNumPairsExcludedDeviating counts them.
 
     Every framework's ratios against PyTorch are summarised under its own names (`ratio_names`), JAX's also under
@@ -582,7 +759,11 @@ def macros(
         f: len(ratios_for(every_ratio, f)) - len(ratios_for(ratios, f)) - stand_in[f] for f in others(FRAMEWORK_LABELS)
     }
     frameworks = list(config.get("frameworks") or ordered_frameworks(frame["framework"]))
-    defs |= sentence_macros(defs, frameworks, excluded, stand_in, pairings(every_ratio))
+    setting = multiplicity_setting(config.get("analysis"))
+    defs |= multiplicity_macros(every_ratio, setting)
+    mixed_stand_in = bool((off & mixed_modes(every_ratio)).any())
+    method = multiplicity_of(every_ratio, setting)
+    defs |= sentence_macros(defs, frameworks, excluded, stand_in, pairings(every_ratio), method, mixed_stand_in)
     defs |= mode_defs
     defs.update(extra or {})
     return "% Generated by fwbench.analysis.macros from the study's results; do not edit.\n" + define_macros(defs)

@@ -11,10 +11,17 @@ wherever its framework has another one in the study.
 - the tidy table (`micro_frame`): one row per cell and timing variant ("resident": each call on device-resident
   inputs; "transfer": the host-to-device copy of the input batch plus the call), failed cells one row;
 - the speedup over NumPy (`micro_speedups`): NumPy's median time per call over the framework's, at the same
-  operation, precision label and batch size, with a 95% percentile bootstrap CI; hierarchical (trials, then samples
-  within them) when a cell has several trials, because the process, not the sample, is then the unit;
-- the crossover (`crossover`, `micro_crossovers`): the smallest measured batch size from which the CI's lower bound
-  stays above 1 at every larger measured batch size, or "never" in the measured range;
+  operation, precision label and batch size. The process is the unit, as in the inference suite: with two or more
+  trials per cell, the speedup is the geometric mean of the per-round ratios of the trials' medians (NumPy's trial
+  and the framework's trial of the same round of the group paired), with a Student-t 95% interval on their logs
+  (rounds - 1 df; its standard error and df kept for verdicts at other levels); with one trial only a percentile
+  bootstrap of one process's samples remains, labelled within-process, which never resolves a difference or a
+  crossover;
+- the crossover (`crossover`, `micro_crossovers`): from the point estimates, as for the reference, the smallest
+  measured batch size from which the speedup stays above 1 at every larger measured batch size (no interpolation,
+  on either side), or "never" in the measured range; with intervals over processes, a 95% interval for it from
+  resampling the whole series (`crossover_interval`), and a statement of only what the intervals show (`shown`:
+  "faster from 256 on; not resolved at 64");
 - the published reference (`published_micro`, `published_crossovers`) and the comparison of its crossovers with
   ours (`compare_crossovers`), with caveats computed from the reference's own numbers;
 - the figure, LaTeX tables, macros and the paper's section, written by `write_micro_outputs`.
@@ -40,8 +47,18 @@ import pandas as pd
 from fwbench.analysis.cells import CellFileError
 from fwbench.analysis.latex import FRAMEWORK_LABELS, ordered_variants
 from fwbench.analysis.partners import cell_mode, variant_names
+from fwbench.analysis.verdicts import DEFAULT_MULTIPLICITY, VERDICT_COLUMNS, adjust_verdicts, p_value
 from fwbench.results import load_result
-from fwbench.trackers.stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, Interval, order_statistic_median, summary
+from fwbench.trackers.stats import (
+    BOOTSTRAP_RESAMPLES,
+    BOOTSTRAP_SEED,
+    WITHIN_PROCESS_ONLY,
+    Interval,
+    geometric_mean_interval,
+    order_statistic_median,
+    summary,
+    welch_ratio_interval,
+)
 
 SUITE = "micro"
 NUMPY = "numpy"
@@ -52,6 +69,12 @@ VARIANT_LABELS = {"resident": "resident", "transfer": "with copy"}
 # 24 MB): a cell of 20,000 samples is resampled 52 rows at a time instead of 2000 x 20,000 at once (640 MB).
 CHUNK_ELEMENTS = 2**20
 CONFIDENCE = 0.95
+# Where an interval's variation comes from (the words of the inference suite's ci_scope, fwbench.analysis.aggregate):
+# NumPy's and the framework's trials paired by round; trials of both, not paired; one process's samples only.
+PAIRED, UNPAIRED, WITHIN = "paired_rounds", "unpaired_trials", "within_process"
+BETWEEN_PROCESSES = (PAIRED, UNPAIRED)
+# A speedup's verdict from its 95% interval; only an interval over processes resolves anything.
+FASTER, SLOWER, NOT_RESOLVED, WITHIN_ONLY = "faster", "slower", "not resolved", "within one process"
 FAILED = r"failed$^\dagger$"
 UNVERIFIED_MARK = r"$^{m}$"
 
@@ -127,6 +150,26 @@ class MicroCell:
 
     def __post_init__(self):
         self.mode = self.mode or cell_mode({"framework": self.framework})
+
+    @property
+    def group(self) -> str | None:
+        """The id of the comparison group (one job: every framework at this operation, precision and batch size)
+        whose rounds measured the cell."""
+        return ((self.result.get("provenance") or {}).get("group") or {}).get("id")
+
+    def rounds(self, variant: str) -> tuple[int, ...] | None:
+        """The round of the group each of the variant's trials ran in (`metrics.trials[i].round`, trial i of
+        `variants[variant]`), or None where the cell does not record one per trial."""
+        trials = (self.result.get("metrics") or {}).get("trials") or []
+        rounds = [trial.get("round") if isinstance(trial, dict) else None for trial in trials]
+        if len(rounds) != len(self.variants.get(variant, ())) or any(r is None for r in rounds):
+            return None
+        rounds = [int(r) for r in rounds]
+        return tuple(rounds) if len(set(rounds)) == len(rounds) else None
+
+    def trial_medians(self, variant: str) -> np.ndarray:
+        """Each trial's (process's) median time per call of the variant."""
+        return np.array([float(np.median(trial)) for trial in self.variants[variant]])
 
     @property
     def ok(self) -> bool:
@@ -269,9 +312,11 @@ FRAME_COLUMNS = [
     "median_ci_low",
     "median_ci_high",
     "ci_method",
+    "ci_scope",
     "n_samples",
     "trials",
     "noisy",
+    "noisy_trials",
     "compile_s",
     "first_call_s",
     "max_rel_error",
@@ -362,7 +407,9 @@ INTEGER_COLUMNS = {
     "batch_size",
     "n_samples",
     "trials",
+    "noisy_trials",
     "numpy_trials",
+    "pairs",
     "dim",
     "hidden",
     "classes",
@@ -387,21 +434,36 @@ def _finite(value: float) -> float | None:
 
 
 def _variant_row(cell: MicroCell, variant: str) -> dict[str, Any]:
-    """Median time per call of one variant, samples pooled over the cell's trials, with the distribution-free
-    order-statistic 95% CI of the median (O(n), no resampling; it does not carry process-to-process variation,
-    which the speedup's hierarchical bootstrap does)."""
+    """Time per call of one variant. With several trials the process is the unit: the geometric mean of the trials'
+    medians with a Student-t 95% CI on their logs (trials - 1 df), as the inference suite summarises trials. With
+    one trial: the median of its samples with the distribution-free order-statistic 95% CI (O(n), no resampling),
+    which leaves out the variation between processes and says so. Noisy: a trial whose IQR exceeds 10% of its
+    median (each process on its own; pooling processes would count their differences as noise)."""
+    trials = cell.variants[variant]
     pooled = cell.pooled(variant)
-    interval = order_statistic_median(pooled, confidence=CONFIDENCE)
-    trials = len(cell.variants[variant])
+    noisy = sum(bool(summary(trial)["noisy"]) for trial in trials)
+    if len(trials) >= 2:
+        interval = geometric_mean_interval(cell.trial_medians(variant), confidence=CONFIDENCE)
+        method = (
+            f"geometric mean of the {len(trials)} trials' medians, Student-t 95% CI on their logs "
+            f"({len(trials) - 1} df): between processes"
+        )
+        scope = "between_processes"
+    else:
+        interval = order_statistic_median(pooled, confidence=CONFIDENCE)
+        method = f"order statistics of the samples, {WITHIN_PROCESS_ONLY}"
+        scope = WITHIN
     return {
         "variant": variant,
         "median_ms": interval.estimate,
         "median_ci_low": _finite(interval.low),
         "median_ci_high": _finite(interval.high),
-        "ci_method": f"order statistics of the samples pooled over {plural(trials, 'trial')}",
+        "ci_method": method,
+        "ci_scope": scope,
         "n_samples": int(pooled.size),
-        "trials": trials,
-        "noisy": bool(summary(pooled)["noisy"]),
+        "trials": len(trials),
+        "noisy": noisy > 0,
+        "noisy_trials": noisy,
     }
 
 
@@ -419,12 +481,11 @@ def micro_frame(cells_or_paths: Iterable[MicroCell | str | Path]) -> pd.DataFram
 
 
 # --------------------------------------------------------------------------------------------------------------------
-# Speedup over NumPy, bootstrap
+# Speedup over NumPy
 
 
 def _rng(key: str, seed: int = BOOTSTRAP_SEED) -> np.random.Generator:
-    """A stream of its own per cell and variant (fixed seed, stable key): resamples of the baseline and of the
-    framework are independent, and rerunning the analysis gives the same interval."""
+    """A stream of its own per key (fixed seed, stable key): rerunning the analysis gives the same interval."""
     return np.random.default_rng([seed, zlib.crc32(key.encode("utf-8"))])
 
 
@@ -448,55 +509,115 @@ def _single_trial_draws(values: np.ndarray, rng: np.random.Generator, resamples:
     return medians
 
 
-def _hierarchical_draws(trials: Sequence[np.ndarray], rng: np.random.Generator, resamples: int) -> np.ndarray:
-    """Medians of two-stage resamples: the trials with replacement, then the samples within each chosen trial; one
-    resample at a time (memory of one pooled resample)."""
-    medians = np.empty(resamples)
-    for row in range(resamples):
-        chosen = rng.integers(0, len(trials), size=len(trials))
-        pooled = np.concatenate([trials[i][rng.integers(0, trials[i].size, size=trials[i].size)] for i in chosen])
-        medians[row] = np.median(pooled)
-    return medians
-
-
 def median_draws(
-    trials: Sequence[np.ndarray], rng: np.random.Generator, resamples: int = BOOTSTRAP_RESAMPLES
+    samples: Sequence[float], rng: np.random.Generator, resamples: int = BOOTSTRAP_RESAMPLES
 ) -> np.ndarray:
-    """Bootstrap distribution of the pooled median of a cell's samples: plain with one trial, hierarchical with
-    several (a process's median carries variation that no number of samples inside it shows)."""
-    arrays = [np.asarray(t, dtype=np.float64) for t in trials]
-    if not arrays or any(a.size == 0 for a in arrays):
+    """Bootstrap distribution of the median of one process's samples (`_single_trial_draws`). It shows how precisely
+    that process measured its own median, never how much another process's median would differ."""
+    values = np.asarray(samples, dtype=np.float64)
+    if values.size == 0:
         raise ValueError("no samples")
-    if len(arrays) == 1:
-        return _single_trial_draws(arrays[0], rng, resamples)
-    return _hierarchical_draws(arrays, rng, resamples)
+    return _single_trial_draws(values, rng, resamples)
 
 
-def _interval(estimate: float, draws: np.ndarray, confidence: float = CONFIDENCE) -> Interval:
-    alpha = (1.0 - confidence) / 2.0
-    low, high = np.quantile(draws, [alpha, 1.0 - alpha])
-    return Interval(float(estimate), float(low), float(high))
+@dataclass(frozen=True)
+class Speedup:
+    """A speedup over NumPy with its 95% interval, where that interval's variation comes from (`scope`: PAIRED,
+    UNPAIRED or WITHIN), the number of round pairs behind a paired one, and the method in words. `numpy_ms` and
+    `median_ms` are the two times per call the speedup divides (geometric means of the trials' medians; with one
+    trial, the medians of the samples)."""
+
+    interval: Interval
+    scope: str
+    pairs: int
+    method: str
+    numpy_ms: float
+    median_ms: float
 
 
-def _pooled_median(trials: Sequence[np.ndarray]) -> float:
-    return float(np.median(np.concatenate([np.asarray(t, dtype=np.float64) for t in trials])))
+def _time_per_call(trials: Sequence[np.ndarray]) -> float:
+    """The geometric mean of the trials' medians (one trial: its median)."""
+    return float(np.exp(np.mean([np.log(np.median(trial)) for trial in trials])))
 
 
 def speedup_interval(
     baseline_trials: Sequence[Sequence[float]],
     trials: Sequence[Sequence[float]],
     *,
+    baseline_rounds: Sequence[int] | None = None,
+    rounds: Sequence[int] | None = None,
     resamples: int = BOOTSTRAP_RESAMPLES,
-    seed: int = BOOTSTRAP_SEED,
-) -> Interval:
-    """Speedup = median(baseline) / median(framework) (times per call, pooled over trials), with the 95% percentile
-    bootstrap CI of the two independently resampled medians' ratio (see `median_draws`)."""
+    key: str = "speedup",
+    baseline_key: str | None = None,
+    cache: dict[str, np.ndarray] | None = None,
+) -> Speedup:
+    """Speedup = NumPy's time per call over the framework's, from their per-trial samples (ms per call).
+
+    - Paired (two or more rounds in common; pass the rounds only for cells of one comparison group): the geometric
+      mean of the per-round ratios of the trials' medians, NumPy's and the framework's trial of the same round paired,
+      with a Student-t 95% interval on their logs (rounds - 1 df): drift that moves both trials of a round alike
+      cancels, and the process is the unit.
+    - Unpaired (two or more trials on each side, rounds unknown): the ratio of the geometric means of the trials'
+      medians with a Welch t interval.
+    - Within one process (one trial on a side): the ratio of the medians of the samples with a 95% percentile
+      bootstrap of each side's samples (`resamples`, seeded by `key`; NumPy's by `baseline_key` where given, its
+      draws kept in `cache` for every framework compared with the same NumPy cell); it leaves out the variation
+      between processes, so it is labelled and never resolves anything.
+    """
     baseline = [np.asarray(t, dtype=np.float64) for t in baseline_trials]
     framework = [np.asarray(t, dtype=np.float64) for t in trials]
-    draws = median_draws(baseline, _rng("baseline", seed), resamples) / median_draws(
-        framework, _rng("framework", seed), resamples
+    if not baseline or not framework or any(t.size == 0 for t in (*baseline, *framework)):
+        raise ValueError("no samples")
+    numpy_ms, median_ms = _time_per_call(baseline), _time_per_call(framework)
+    base_medians = {r: float(np.median(t)) for r, t in zip(baseline_rounds or (), baseline, strict=False)}
+    medians = {r: float(np.median(t)) for r, t in zip(rounds or (), framework, strict=False)}
+    common = sorted(set(base_medians) & set(medians)) if baseline_rounds and rounds else []
+    if len(common) >= 2:
+        interval = geometric_mean_interval([base_medians[r] / medians[r] for r in common], confidence=CONFIDENCE)
+        method = (
+            f"geometric mean of {len(common)} per-round ratios of the trials' medians (NumPy's and the framework's "
+            f"trial of each round paired), Student-t 95% CI on their logs ({len(common) - 1} df)"
+        )
+        return Speedup(interval, PAIRED, len(common), method, numpy_ms, median_ms)
+    if len(baseline) >= 2 and len(framework) >= 2:
+        base_trials = [float(np.median(t)) for t in baseline]
+        interval = welch_ratio_interval(base_trials, [float(np.median(t)) for t in framework], confidence=CONFIDENCE)
+        method = "ratio of the geometric means of the trials' medians, Welch t 95% CI: trials not paired by round"
+        return Speedup(interval, UNPAIRED, 0, method, numpy_ms, median_ms)
+    base_pooled, pooled = np.concatenate(baseline), np.concatenate(framework)
+
+    def medians_of(name: str, values: np.ndarray) -> np.ndarray:
+        if cache is None or name not in cache:
+            drawn = median_draws(values, _rng(name), resamples)
+            if cache is None:
+                return drawn
+            cache[name] = drawn
+        return cache[name]
+
+    draws = medians_of(baseline_key or f"{key}/numpy", base_pooled) / medians_of(f"{key}/framework", pooled)
+    low, high = np.quantile(draws, [(1 - CONFIDENCE) / 2, (1 + CONFIDENCE) / 2])
+    estimate = float(np.median(base_pooled) / np.median(pooled))
+    method = f"ratio of the samples' medians, percentile bootstrap of the samples ({resamples} resamples), "
+    return Speedup(
+        Interval(estimate, float(low), float(high)),
+        WITHIN,
+        0,
+        method + WITHIN_PROCESS_ONLY,
+        float(np.median(base_pooled)),
+        float(np.median(pooled)),
     )
-    return _interval(_pooled_median(baseline) / _pooled_median(framework), draws)
+
+
+def verdict(scope: Any, low: Any, high: Any) -> str:
+    """What a speedup's interval shows: FASTER (its 95% interval over processes lies above 1), SLOWER (below 1),
+    NOT_RESOLVED, or WITHIN_ONLY (one process per cell: no verdict)."""
+    if scope not in BETWEEN_PROCESSES or not (is_measured(low) and is_measured(high)):
+        return WITHIN_ONLY
+    if float(low) > 1.0:
+        return FASTER
+    if float(high) < 1.0:
+        return SLOWER
+    return NOT_RESOLVED
 
 
 SPEEDUP_COLUMNS = [
@@ -511,6 +632,13 @@ SPEEDUP_COLUMNS = [
     "speedup",
     "ci_low",
     "ci_high",
+    "ci_scope",
+    "verdict",
+    "se_log",
+    "df",
+    "p_value",
+    *VERDICT_COLUMNS,
+    "pairs",
     "numpy_median_ms",
     "median_ms",
     "numpy_trials",
@@ -519,32 +647,6 @@ SPEEDUP_COLUMNS = [
     "platform",
     "device",
 ]
-
-
-class _Draws:
-    """Bootstrap medians per (cell, variant), computed once: a NumPy cell's serve every framework compared with
-    it."""
-
-    def __init__(self, resamples: int):
-        self.resamples = resamples
-        self._cache: dict[tuple[str, str], np.ndarray] = {}
-
-    def __call__(self, cell: MicroCell, variant: str) -> np.ndarray:
-        key = (cell.path, variant)
-        if key not in self._cache:
-            name = f"{cell.framework}/{cell.mode}/{cell.operation}/{cell.precision}/bs{cell.batch_size}/{variant}"
-            self._cache[key] = median_draws(cell.variants[variant], _rng(name), self.resamples)
-        return self._cache[key]
-
-
-def _ci_method(baseline: MicroCell, cell: MicroCell, variant: str) -> str:
-    counts = len(baseline.variants["resident"]), len(cell.variants[variant])
-    if counts == (1, 1):
-        return "percentile bootstrap of the samples (one trial per cell)"
-    return (
-        f"hierarchical percentile bootstrap: trials, then samples within them (NumPy {plural(counts[0], 'trial')}, "
-        f"{label(cell.framework)} {cell.mode} {plural(counts[1], 'trial')})"
-    )
 
 
 def _missing_reason(cell: MicroCell, variant: str, baseline: MicroCell | None) -> str | None:
@@ -561,7 +663,9 @@ def _missing_reason(cell: MicroCell, variant: str, baseline: MicroCell | None) -
     return None
 
 
-def _speedup_row(cell: MicroCell, variant: str, baseline: MicroCell | None, draws: _Draws) -> dict[str, Any]:
+def _speedup_row(
+    cell: MicroCell, variant: str, baseline: MicroCell | None, resamples: int, cache: dict[str, np.ndarray]
+) -> dict[str, Any]:
     platform, device = _device(cell.result)
     row = {
         "framework": cell.framework,
@@ -576,8 +680,19 @@ def _speedup_row(cell: MicroCell, variant: str, baseline: MicroCell | None, draw
     why = _missing_reason(cell, variant, baseline)
     if why is not None:
         return {**row, "status": "missing", "reason": why}
-    numpy_ms, median_ms = _pooled_median(baseline.variants["resident"]), _pooled_median(cell.variants[variant])
-    interval = _interval(numpy_ms / median_ms, draws(baseline, "resident") / draws(cell, variant))
+    assert baseline is not None
+    same_group = baseline.group is not None and baseline.group == cell.group
+    result = speedup_interval(
+        baseline.variants["resident"],
+        cell.variants[variant],
+        baseline_rounds=baseline.rounds("resident") if same_group else None,
+        rounds=cell.rounds(variant) if same_group else None,
+        resamples=resamples,
+        key=f"{cell.framework}/{cell.mode}/{cell.operation}/{cell.precision}/bs{cell.batch_size}/{variant}",
+        baseline_key=f"{NUMPY}/{baseline.operation}/{baseline.precision}/bs{baseline.batch_size}/resident",
+        cache=cache,
+    )
+    interval = result.interval
     return {
         **row,
         "status": "ok",
@@ -585,11 +700,19 @@ def _speedup_row(cell: MicroCell, variant: str, baseline: MicroCell | None, draw
         "speedup": interval.estimate,
         "ci_low": interval.low,
         "ci_high": interval.high,
-        "numpy_median_ms": numpy_ms,
-        "median_ms": median_ms,
+        "ci_scope": result.scope,
+        "verdict": verdict(result.scope, interval.low, interval.high),
+        "se_log": interval.se_log,
+        "df": interval.df,
+        "p_value": p_value(math.log(interval.estimate), interval.se_log, interval.df)
+        if interval.se_log is not None
+        else None,
+        "pairs": result.pairs,
+        "numpy_median_ms": result.numpy_ms,
+        "median_ms": result.median_ms,
         "numpy_trials": len(baseline.variants["resident"]),
         "trials": len(cell.variants[variant]),
-        "ci_method": _ci_method(baseline, cell, variant),
+        "ci_method": result.method,
     }
 
 
@@ -607,26 +730,45 @@ def _expected_variants(cells: Sequence[MicroCell]) -> dict[tuple[str, str, str, 
 
 
 def micro_speedups(
-    cells_or_paths: Iterable[MicroCell | str | Path], *, resamples: int = BOOTSTRAP_RESAMPLES
+    cells_or_paths: Iterable[MicroCell | str | Path],
+    *,
+    resamples: int = BOOTSTRAP_RESAMPLES,
+    multiplicity: str = DEFAULT_MULTIPLICITY,
 ) -> pd.DataFrame:
     """Speedup over NumPy for every framework other than NumPy and each of its modes, operation, precision, variant
-    and batch size:
-    NumPy's resident median over the framework's median of that variant (NumPy computes on the host, so it has
-    only the resident variant), with a 95% CI (`median_draws`). A missing or failed cell on either side gives a
-    row with status "missing" and the reason, never a speedup of 0."""
+    and batch size: NumPy's resident time per call over the framework's in that variant (NumPy computes on the host,
+    so it has only the resident variant), with its 95% interval (`speedup_interval`: over processes, paired by round,
+    where the cells have two or more trials), where the interval's variation comes from (`ci_scope`), its verdict,
+    and for a t interval its log-scale standard error, df and two-sided p-value (fwbench.analysis.verdicts). A
+    missing or failed cell on either side gives a row with status "missing" and the reason, never a speedup of 0."""
     cells = _as_cells(cells_or_paths)
     baselines = {cell.key: cell for cell in cells if cell.framework == NUMPY}
     variants = _expected_variants(cells)
-    draws = _Draws(resamples)
+    cache: dict[str, np.ndarray] = {}  # a NumPy cell's bootstrap medians serve every framework compared with it
     rows = [
-        _speedup_row(cell, variant, baselines.get(cell.key), draws)
+        _speedup_row(cell, variant, baselines.get(cell.key), resamples, cache)
         for cell in cells
         if cell.framework != NUMPY
         for variant in variants[(cell.framework, cell.mode, cell.operation, cell.precision)]
     ]
-    frame = integers(pd.DataFrame(rows).reindex(columns=SPEEDUP_COLUMNS))
+    frame = pd.DataFrame(rows).reindex(columns=[c for c in SPEEDUP_COLUMNS if c not in VERDICT_COLUMNS])
+    frame = adjusted(frame, multiplicity)
     keys = ["framework", "mode", "operation", "precision", "variant", "batch_size"]
-    return frame.sort_values(keys, kind="stable").reset_index(drop=True)
+    return integers(frame[SPEEDUP_COLUMNS]).sort_values(keys, kind="stable").reset_index(drop=True)
+
+
+def adjusted(frame: pd.DataFrame, multiplicity: str) -> pd.DataFrame:
+    """The speedups with the adjusted verdicts of their family (`verdicts.adjust_verdicts`): one family per framework
+    and mode against NumPy, every operation, variant and batch size in it, as the inference suite has one per
+    framework pair. `verdict` then says faster or slower only where the adjusted test resolves it (the interval
+    itself stays each speedup's own 95% one)."""
+    families = [f"micro {fw}/{mode} over numpy" for fw, mode in zip(frame["framework"], frame["mode"], strict=True)]
+    frame = adjust_verdicts(frame, families, multiplicity, estimate="speedup")
+    frame["verdict"] = frame["verdict"].astype(object)  # all missing (every cell failed) reads as floats
+    between = frame["verdict"].isin([FASTER, SLOWER, NOT_RESOLVED])
+    resolved = frame["resolved_adjusted"].fillna(False).astype(bool)
+    frame.loc[between & ~resolved, "verdict"] = NOT_RESOLVED
+    return frame
 
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -635,13 +777,17 @@ def micro_speedups(
 
 @dataclass(frozen=True)
 class Crossover:
-    """Where a speedup series crosses 1 for good.
+    """Where a speedup series crosses 1 for good, from its point estimates (ours and the reference's alike).
 
     kind: "crossover" (`batch` is the smallest measured batch from which every measured value is above the
     threshold), "never" (the largest measured one is not) or "no data" (nothing measured). `below`: the largest
-    measured batch under `batch` (the crossover lies in (below, batch]; None when `batch` is the smallest measured:
-    the framework is faster at or below it). `missing`: batches without a value; `unverified`: those above `batch`,
-    where a failed cell leaves the claim "from here on" unchecked."""
+    measured batch under `batch` (the grid places the crossover in (below, batch]; None when `batch` is the smallest
+    measured: the framework is faster at or below it). `missing`: batches without a value; `unverified`: those above
+    `batch`, where a failed cell leaves the claim "from here on" unchecked.
+
+    The interval (ours only, with intervals over processes at every measured batch; `crossover_interval`):
+    `ci_low` and `ci_high` are measured batch sizes, or inf for "never in the measured range"; `ci_below` is the
+    measured batch under `ci_low` (0 when `ci_low` is the smallest, the largest when `ci_low` is never)."""
 
     kind: str
     batch: int | None
@@ -650,19 +796,33 @@ class Crossover:
     largest: int | None
     missing: tuple[int, ...] = ()
     unverified: tuple[int, ...] = ()
+    ci_low: float | None = None
+    ci_high: float | None = None
+    ci_below: float | None = None
 
     @property
     def at_smallest(self) -> bool:
         return self.kind == "crossover" and self.batch == self.smallest
 
+    @property
+    def has_interval(self) -> bool:
+        return self.ci_low is not None and self.ci_high is not None and self.ci_below is not None
+
     def bracket(self) -> tuple[float, float] | None:
-        """The crossover as a half-open interval (low, high] of batch sizes, given the batch grid; None without
-        data. "Never" is (largest, inf): it may still happen beyond the measured range."""
+        """The point crossover as a half-open interval (low, high] of batch sizes, given the batch grid; None
+        without data. "Never" is (largest, inf): it may still happen beyond the measured range."""
         if self.kind == "crossover":
             return float(self.below or 0), float(self.batch)
         if self.kind == "never":
             return float(self.largest), math.inf
         return None
+
+    def interval_bracket(self) -> tuple[float, float] | None:
+        """The 95% interval as a half-open interval (low, high] of batch sizes, given the batch grid; None without
+        an interval (one process per cell)."""
+        if not self.has_interval:
+            return None
+        return float(self.ci_below), float(self.ci_high)  # type: ignore[arg-type]
 
 
 def is_measured(value: Any) -> bool:
@@ -670,9 +830,9 @@ def is_measured(value: Any) -> bool:
 
 
 def crossover(batch_sizes: Sequence[int], values: Sequence[float | None], threshold: float = 1.0) -> Crossover:
-    """The crossover of one series: the smallest measured batch b such that at every measured batch >= b the value
-    (a speedup CI's lower bound, or a point estimate) is above `threshold`. Missing values (None, NaN) are batches
-    without a result: skipped, and reported (above the crossover they make it unverified)."""
+    """The crossover of one series of point estimates: the smallest measured batch b such that at every measured
+    batch >= b the value is above `threshold` (no interpolation between batch sizes). Missing values (None, NaN)
+    are batches without a result: skipped, and reported (above the crossover they make it unverified)."""
     if len(batch_sizes) != len(values):
         raise ValueError("batch_sizes and values differ in length")
     pairs = sorted(zip((int(b) for b in batch_sizes), values, strict=True))
@@ -691,6 +851,52 @@ def crossover(batch_sizes: Sequence[int], values: Sequence[float | None], thresh
     return Crossover("crossover", batch, below, smallest, largest, missing, tuple(b for b in missing if b > batch))
 
 
+def crossover_draws(
+    log_speedups: Sequence[float],
+    se_logs: Sequence[float],
+    dfs: Sequence[float],
+    rng: np.random.Generator,
+    resamples: int = BOOTSTRAP_RESAMPLES,
+) -> np.ndarray:
+    """Crossovers of `resamples` resampled series, as indices into the measured batch sizes (ascending; the
+    series' length for "never"). Each resample redraws every batch size's log speedup from its own t distribution
+    (estimate + se x t_df: the distribution its t interval over the paired rounds describes), independently across
+    batch sizes, since each batch size is a comparison group (a job) of its own; the crossover of each resampled
+    series follows `crossover`'s rule."""
+    logs, se, df = (np.asarray(v, dtype=np.float64) for v in (log_speedups, se_logs, dfs))
+    series = logs + se * rng.standard_t(df, size=(resamples, logs.size))
+    above = series > 0.0
+    from_here_on = np.logical_and.accumulate(above[:, ::-1], axis=1)[:, ::-1]
+    return np.where(from_here_on.any(axis=1), from_here_on.argmax(axis=1), logs.size)
+
+
+def crossover_interval(
+    batch_sizes: Sequence[int],
+    speedups: Sequence[float],
+    se_logs: Sequence[float],
+    dfs: Sequence[float],
+    *,
+    key: str = "crossover",
+    resamples: int = BOOTSTRAP_RESAMPLES,
+    confidence: float = CONFIDENCE,
+) -> tuple[float, float, float]:
+    """The 95% interval of a series' crossover from resampling the whole series (`crossover_draws`): the 2.5% and
+    97.5% quantiles of the resampled crossovers, each a measured batch size or inf ("never in the measured range"),
+    and the measured batch under the lower end (0 when it is the smallest) that opens its bracket. Pass the
+    measured batch sizes only, each with its speedup and its t interval's log-scale standard error and df."""
+    order = np.argsort(np.asarray(batch_sizes))
+    grid = np.asarray(batch_sizes, dtype=np.float64)[order]
+    if grid.size == 0:
+        raise ValueError("no measured batch size")
+    logs = np.log(np.asarray(speedups, dtype=np.float64))[order]
+    draws = np.sort(crossover_draws(logs, np.asarray(se_logs)[order], np.asarray(dfs)[order], _rng(key), resamples))
+    alpha = (1.0 - confidence) / 2.0
+    low, high = (int(draws[max(0, math.ceil(q * resamples) - 1)]) for q in (alpha, 1.0 - alpha))
+    ends = np.append(grid, math.inf)
+    below = 0.0 if low == 0 else float(grid[low - 1])
+    return float(ends[low]), float(ends[high]), below
+
+
 def crossover_text(result: Crossover) -> str:
     """LaTeX for a crossover: the batch, "$\\le$ b" when already faster at the smallest measured batch, "never in
     a--b", marked $^{m}$ when a missing cell above leaves it unverified."""
@@ -703,6 +909,60 @@ def crossover_text(result: Crossover) -> str:
     else:
         text = str(result.batch)
     return text + (UNVERIFIED_MARK if result.unverified else "")
+
+
+def interval_text(result: Crossover) -> str | None:
+    """LaTeX for a crossover's 95% interval, e.g. "[64, 1024]", "[$\\le$ 1, 16]", "[1024, never]", "[never]"
+    (never: not in the measured range); None without one."""
+    if not result.has_interval:
+        return None
+
+    def end(value: float) -> str:
+        if math.isinf(value):
+            return "never"
+        return rf"$\le$ {int(value)}" if int(value) == result.smallest else str(int(value))
+
+    low, high = end(result.ci_low), end(result.ci_high)  # type: ignore[arg-type]
+    return f"[{low}]" if low == high else f"[{low}, {high}]"
+
+
+def _ranges(batches: Sequence[int], grid: Sequence[int]) -> str:
+    """Batch sizes as runs of consecutive measured ones: "1--16, 256"."""
+    position = {b: i for i, b in enumerate(grid)}
+    runs: list[list[int]] = []
+    for batch in batches:
+        if runs and position[batch] == position[runs[-1][-1]] + 1:
+            runs[-1].append(batch)
+        else:
+            runs.append([batch])
+    return ", ".join(str(run[0]) if len(run) == 1 else f"{run[0]}--{run[-1]}" for run in runs)
+
+
+def shown(batch_sizes: Sequence[int], verdicts: Sequence[str | None]) -> str:
+    """What a series' speedup intervals show, batch size by batch size, and nothing more, e.g. "slower at 1--16;
+    not resolved at 64; faster from 256 on": faster or slower where a 95% interval over processes lies above or
+    below 1, not resolved where it contains 1. With intervals within one process only it says that nothing is
+    resolved. Batch sizes without a speedup (a failed cell) are left out."""
+    pairs = sorted((int(b), v) for b, v in zip(batch_sizes, verdicts, strict=True) if v)
+    if not pairs:
+        return "no data"
+    if any(v == WITHIN_ONLY for _, v in pairs):
+        return "not resolved: one process per cell (intervals within one process)"
+    grid = [b for b, _ in pairs]
+    tail = len(pairs)
+    while tail > 0 and pairs[tail - 1][1] == FASTER:
+        tail -= 1
+    parts = []
+    for word in (SLOWER, NOT_RESOLVED, FASTER):
+        batches = [b for b, v in pairs[:tail] if v == word]
+        if batches:
+            parts.append((batches[0], f"{word} at {_ranges(batches, grid)}"))
+    if tail == 0 and len(pairs) > 1:
+        parts.append((grid[0], f"faster at every batch size ({grid[0]}--{grid[-1]})"))
+    elif tail < len(pairs):
+        first = pairs[tail][0]
+        parts.append((first, f"faster from {first} on" if first != grid[-1] else f"faster at {first}"))
+    return "; ".join(text for _, text in sorted(parts))
 
 
 def _joined(batches: Iterable[int]) -> str | None:
@@ -721,6 +981,8 @@ CROSSOVER_FIELDS = [
     "unverified_batches",
     "speedup_at_largest",
 ]
+# Ours only: the crossover's interval from resampling the series, and what the speedups' intervals show.
+INTERVAL_FIELDS = ["crossover_ci_low", "crossover_ci_high", "crossover_ci_below", "interval_method", "shown"]
 CROSSOVER_COLUMNS = [
     "framework",
     "mode",
@@ -728,14 +990,17 @@ CROSSOVER_COLUMNS = [
     "precision",
     "variant",
     *CROSSOVER_FIELDS,
+    *INTERVAL_FIELDS,
     "ci_low_at_largest",
     "ci_high_at_largest",
+    "verdict_at_largest",
     "platform",
     "device",
 ]
 
 
 def crossover_columns(result: Crossover) -> dict[str, Any]:
+    """The point crossover's columns (CROSSOVER_FIELDS but the speedup at the largest batch)."""
     return {
         "kind": result.kind,
         "crossover_batch": result.batch,
@@ -749,11 +1014,18 @@ def crossover_columns(result: Crossover) -> dict[str, Any]:
 
 
 def from_row(row: Mapping[str, Any], prefix: str = "") -> Crossover:
-    """The Crossover of a crossovers-table row (`prefix` "published_" for the reference's columns)."""
+    """The Crossover of a crossovers-table row (`prefix` "published_" for the reference's columns, which have no
+    interval)."""
 
     def get(name: str) -> int | None:
         value = row.get(prefix + name)
         return int(value) if is_measured(value) else None
+
+    def end(name: str) -> float | None:
+        value = row.get(prefix + name)
+        if value is None or (not isinstance(value, str) and pd.isna(value)) or str(value) == "":
+            return None
+        return float(value)  # inf: never in the measured range
 
     def batches(name: str) -> tuple[int, ...]:
         value = row.get(prefix + name)
@@ -767,6 +1039,9 @@ def from_row(row: Mapping[str, Any], prefix: str = "") -> Crossover:
         get("largest_batch"),
         batches("missing_batches"),
         batches("unverified_batches"),
+        end("crossover_ci_low"),
+        end("crossover_ci_high"),
+        end("crossover_ci_below"),
     )
 
 
@@ -779,23 +1054,64 @@ def is_measured_text(value: Any) -> bool:
     return value is not None and not (not isinstance(value, str) and pd.isna(value)) and str(value) != ""
 
 
-def micro_crossovers(speedups: pd.DataFrame) -> pd.DataFrame:
-    """One row per framework, mode, operation, precision and variant: the crossover of the speedup's CI lower bound
-    (`crossover`), and the speedup with its CI at the largest measured batch."""
+def _series_interval(group: pd.DataFrame, key: str, resamples: int) -> dict[str, Any]:
+    """The interval columns of one series (its rows sorted by batch size): an interval where every measured batch
+    has a t interval over processes, else none, saying why."""
+    ok = group[group["status"] == "ok"]
+    if ok.empty:
+        return {"interval_method": None}
+    scopes = set(ok["ci_scope"])
+    if not scopes <= set(BETWEEN_PROCESSES) or not all(
+        is_measured(se) and is_measured(df) and float(df) > 0 for se, df in zip(ok["se_log"], ok["df"], strict=True)
+    ):
+        return {"interval_method": f"none: {WITHIN_PROCESS_ONLY}"}
+    low, high, below = crossover_interval(
+        ok["batch_size"].astype(int).tolist(),
+        ok["speedup"].astype(float).tolist(),
+        ok["se_log"].astype(float).tolist(),
+        ok["df"].astype(float).tolist(),
+        key=key,
+        resamples=resamples,
+    )
+    paired = "paired by round" if scopes == {PAIRED} else "trials not all paired by round"
+    method = (
+        f"2.5% and 97.5% quantiles of the crossovers of {resamples} resampled series: each batch size's log speedup "
+        f"drawn from its Student-t interval over processes (NumPy and the framework {paired}), batch sizes "
+        "independently (one comparison group each)"
+    )
+    return {
+        "crossover_ci_low": low,
+        "crossover_ci_high": high,
+        "crossover_ci_below": below,
+        "interval_method": method,
+    }
+
+
+def micro_crossovers(speedups: pd.DataFrame, *, resamples: int = BOOTSTRAP_RESAMPLES) -> pd.DataFrame:
+    """One row per framework, mode, operation, precision and variant: the crossover of the speedup's point
+    estimates (`crossover`, the reference's definition), its 95% interval from resampling the whole series where
+    the speedups have intervals over processes (`crossover_interval`), what the speedups' intervals show (`shown`),
+    and the speedup with its CI and verdict at the largest measured batch."""
     rows = []
     keys = ["framework", "mode", "operation", "precision", "variant"]
     for key, group in speedups.groupby(keys, sort=True):
         group = group.sort_values("batch_size")
-        lows = [row["ci_low"] if row["status"] == "ok" else None for _, row in group.iterrows()]
-        result = crossover(group["batch_size"].tolist(), lows)
+        ok = group["status"] == "ok"
+        points = [row["speedup"] if good else None for (_, row), good in zip(group.iterrows(), ok, strict=True)]
+        result = crossover(group["batch_size"].tolist(), points)
+        interval = _series_interval(group, "/".join(map(str, key)), resamples)
+        verdicts = [row["verdict"] if good else None for (_, row), good in zip(group.iterrows(), ok, strict=True)]
         last = group[group["batch_size"] == result.largest].iloc[0] if result.largest is not None else None
         rows.append(
             {
                 **dict(zip(keys, key, strict=True)),
                 **crossover_columns(result),
+                **interval,
+                "shown": shown(group["batch_size"].tolist(), verdicts),
                 "speedup_at_largest": None if last is None else last["speedup"],
                 "ci_low_at_largest": None if last is None else last["ci_low"],
                 "ci_high_at_largest": None if last is None else last["ci_high"],
+                "verdict_at_largest": None if last is None else last["verdict"],
                 "platform": one_value(group["platform"]),
                 "device": one_value(group["device"]),
             }

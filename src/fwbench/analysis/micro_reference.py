@@ -170,8 +170,8 @@ def published_micro(csv_path: str | Path) -> pd.DataFrame:
 
 
 def published_crossovers(published: pd.DataFrame) -> pd.DataFrame:
-    """The reference's crossovers, with `crossover`'s definition applied to its point estimates (it gives no
-    interval): the smallest batch from which its speedup stays above 1."""
+    """The reference's crossovers, with `crossover`'s definition applied to its point estimates, as ours are (it
+    gives no interval): the smallest batch from which its speedup stays above 1."""
     rows = []
     for (name, operation), group in published.groupby(["reference", "operation"], sort=True):
         group = group.sort_values("batch_size")
@@ -238,16 +238,48 @@ def reference_baselines(published: pd.DataFrame) -> pd.DataFrame:
 # Ours against the reference
 
 
+# The comparison of our crossover with the reference's. Ours is a point estimate with a 95% interval (two or more
+# trials per cell); the reference's is a point estimate on its own batch grid, which places its crossover in the
+# bracket (last batch below, crossover]. The words say what the interval shows, never "same" for an interval wider
+# than the reference's bracket (failing to find a difference is not evidence of sameness).
+SAME, EARLIER, LATER, INCONCLUSIVE, NOT_COMPARABLE = "same", "earlier", "later", "inconclusive", "not comparable"
+NO_INTERVAL = "no interval"  # the suffix of a comparison of point estimates only (one process per cell)
+AGREEMENTS = (SAME, EARLIER, LATER, INCONCLUSIVE)
+
+
+def _relation(ours: tuple[float, float], reference: tuple[float, float]) -> str:
+    """How the half-open batch interval `ours` lies against the reference's bracket: inside it (same), entirely
+    below or above it (earlier, later), or overlapping without lying inside (inconclusive)."""
+    if ours[1] <= reference[0]:
+        return EARLIER
+    if ours[0] >= reference[1]:
+        return LATER
+    if reference[0] <= ours[0] and ours[1] <= reference[1]:
+        return SAME
+    return INCONCLUSIVE
+
+
 def agreement(ours: Crossover, published: Crossover) -> str:
-    """ "same" when the two crossover brackets overlap (each study's batch grid decides how finely it can place
-    its crossover), "earlier"/"later" when ours lies entirely below/above the reference's, "not comparable"
-    without data on either side."""
-    a, b = ours.bracket(), published.bracket()
-    if a is None or b is None:
-        return "not comparable"
-    if a[0] < b[1] and b[0] < a[1]:
-        return "same"
-    return "earlier" if a[1] <= b[0] else "later"
+    """Our crossover against the reference's, both from point estimates (`crossover`).
+
+    With our 95% interval: "same" when it lies inside the reference's bracket (the reference's grid is the margin:
+    the interval places our crossover in the grid step where the reference's lies), "earlier"/"later" when it lies
+    entirely below/above that bracket (a resolved difference), "inconclusive" when it overlaps the bracket but is
+    wider. Without an interval (one process per cell) our point crossover's bracket is set against the reference's
+    with the same words, suffixed ", no interval": a comparison of point estimates, never a resolved one. "not
+    comparable" without data on either side."""
+    reference = published.bracket()
+    if reference is None or ours.bracket() is None:
+        return NOT_COMPARABLE
+    interval = ours.interval_bracket()
+    if interval is not None:
+        return _relation(interval, reference)
+    return f"{_relation(ours.bracket(), reference)}, {NO_INTERVAL}"  # type: ignore[arg-type]
+
+
+def is_agreement(word: str) -> bool:
+    """Whether a comparison word claims the same crossover, resolved: only "same" from an interval."""
+    return word == SAME
 
 
 COMPARISON_COLUMNS = [
@@ -305,7 +337,7 @@ def compare_crossovers(crossovers: pd.DataFrame, published: pd.DataFrame) -> pd.
     for _, row in crossovers.iterrows():
         name = reference_for(row["framework"], row["platform"], cell_mode(row))
         match = by_key.get((name, row["operation"]))
-        out = {**row.to_dict(), "agreement": "not comparable"}
+        out = {**row.to_dict(), "agreement": NOT_COMPARABLE}
         if match is None:
             out["note"] = _unmatched_ours(row)
         else:
@@ -317,5 +349,5 @@ def compare_crossovers(crossovers: pd.DataFrame, published: pd.DataFrame) -> pd.
         if key not in used:
             note = _unmatched_note(crossovers, match)
             base = {"framework": match["framework"], "operation": match["operation"], "kind": "not measured"}
-            rows.append({**base, **_published_columns(match), "agreement": "not comparable", "note": note})
+            rows.append({**base, **_published_columns(match), "agreement": NOT_COMPARABLE, "note": note})
     return integers(pd.DataFrame(rows).reindex(columns=COMPARISON_COLUMNS))

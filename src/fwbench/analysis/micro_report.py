@@ -14,14 +14,19 @@ import pandas as pd
 
 from fwbench.analysis.latex import define_macros, escape, macro_name, mode_label, number, short_label, variant_short
 from fwbench.analysis.micro import (
+    BETWEEN_PROCESSES,
     FAILED,
+    FASTER,
     NUMPY,
+    PAIRED,
     VARIANT_LABELS,
     VARIANTS,
+    WITHIN,
     counted,
     crossover_text,
     frame_modes,
     from_row,
+    interval_text,
     is_measured,
     is_measured_text,
     label,
@@ -38,6 +43,9 @@ from fwbench.analysis.micro_figure import (
     micro_figure,
 )
 from fwbench.analysis.micro_reference import (
+    AGREEMENTS,
+    NO_INTERVAL,
+    NOT_COMPARABLE,
     REFERENCE_GPU,
     REFERENCE_STUDY,
     SERIES,
@@ -49,17 +57,35 @@ from fwbench.analysis.micro_reference import (
 )
 from fwbench.analysis.partners import cell_mode, multi_mode
 from fwbench.analysis.tables import stacked, stacked_header
+from fwbench.analysis.verdicts import DEFAULT_MULTIPLICITY
 from fwbench.io import atomic_write_text
 from fwbench.modes import DESCRIPTIONS, is_compiled, primary
 from fwbench.trackers.stats import BOOTSTRAP_RESAMPLES
 
+WITHIN_MARK = r"$^{w}$"
 
-def _speedup_text(row: Mapping[str, Any] | None) -> str:
-    """Speedup with its 95% CI; bold when the CI lies above 1 (faster than NumPy, resolved)."""
+
+def _speedup_text(row: Mapping[str, Any] | None, mark_within: bool = False) -> str:
+    """Speedup with its 95% CI; bold when the CI over processes lies above 1 (faster than NumPy, resolved: verdict
+    "faster"), never for a CI within one process, which is marked $^{w}$ where `mark_within` (a study whose cells
+    have one trial at some batch sizes and several at others)."""
     if row is None or row.get("status") != "ok":
         return "---"
     text = rf"{number(row['speedup'])}$\times$ {{\scriptsize[{number(row['ci_low'])}, {number(row['ci_high'])}]}}"
-    return rf"\textbf{{{text}}}" if row["ci_low"] > 1 else text
+    if row.get("verdict") == FASTER:
+        return rf"\textbf{{{text}}}"
+    return text + (WITHIN_MARK if mark_within and row.get("ci_scope") not in BETWEEN_PROCESSES else "")
+
+
+def _scopes(speedups: pd.DataFrame) -> set[str]:
+    """Where the speedups' intervals come from: {WITHIN}, a subset of BETWEEN_PROCESSES, or both."""
+    ok = speedups[speedups["status"] == "ok"] if "status" in speedups else speedups
+    return {str(s) for s in ok.get("ci_scope", pd.Series(dtype=object)) if is_measured_text(s)}
+
+
+def _mixed(speedups: pd.DataFrame) -> bool:
+    scopes = _scopes(speedups)
+    return WITHIN in scopes and bool(scopes & set(BETWEEN_PROCESSES))
 
 
 def _of(frame: pd.DataFrame, framework: str, mode: str) -> pd.DataFrame:
@@ -122,6 +148,7 @@ def micro_table(frame: pd.DataFrame, speedups: pd.DataFrame, variant: str = "res
     header, ncols = _table_header([names[pair] for pair in pairs])
     lines = [r"\begin{tabular}{r r " + "r" * (ncols - 2) + "}", r"\toprule", *header, r"\midrule"]
     groups = list(frame.groupby(["operation", "precision"], sort=True))
+    mark_within = _mixed(speedups)
     for index, ((operation, precision), group) in enumerate(groups):
         # the operation and precision head their rows, across the table (two columns fewer)
         lines.append(rf"\multicolumn{{{ncols}}}{{l}}{{\texttt{{{escape(operation)}}}, {escape(precision)}}} \\")
@@ -130,7 +157,7 @@ def micro_table(frame: pd.DataFrame, speedups: pd.DataFrame, variant: str = "res
             for framework, mode in pairs:
                 key = {"framework": framework, "mode": mode, "operation": operation, "precision": precision}
                 match = _lookup(speedups, **key, variant=variant, batch_size=batch)
-                values += [_time_text(cells, framework, mode, variant), _speedup_text(match)]
+                values += [_time_text(cells, framework, mode, variant), _speedup_text(match, mark_within)]
             lines.append(" & ".join(values) + r" \\")
         if index < len(groups) - 1:
             lines.append(r"\midrule")
@@ -153,6 +180,20 @@ def _at_largest(row: Mapping[str, Any]) -> str:
         rf"{{\scriptsize[{number(row['ci_low_at_largest'])}, {number(row['ci_high_at_largest'])}]}}",
         align="l",
         position="t",
+    )
+
+
+def _crossover_cell(row: Mapping[str, Any]) -> str:
+    """Our point crossover over its 95% interval (or "no interval" with one process per cell): a new line in the
+    column's wrapping cell, so that "never in 1--4096" may wrap too."""
+    result = from_row(row)
+    if result.kind == "no data":
+        return crossover_text(result)
+    interval = interval_text(result)
+    return (
+        crossover_text(result)
+        + r"\newline"
+        + (rf"{{\scriptsize {interval}}}" if interval else r"{\scriptsize no interval}")
     )
 
 
@@ -194,7 +235,7 @@ def crossover_table(comparison: pd.DataFrame) -> str:
             rf"\texttt{{{escape(row['operation'])}}}",
             _text(row["precision"]),
             escape(VARIANT_LABELS.get(row["variant"], row["variant"])) if measured else "---",
-            crossover_text(from_row(row)) if measured else "not measured",
+            _crossover_cell(row) if measured else "not measured",
             _at_largest(row) if measured else "---",
             _text(row["device"]) if measured else "---",
             escape(series.label) if series else "---",
@@ -248,12 +289,16 @@ class MicroAnalysis:
 
 
 def analyse_micro(
-    cell_paths: Iterable[str | Path], reference_csv: str | Path, *, resamples: int = BOOTSTRAP_RESAMPLES
+    cell_paths: Iterable[str | Path],
+    reference_csv: str | Path,
+    *,
+    resamples: int = BOOTSTRAP_RESAMPLES,
+    multiplicity: str = DEFAULT_MULTIPLICITY,
 ) -> MicroAnalysis:
-    """Load the cells once and derive every table."""
+    """Load the cells once and derive every table (the speedups' verdicts adjusted by `multiplicity`)."""
     cells = load_micro_cells(cell_paths)
-    speedups = micro_speedups(cells, resamples=resamples)
-    crossovers = micro_crossovers(speedups)
+    speedups = micro_speedups(cells, resamples=resamples, multiplicity=multiplicity)
+    crossovers = micro_crossovers(speedups, resamples=resamples)
     published = published_micro(reference_csv)
     published_cx = published_crossovers(published)
     return MicroAnalysis(
@@ -342,11 +387,18 @@ def micro_macros(analysis: MicroAnalysis) -> dict[str, str]:
         "fwbMicroNumpyThreads": _int_text(_values(frame.loc[frame["framework"] == NUMPY, "threads"])),
         "fwbMicroErrorBound": " / ".join(_sci(v) for v in _values(frame["error_bound"])) or "---",
     }
-    for word in ("same", "earlier", "later", "not comparable"):
-        defs[macro_name("MicroNum", word)] = str(int((comparison["agreement"] == word).sum()))
+    words = comparison["agreement"].astype(str)
+    for word in (*AGREEMENTS, NOT_COMPARABLE):
+        defs[macro_name("MicroNum", word)] = str(int((words == word).sum()))
+    defs["fwbMicroNumNoInterval"] = str(int(words.str.endswith(NO_INTERVAL).sum()))
+    defs["fwbMicroTrials"] = _int_text(_values(frame["trials"]))
+    defs["fwbMicroNumWithInterval"] = str(int(crossovers["crossover_ci_high"].notna().sum()))
     for _, row in crossovers.iterrows():
         parts = (*_macro_variant(row), row["operation"], row["precision"], row["variant"])
-        defs[macro_name("MicroCrossover", *parts)] = crossover_text(from_row(row))
+        result = from_row(row)
+        defs[macro_name("MicroCrossover", *parts)] = crossover_text(result)
+        defs[macro_name("MicroCrossoverInterval", *parts)] = interval_text(result) or "no interval"
+        defs[macro_name("MicroShown", *parts)] = escape(row["shown"])
         defs[macro_name("MicroSpeedupAtLargest", *parts)] = _at_largest(row)
     for _, row in analysis.published_crossovers.iterrows():
         defs[macro_name("MicroRefCrossover", row["reference"], row["operation"])] = crossover_text(from_row(row))
@@ -468,17 +520,47 @@ def _agreement_text(frame: pd.DataFrame) -> str:
 
 
 def _statistics_text(analysis: MicroAnalysis) -> str:
-    frame = analysis.frame
+    """How times, speedups, their intervals and the crossovers are defined, for the trials this study has."""
+    frame, scopes = analysis.frame, _scopes(analysis.speedups)
     trials = _values(frame["trials"])
-    several = any(int(t) > 1 for t in trials)
-    hierarchy = "; where a cell has several trials, the trials are resampled first, then samples within them" * several
-    return (
-        f" A cell's time is the median of its per-call samples pooled over its trials ({_int_text(trials)} per "
-        "cell); the speedup is NumPy's median over the framework's at the same operation, precision and batch "
-        f"size, with a 95\\% percentile bootstrap CI ({analysis.resamples} resamples{hierarchy}). The crossover is "
-        "the smallest measured batch size from which the CI's lower bound stays above 1 at every larger measured "
-        "batch size; ``never'' when it is not above 1 at the largest."
+    processes = "one fresh process (one trial)" if trials == [1] else f"{_int_text(trials)} fresh processes (trials)"
+    text = (
+        f" Each cell runs in {processes}; the cells of one operation, precision and batch size run as one job, in "
+        "rounds of one trial of every framework and NumPy. A cell's time per call is the geometric mean of its "
+        "trials' medians (one trial: its median), and the speedup is NumPy's time per call over the framework's at "
+        "the same operation, precision and batch size."
     )
+    if scopes & set(BETWEEN_PROCESSES):
+        paired = (
+            "the geometric mean of the per-round ratios of the trials' medians, NumPy's and the framework's trial of "
+            r"the same round paired, with a Student-t 95\% CI on their logs (rounds $-$ 1 degrees of freedom)"
+            if PAIRED in scopes
+            else r"the ratio of the trials' geometric means with a Welch t 95\% CI"
+        )
+        text += (
+            f" With several trials the process is the unit, as in the inference suite: the speedup is {paired}; "
+            "bold and ``faster'' or ``slower'' mean that this interval lies above or below 1 and that the test of "
+            "speedup 1 resolves it after the study's adjustment for multiple comparisons within each framework's "
+            "family (every operation, variant and batch size against NumPy; Section~\\ref{sec:verdicts})."
+        )
+    if WITHIN in scopes:
+        text += (
+            rf" With one trial, the speedup's 95\% CI is a percentile bootstrap of that process's samples "
+            f"({analysis.resamples} resamples): it leaves out the variation between processes, so it resolves no "
+            "difference and no crossover, and none is claimed from it."
+        )
+    text += (
+        " The crossover is defined as for the reference, from the point estimates: the smallest measured batch size "
+        "from which the speedup stays above 1 at every larger measured batch size (no interpolation between batch "
+        "sizes), ``never'' when it is not above 1 at the largest."
+    )
+    if scopes & set(BETWEEN_PROCESSES):
+        text += (
+            r" Its 95\% interval comes from resampling the whole series: each batch size's log speedup is redrawn "
+            f"from its t interval over processes, the batch sizes independently ({analysis.resamples} series), and "
+            r"the interval runs from the 2.5\% to the 97.5\% quantile of the resampled crossovers."
+        )
+    return text
 
 
 def _precision_text(frame: pd.DataFrame) -> str:
@@ -537,8 +619,8 @@ def _tables_ref(frame: pd.DataFrame) -> str:
 
 
 def _results(analysis: MicroAnalysis) -> str:
-    """How many series cross over, which never do, and the range of speedups at the largest batch: only counts and
-    numbers from the crossovers table."""
+    """How many series cross over (point estimates, with their intervals), what the intervals show, which never
+    cross, and the range of speedups at the largest batch: only counts and numbers from the crossovers table."""
     crossovers = analysis.crossovers
     if crossovers.empty:
         return (
@@ -552,12 +634,43 @@ def _results(analysis: MicroAnalysis) -> str:
         f"Of {plural(len(crossovers), 'speedup series', 'speedup series')} (framework{modes}, operation, "
         f"{'precision, ' if naming.precisions else ''}variant; Figure~\\ref{{fig:micro}}, "
         f"{_tables_ref(analysis.frame)}), "
-        f"{len(crossed)} cross{'es' if len(crossed) == 1 else ''} over within the measured batch sizes"
+        f"{len(crossed)} cross{'es' if len(crossed) == 1 else ''} over within the measured batch sizes by their point "
+        "estimates"
     )
     if len(crossed):
-        text += ": " + _listed(crossed, naming, lambda r: f"from {crossover_text(from_row(r))}")
+        text += ": " + _listed(crossed, naming, lambda r: f"from {_with_interval(r)}")
     text += "." + _at_smallest_text(crossed) + _never_text(crossovers, naming) + _unverified_text(crossed, naming)
-    return text + _largest_text(crossovers, naming)
+    return text + _shown_text(crossovers, naming) + _largest_text(crossovers, naming)
+
+
+def _with_interval(row: Mapping[str, Any]) -> str:
+    """A crossover with its 95% interval where it has one: "256 (95\\% interval [64, 1024])"."""
+    result = from_row(row)
+    interval = interval_text(result)
+    return crossover_text(result) + (f" (95\\% interval {interval})" if interval else "")
+
+
+def _shown_text(crossovers: pd.DataFrame, naming: Naming) -> str:
+    """What the speedups' intervals show, series by series; with one process per cell, that they show nothing."""
+    measured = crossovers[crossovers["kind"].isin(["crossover", "never"])]
+    if measured.empty:
+        return ""
+    with_interval = measured[measured["crossover_ci_high"].notna()]
+    text = ""
+    if len(with_interval):
+        text += (
+            " What the intervals over processes show, batch size by batch size: "
+            + "; ".join(f"{naming.series(row)}: {escape(row['shown'])}" for _, row in with_interval.iterrows())
+            + "."
+        )
+    if len(with_interval) < len(measured):
+        text += (
+            f" {counted(len(measured) - len(with_interval), 'series', 'series').capitalize()} "
+            f"{'has' if len(measured) - len(with_interval) == 1 else 'have'} intervals within one process only (one "
+            "trial per cell): their crossovers are point estimates without an interval, and no speedup of theirs "
+            "counts as resolved."
+        )
+    return text
 
 
 def _at_smallest_text(crossed: pd.DataFrame) -> str:
@@ -579,13 +692,18 @@ def _never_text(crossovers: pd.DataFrame, naming: Naming) -> str:
     if len(never):
         one = len(never) == 1
         text += (
-            f" {len(never)} never {'does' if one else 'do'} (the CI's lower bound at the largest batch size is not "
-            f"above 1): {_listed(never, naming, lambda r: '')}."
+            f" {len(never)} never {'does' if one else 'do'} (the speedup at the largest batch size is not above 1): "
+            f"{_listed(never, naming, lambda r: _never_interval(r))}."
         )
     if len(empty):
         text += f" {plural(len(empty), 'series', 'series')} {'has' if len(empty) == 1 else 'have'} no successful "
         text += "pair of cells."
     return text
+
+
+def _never_interval(row: Mapping[str, Any]) -> str:
+    interval = interval_text(from_row(row))
+    return f"(95\\% interval {interval})" if interval else ""
 
 
 def _unverified_text(crossed: pd.DataFrame, naming: Naming) -> str:
@@ -684,13 +802,36 @@ def _modes_caveat(analysis: MicroAnalysis) -> str:
 
 
 def _comparison_text(analysis: MicroAnalysis) -> str:
-    counts = analysis.comparison["agreement"].value_counts()
-    words = [f"{int(counts.get(w, 0))} {w}" for w in ("same", "earlier", "later", "not comparable")]
+    words = analysis.comparison["agreement"].astype(str)
+    points = words[words.str.endswith(NO_INTERVAL)]
     modes = _modes_caveat(analysis)
+    text = (
+        "Table~\\ref{tab:micro-crossover} sets our crossovers beside the reference's, both from point estimates "
+        "by the same rule (the reference gives no interval)."
+    )
+    if words.isin(AGREEMENTS).any():
+        counts = [f"{int((words == w).sum())} {w}" for w in AGREEMENTS]
+        text += (
+            " Where ours has a 95\\% interval, it is the same when that interval lies inside the reference's "
+            "bracket (from its last batch size below its crossover to its crossover), earlier or later when the "
+            "interval lies entirely below or above that bracket, and inconclusive when it overlaps the bracket but "
+            f"is wider: {_and(counts)}."
+        )
+    if len(points):
+        by_word = points.str.removesuffix(f", {NO_INTERVAL}").value_counts()
+        listed = _and([f"{int(n)} {w}" for w, n in sorted(by_word.items())])
+        text += (
+            f" {counted(len(points), 'crossover').capitalize()} of ours {'has' if len(points) == 1 else 'have'} no "
+            f"interval (one process per cell) and {'is' if len(points) == 1 else 'are'} set against the reference's "
+            f"by point estimates only ({listed}): a comparison, not a resolved agreement or difference."
+        )
+    not_comparable = int((words == NOT_COMPARABLE).sum())
+    if not_comparable:
+        text += f" {counted(not_comparable, 'series', 'series').capitalize()} {'is' if not_comparable == 1 else 'are'}"
+        text += " not comparable (no series on one side)."
     return (
-        f"Table~\\ref{{tab:micro-crossover}} sets our crossovers beside the reference's (the same definition applied "
-        f"to its point estimates, since it gives no interval): {_and(words)}. {'Five' if modes else 'Four'} caveats, "
-        "computed from the reference's own numbers where it gives them. "
+        text
+        + f" {'Five' if modes else 'Four'} caveats, computed from the reference's own numbers where it gives them. "
         + _device_caveat(analysis)
         + " "
         + _flatness_caveat(analysis)
@@ -719,27 +860,39 @@ def _figure(figure: str) -> list[str]:
         r"\begin{figure*}[t]",
         r"\centering",
         rf"\includegraphics[width=\textwidth]{{{figure}}}",
-        r"\caption{Micro-benchmarks against batch size, log-log: median time per call (top; 95\% CI bars; dashed: "
-        r"with the host-to-device copy of the input batch) and speedup over NumPy (bottom; 95\% bootstrap CI bars; "
-        r"vertical dotted lines: crossovers, labelled with their batch size; hollow squares: the reference's "
+        r"\caption{Micro-benchmarks against batch size, log-log: time per call (top; 95\% CI bars; dashed: "
+        r"with the host-to-device copy of the input batch) and speedup over NumPy (bottom; 95\% CI bars, over "
+        r"processes where the cells have several trials, else within one process; vertical dotted lines: "
+        r"crossovers of the point estimates, labelled with their batch size; hollow squares: the reference's "
         rf"published speedups on the {REFERENCE_GPU}). $\times$: a failed cell.}}",
         r"\label{fig:micro}",
         r"\end{figure*}",
     ]
 
 
-def _micro_caption(frame: pd.DataFrame, variant: str = "resident") -> str:
+def _micro_caption(frame: pd.DataFrame, variant: str = "resident", speedups: pd.DataFrame | None = None) -> str:
     if variant == "resident":
         what = "inputs resident on the device"
     elif variant == "transfer":
         what = "with the host-to-device copy of the input batch included in every call"
     else:
         what = f"variant {escape(variant)}"
+    scopes = _scopes(speedups) if speedups is not None else set()
+    if scopes and scopes <= {WITHIN}:
+        ci = (
+            r"[95\% CI within one process: one trial per cell, so it leaves out the variation between processes "
+            r"and nothing is bold]"
+        )
+    else:
+        ci = r"[95\% CI over processes, paired by round]; bold: faster after the adjustment for multiple comparisons"
+        if WITHIN in scopes:
+            ci += r"; $^{w}$: a CI within one process (one trial), never bold"
     caption = (
-        rf"Micro-benchmarks, {what}: NumPy's median time per call (the baseline of every variant) and, per "
-        r"framework, its median time per call and speedup over NumPy [95\% CI]; bold: the CI lies above 1. "
-        r"failed$^\dagger$: the cell failed (its reason is in the suite's tidy table); ---: no cell, or no speedup "
-        r"because a cell of the pair failed."
+        rf"Micro-benchmarks, {what}: NumPy's time per call (the baseline of every variant; ms, the geometric mean "
+        r"of its trials' medians) and, per framework, its time per call and speedup over NumPy "
+        + ci
+        + r". failed$^\dagger$: the cell failed (its reason is in the suite's tidy table); ---: no cell, or no "
+        r"speedup because a cell of the pair failed."
     )
     if set(frame["precision"]) - {"fp32"}:
         caption += r" NumPy computes in float32 at every precision label."
@@ -747,12 +900,15 @@ def _micro_caption(frame: pd.DataFrame, variant: str = "resident") -> str:
 
 
 CROSSOVER_CAPTION = (
-    r"Crossover batch sizes: ours, the smallest measured batch size from which the speedup's 95\% CI stays above 1 "
-    r"($\le b$: faster already at the smallest measured batch size $b$; $^{m}$: unverified, a cell at a larger batch "
-    r"size failed), with the speedup at the largest batch size; and the reference's, from its point estimates, "
-    rf"beside its device ({REFERENCE_STUDY}). Agreement: same when the two crossovers' brackets (from the last "
-    r"batch size below to the crossover, as each study's batch grid places it) overlap; earlier or later when ours "
-    r"lies entirely below or above; not comparable without a series on either side."
+    r"Crossover batch sizes, ours and the reference's alike from point estimates: the smallest measured batch size "
+    r"from which the speedup stays above 1 ($\le b$: faster already at the smallest measured batch size $b$; "
+    r"$^{m}$: unverified, a cell at a larger batch size failed). Under ours, its 95\% interval from resampling the "
+    r"whole series (never: not within the measured batch sizes; no interval: one process per cell), and the "
+    rf"speedup at the largest batch size; the reference's ({REFERENCE_STUDY}) beside its device. Agreement: same "
+    r"when our interval lies inside the reference's bracket (from its last batch size below its crossover to its "
+    r"crossover); earlier or later when it lies entirely below or above; inconclusive when it overlaps but is "
+    r"wider; with ``no interval'', the same words for our point crossover's bracket (a comparison of point "
+    r"estimates only); not comparable without a series on either side."
 )
 
 
@@ -778,7 +934,7 @@ def micro_section(analysis: MicroAnalysis | None, figure: str = "micro") -> str:
             for variant in micro_variants(analysis.frame)
             for line in _float(
                 "table",
-                _micro_caption(analysis.frame, variant),
+                _micro_caption(analysis.frame, variant, analysis.speedups),
                 micro_label(variant),
                 micro_table(analysis.frame, analysis.speedups, variant),
             )
@@ -810,6 +966,7 @@ def write_micro_outputs(
     *,
     outputs: Mapping[str, str | Path],
     resamples: int = BOOTSTRAP_RESAMPLES,
+    multiplicity: str = DEFAULT_MULTIPLICITY,
 ) -> MicroAnalysis:
     """Everything the workflow needs from the micro cells, each file written atomically: the tidy table (csv), the
     speedups, the crossovers beside the reference's (crossovers), the section and its macros (LaTeX), and the
@@ -817,7 +974,7 @@ def write_micro_outputs(
     lacking = [key for key in OUTPUT_KEYS if key not in outputs]
     if lacking:
         raise KeyError(f"write_micro_outputs needs outputs {', '.join(lacking)}")
-    analysis = analyse_micro(cell_paths, reference_csv, resamples=resamples)
+    analysis = analyse_micro(cell_paths, reference_csv, resamples=resamples, multiplicity=multiplicity)
     atomic_write_text(outputs["csv"], analysis.frame.to_csv(index=False))
     atomic_write_text(outputs["speedups"], analysis.speedups.to_csv(index=False))
     atomic_write_text(outputs["crossovers"], analysis.comparison.to_csv(index=False))

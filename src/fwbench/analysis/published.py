@@ -3,10 +3,27 @@
 A published row matches a cell when suite, model, batch size and precision agree (reference/sources.yaml says what
 each source ran); a row without a match is not shown. Another framework's ratio to PyTorch is compared, never the
 absolute numbers across devices: a CPU study at 32 px and an H100 paper at 224 px measure different things in
-img/s, but both can say which framework was faster and by how much. So each row carries the published ratio, this
-study's ratio with its paired CI, and a verdict: the published ratio lies within this CI, or only the resolved
-direction agrees, or it is opposite, or this study did not resolve the ratio. Absolute numbers are shown labelled
-as not comparable unless device and resolution are the same.
+img/s, but both can say which framework was faster and by how much. Absolute numbers are shown labelled as not
+comparable unless device and resolution are the same, and a verdict on a ratio published on another class of device
+(a GPU there, a CPU here) says so.
+
+Verdicts (`judge`; the `verdict` column's vocabulary, VERDICTS). Only a ratio with a paired t interval over
+interleaved rounds (its log-scale standard error and degrees of freedom, speedups.csv's se_log and df) is tested:
+
+- **reproduced**: two one-sided tests at 5% (fwbench.analysis.verdicts.tost) show this study's ratio within the
+  equivalence margin m of the published one (its 90% interval inside published x [1/(1+m), 1+m]; m is the config's
+  `analysis.equivalence_margin`, recorded per row). The only verdict that counts as agreement.
+- **different**: this study's 95% interval excludes the published ratio (and equivalence is not shown); which side
+  (ours higher or lower) is recorded.
+- **inconclusive**: the 95% interval contains the published ratio but is too wide to show equivalence. Failing to
+  find a difference is never evidence of sameness.
+- **direction only**: no usable interval (a training run, one run each; a within-process interval from one trial;
+  trials not interleaved; the cells' throughputs divided): only whether the ratio lies on the same side of 1 as the
+  published one, said separately, and never counted as agreement.
+- **failed**: a cell failed here, or the ratio was refused (cells on different device models).
+
+The `direction` column says on which side of 1 this study's ratio lies against the published one: from the 95%
+interval where there is one (`not resolved` where it contains 1), from the point estimate otherwise.
 
 Execution modes (fwbench.modes): a source may state the mode each framework ran in (`modes` in sources.yaml); where it
 does not, each framework's figures are taken as its primary mode (PyTorch eager: torch.compile is opt-in; JAX jit),
@@ -23,7 +40,9 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-from fwbench.analysis.aggregate import refused
+from fwbench.analysis import verdicts
+from fwbench.analysis.aggregate import PAIRED, UNPAIRED, refused
+from fwbench.analysis.aggregate import WITHIN as WITHIN_PROCESS
 from fwbench.analysis.aggregate import speedups as speedups_of
 from fwbench.analysis.cells import load_cells
 from fwbench.analysis.latex import escape, join_words, label, literal, mode_label, number, short_label
@@ -49,14 +68,25 @@ SOURCE_KEYS = {
 # Keys a source may add: `modes`, {framework (the reference's name or ours): mode} where the source states them.
 OPTIONAL_KEYS = {"modes"}
 SUITES = ("inference", "training")
-# Verdicts, in the order the text counts them; the first two count as agreement.
-WITHIN = "within CI"
-SAME = "same direction"
-OPPOSITE = "opposite direction"
-UNRESOLVED = "not resolved here"
-NO_PAIRED_CI = "no paired CI here"
-FAILED = "failed here"
-AGREES = (WITHIN, SAME)
+# Verdicts (the `verdict` column's fixed vocabulary), in the order the text counts them; only REPRODUCED is agreement.
+REPRODUCED = "reproduced"
+DIFFERENT = "different"
+INCONCLUSIVE = "inconclusive"
+DIRECTION_ONLY = "direction only"
+FAILED = "failed"
+VERDICTS = (REPRODUCED, DIFFERENT, INCONCLUSIVE, DIRECTION_ONLY, FAILED)
+AGREES = (REPRODUCED,)
+# Verdicts drawn from an interval (the paper's table prints it beside them).
+TESTED = (REPRODUCED, DIFFERENT, INCONCLUSIVE)
+# The `direction` column: this study's ratio on the same side of 1 as the published one, the other side, or (with an
+# interval) an interval that contains 1.
+SAME, OPPOSITE, UNRESOLVED = "same", "opposite", "not resolved"
+# The `ours_vs_published` column of a DIFFERENT row.
+HIGHER, LOWER = "higher", "lower"
+# analysis.equivalence_margin's default (workflow/schemas/config.schema.yaml).
+DEFAULT_MARGIN = 0.1
+ALPHA = verdicts.ALPHA
+ONE_RUN = "one run"  # the ci_scope of a training ratio: one run per framework
 COLUMNS = [
     "source",
     "suite",
@@ -80,8 +110,21 @@ COLUMNS = [
     "ci_low",
     "ci_high",
     "ci_scope",
+    "se_log",
+    "df",
+    "margin",
+    "margin_low",
+    "margin_high",
+    "ci90_low",
+    "ci90_high",
+    "tost_p",
     "verdict",
+    "direction",
+    "ours_vs_published",
+    "verdict_text",
     "agrees",
+    "published_device_kind",
+    "ours_device_kind",
     "absolute_comparable",
     "absolute_note",
     "reason",
@@ -193,22 +236,116 @@ def published_ratios(source: Source, rows: pd.DataFrame) -> pd.DataFrame:
     return frame.assign(published_ratio=ratio if source.higher_is_better else 1.0 / ratio)
 
 
-def verdict(published: float, ratio: float | None, lo: float | None, hi: float | None, scope: str | None) -> str:
-    """How this study's ratio (with its paired CI) stands to the published one: the CI contains it, or the CI
-    resolves a difference in the same or the opposite direction, or it resolves nothing and excludes it. A ratio
-    without a paired interval (one trial, or trials not interleaved, or a training run) is judged by its direction
-    alone and says so."""
-    if ratio is None or not math.isfinite(ratio):
-        return FAILED
+def _finite(value) -> bool:
+    try:
+        return value is not None and math.isfinite(float(value))
+    except (TypeError, ValueError):
+        return False
+
+
+def factor(margin: float) -> str:
+    """The margin as the factor either way that the text names: 0.1 -> "1.1"."""
+    return f"{1.0 + float(margin):.4g}"
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """How this study's ratio stands to a published one (`judge`): the verdict (VERDICTS), the direction (SAME,
+    OPPOSITE, UNRESOLVED; None without a ratio), which side a DIFFERENT ratio lies on (HIGHER, LOWER), the
+    equivalence test's p and the 90% interval it used (NaN without an interval), and the human text."""
+
+    verdict: str
+    direction: str | None = None
+    ours_vs_published: str | None = None
+    tost_p: float = math.nan
+    ci90_low: float = math.nan
+    ci90_high: float = math.nan
+    text: str = "failed here"
+
+    def columns(self) -> dict:
+        return {
+            "verdict": self.verdict,
+            "direction": self.direction,
+            "ours_vs_published": self.ours_vs_published,
+            "tost_p": self.tost_p,
+            "ci90_low": self.ci90_low,
+            "ci90_high": self.ci90_high,
+            "verdict_text": self.text,
+            "agrees": self.verdict in AGREES,
+        }
+
+
+def _no_interval_why(scope: str | None) -> str:
+    """Why a ratio has no interval to test (a direction-only verdict's parenthesis)."""
+    return {
+        ONE_RUN: "one run each",
+        WITHIN_PROCESS: "one trial each: a within-process interval only",
+        UNPAIRED: "trials not interleaved",
+        UNPAIRED_SCOPE: "the cells' throughputs divided",
+        PAIRED: "no standard error recorded",
+    }.get(scope, "no paired interval")
+
+
+def _direction_text(direction: str) -> str:
+    return {SAME: "same direction", OPPOSITE: "opposite direction", UNRESOLVED: "direction not resolved here"}[
+        direction
+    ]
+
+
+def judge(
+    published: float,
+    ratio: float | None,
+    *,
+    scope: str | None,
+    ci_low: float | None = None,
+    ci_high: float | None = None,
+    se_log: float | None = None,
+    df: float | None = None,
+    margin: float = DEFAULT_MARGIN,
+    alpha: float = ALPHA,
+) -> Judgement:
+    """This study's ratio against a published one (the module's docstring defines the verdicts). Only a paired
+    interval over interleaved rounds with its log-scale standard error and degrees of freedom is tested: two
+    one-sided tests at `alpha` that the log ratio lies within log(1 + margin) of the published one's (reproduced),
+    else the (1 - alpha) interval excludes the published ratio (different: ours higher or lower) or contains it
+    (inconclusive). Any other ratio is judged by its direction alone and never agrees."""
+    if not _finite(ratio) or ratio <= 0:
+        return Judgement(FAILED)
+    if not _finite(published) or published <= 0:
+        return Judgement(FAILED, text="no positive published ratio")
     published_faster = published > 1
-    if scope != "paired_rounds" or lo is None or hi is None or not (math.isfinite(lo) and math.isfinite(hi)):
-        same = (ratio > 1) == published_faster
-        return f"{SAME if same else OPPOSITE} ({NO_PAIRED_CI})"
-    if lo <= published <= hi:
-        return WITHIN
-    if lo > 1 or hi < 1:
-        return SAME if (lo > 1) == published_faster else OPPOSITE
-    return UNRESOLVED
+    if scope != PAIRED or not (_finite(se_log) and _finite(df) and float(df) > 0 and float(se_log) >= 0):
+        direction = SAME if (ratio > 1) == published_faster else OPPOSITE
+        why = _no_interval_why(scope)
+        return Judgement(DIRECTION_ONLY, direction, text=f"direction only, no interval ({why}): {direction} direction")
+    log_ratio, se, dof = math.log(ratio), float(se_log), float(df)
+    if _finite(ci_low) and _finite(ci_high):
+        low, high = float(ci_low), float(ci_high)
+    else:
+        low, high = verdicts.interval(log_ratio, se, dof, 1 - alpha)
+    test = verdicts.tost(log_ratio, se, dof, math.log(published), math.log1p(margin), alpha)
+    ci90 = verdicts.interval(log_ratio, se, dof, 1 - 2 * alpha)
+    direction = UNRESOLVED if low <= 1 <= high else SAME if (low > 1) == published_faster else OPPOSITE
+    common = {"direction": direction, "tost_p": test.p, "ci90_low": ci90[0], "ci90_high": ci90[1]}
+    p = f"TOST p = {test.p:.2g}"
+    if test.equivalent:
+        return Judgement(REPRODUCED, **common, text=f"reproduced within a factor of {factor(margin)} ({p})")
+    if low <= published <= high:
+        text = (
+            f"inconclusive: the 95% CI contains the published ratio but is too wide to show it within a factor of "
+            f"{factor(margin)} ({p})"
+        )
+        return Judgement(INCONCLUSIVE, **common, text=text)
+    side = HIGHER if low > published else LOWER
+    text = f"different: ours {side} than published (the 95% CI excludes it); {_direction_text(direction)}"
+    return Judgement(DIFFERENT, **common, ours_vs_published=side, text=text)
+
+
+def across_classes(published_kind: str, ours_kind: str) -> str:
+    """The verdict text's note on a ratio compared across device classes ("" within one class)."""
+    if str(published_kind).lower() == str(ours_kind).lower():
+        return ""
+    return f"across device classes ({str(published_kind).upper()} there, {str(ours_kind).upper()} here)"
 
 
 def _study_device(frame: pd.DataFrame) -> tuple[str, str]:
@@ -353,7 +490,7 @@ def _inference_matches(
             yield result | _unpaired(row, ours, result)
             continue
         if reason:
-            yield result | {"verdict": FAILED, "reason": reason}
+            yield result | {"reason": reason}
             continue
         p = pair.iloc[0]
         yield result | {
@@ -361,7 +498,9 @@ def _inference_matches(
             "ci_low": float(p["ci_low"]),
             "ci_high": float(p["ci_high"]),
             "ci_scope": p["ci_scope"],
-            "verdict": verdict(row.published_ratio, float(p["ratio"]), p["ci_low"], p["ci_high"], p["ci_scope"]),
+            # a table from before the log-scale standard error has none: its ratio is judged by direction alone
+            "se_log": float(p["se_log"]) if _finite(p.get("se_log")) else math.nan,
+            "df": float(p["df"]) if _finite(p.get("df")) else math.nan,
         }
 
 
@@ -370,12 +509,10 @@ def _unpaired(row, ours: dict[str, pd.DataFrame], result: dict) -> dict:
     ran on another device model than its partner (refused, as `speedups` refuses it)."""
     placement = check_placement([ours[BASELINE].iloc[0], ours[row.framework].iloc[0]])
     if placement.models_differ:
-        return {"verdict": FAILED, "reason": f"ratio refused, {placement.models_detail}"}
+        return {"reason": f"ratio refused, {placement.models_detail}"}
     if result["ours_torch"] is None or result["ours_other"] is None:
-        return {"verdict": FAILED, "reason": "no ratio for this pair"}
-    ratio = result["ours_other"] / result["ours_torch"]
-    judged = verdict(row.published_ratio, ratio, None, None, None)
-    return {"ratio": ratio, "ci_scope": UNPAIRED_SCOPE, "verdict": judged}
+        return {"reason": "no ratio for this pair"}
+    return {"ratio": result["ours_other"] / result["ours_torch"], "ci_scope": UNPAIRED_SCOPE}
 
 
 def _published_part(row) -> dict:
@@ -437,14 +574,35 @@ def _training_matches(source: Source, ratios: pd.DataFrame, epochs: pd.DataFrame
         if not reason and placement.models_differ:  # as the conclusions' training sentence refuses it
             reason = f"ratio refused, {placement.models_detail}"
         if reason or result["ours_torch"] is None or result["ours_other"] is None:
-            yield result | {"verdict": FAILED, "reason": reason}
+            yield result | {"reason": reason or "no training time for this pair"}
             continue
-        ratio = result["ours_torch"] / result["ours_other"]  # times: PyTorch's over the other's = speed ratio
-        yield result | {
-            "ratio": ratio,
-            "ci_scope": "one run",
-            "verdict": verdict(row.published_ratio, ratio, None, None, None),
-        }
+        # times: PyTorch's over the other's = speed ratio; one run each, so no interval
+        yield result | {"ratio": result["ours_torch"] / result["ours_other"], "ci_scope": ONE_RUN}
+
+
+def _judged(match: dict, published_kind: str, ours_kind: str, margin: float) -> dict:
+    """A match's verdict columns (`judge`; FAILED where the match carries a reason), its margin and the bounds it
+    sets around the published ratio, and the note on device classes in the verdict text."""
+    published = float(match["published_ratio"])
+    bounds = {"margin": margin, "margin_low": published / (1.0 + margin), "margin_high": published * (1.0 + margin)}
+    if match.get("reason"):
+        judgement = Judgement(FAILED)
+    else:
+        judgement = judge(
+            published,
+            match.get("ratio"),
+            scope=match.get("ci_scope"),
+            ci_low=match.get("ci_low"),
+            ci_high=match.get("ci_high"),
+            se_log=match.get("se_log"),
+            df=match.get("df"),
+            margin=margin,
+        )
+    columns = judgement.columns()
+    note = across_classes(published_kind, ours_kind)
+    if note and judgement.verdict != FAILED:
+        columns["verdict_text"] += f"; {note}"
+    return bounds | columns | {"published_device_kind": published_kind, "ours_device_kind": ours_kind}
 
 
 def compare(
@@ -455,12 +613,17 @@ def compare(
     training: pd.DataFrame | None,
     image_size: int,
     cell_paths: list | None = None,
+    margin: float = DEFAULT_MARGIN,
 ) -> pd.DataFrame:
-    """Every published ratio that has a matching pair of cells here, beside this study's (COLUMNS). `cell_paths`:
-    the inference cells, for a paired interval where the published modes are not the ones the ratio table pairs;
-    without them such a ratio is the cells' throughputs divided, judged by its direction alone."""
+    """Every published ratio that has a matching pair of cells here, beside this study's, with its verdict (`judge`,
+    at the equivalence `margin`: the config's analysis.equivalence_margin) (COLUMNS). `cell_paths`: the inference
+    cells, for a paired interval where the published modes are not the ones the ratio table pairs; without them
+    such a ratio is the cells' throughputs divided, judged by its direction alone."""
+    if not 0 < margin <= 1:
+        raise ValueError(f"equivalence margin {margin!r}: expected a number in (0, 1]")
     rows = []
     paired = _PairedFromCells(cell_paths)
+    ours_kind = _study_device(inference)[0]
     for source in sources:
         ratios = published_ratios(source, read_published(source))
         if source.suite == "inference":
@@ -472,15 +635,10 @@ def compare(
         comparable, note = absolute_comparability(source, inference, image_size)
         for match in matches:
             rows.append(
-                {
-                    "source": source.key,
-                    "suite": source.suite,
-                    "unit": source.unit,
-                    **match,
-                    "agrees": match["verdict"] in AGREES or match["verdict"].startswith(SAME),
-                    "absolute_comparable": comparable,
-                    "absolute_note": note,
-                }
+                {"source": source.key, "suite": source.suite, "unit": source.unit}
+                | match
+                | _judged(match, source.device_kind, ours_kind, margin)
+                | {"absolute_comparable": comparable, "absolute_note": note}
             )
     return pd.DataFrame(rows, columns=COLUMNS)
 
@@ -490,9 +648,11 @@ def _ours(value: float | None, digits: int = 3) -> str:
 
 
 def _ratio_with_ci(row) -> str:
+    """This study's ratio, with its 95% CI where a verdict was drawn from it (a direction-only ratio's within-process
+    or unpaired interval is not printed: it is not the interval the verdicts test)."""
     if pd.isna(row.ratio):
         return "---"
-    if pd.isna(row.ci_low):
+    if row.verdict not in TESTED or pd.isna(row.ci_low):
         return number(row.ratio)
     return f"{number(row.ratio)} [{number(row.ci_low)}, {number(row.ci_high)}]"
 
@@ -534,20 +694,59 @@ def modes_caption(rows: pd.DataFrame, source: Source) -> str:
     return text + "."
 
 
+def table_verdict(row) -> str:
+    """A row's verdict as the paper's table prints it (short; the CSV's verdict_text has it in full)."""
+    if row.verdict in (REPRODUCED, INCONCLUSIVE):
+        return f"{row.verdict} (TOST p = {row.tost_p:.2g})"
+    if row.verdict == DIFFERENT:
+        return f"different: ours {row.ours_vs_published}"
+    if row.verdict == DIRECTION_ONLY:
+        return f"direction only, no interval: {row.direction}"
+    return "failed here" if row.verdict == FAILED else str(row.verdict)
+
+
+def margin_of(rows: pd.DataFrame) -> float:
+    """The equivalence margin the rows were judged at (DEFAULT_MARGIN for rows that record none)."""
+    recorded = pd.to_numeric(rows.get("margin", pd.Series(dtype=float)), errors="coerce").dropna()
+    return float(recorded.iloc[0]) if len(recorded) else DEFAULT_MARGIN
+
+
+def _classes_note(rows: pd.DataFrame) -> str:
+    """'GPU there, CPU here' for rows compared across device classes ('' within one class, or before the columns)."""
+    if not {"published_device_kind", "ours_device_kind"} <= set(rows):
+        return ""
+    pairs = sorted(
+        {
+            (str(a).upper(), str(b).upper())
+            for a, b in zip(rows["published_device_kind"], rows["ours_device_kind"], strict=True)
+            if str(a).lower() != str(b).lower()
+        }
+    )
+    return "; ".join(f"{a} there, {b} here" for a, b in pairs)
+
+
 def comparison_table(rows: pd.DataFrame, source: Source) -> str:
     """One source's matched rows as a LaTeX table (a full-width float, footnotesize); the caption names the modes
-    matched, and a row whose cells here ran in another mode than the source's is marked."""
+    matched and the verdicts' rule, and a row whose cells here ran in another mode than the source's is marked."""
     others = sorted(set(rows["framework"]))
     comparable = bool(rows["absolute_comparable"].iloc[0])
     mark = "" if comparable else "$^\\ast$"
     other_mode = ~_flag(rows, "modes_match", True)
+    classes = _classes_note(rows)
+    rule = (
+        f" Verdicts: reproduced when two one-sided tests at 5\\% show this study's ratio within a factor of "
+        f"{factor(margin_of(rows))} of the published one; different when its 95\\% CI excludes it; inconclusive when "
+        "the CI contains it but is too wide; direction only (never agreement) without a paired CI"
+        + (f"; ratios across device classes ({escape(classes)})" if classes else "")
+        + "."
+    )
     lines = [
         r"\begin{table*}[t]",
         r"\centering",
         f"\\caption{{Published vs reproduced: {escape(source.source)} on the {escape(source.device)} "
         f"({source.image_size}~px, {source.precision}), beside this study's matching cells. Ratios: "
         f"{join_words([short_label(f) for f in others])} speed relative to PyTorch (above 1: faster than PyTorch); "
-        f"this study's with its 95\\% CI.{modes_caption(rows, source)} "
+        f"this study's with its paired 95\\% CI where it has one.{rule}{modes_caption(rows, source)} "
         + (
             f"$^\\ast$: absolute {escape(source.unit)} from different machines, "
             f"{escape(rows['absolute_note'].iloc[0])}; only ratios and directions are compared.}}"
@@ -556,7 +755,7 @@ def comparison_table(rows: pd.DataFrame, source: Source) -> str:
         ),
         f"\\label{{tab:published-{source.key}}}",
         r"\footnotesize",
-        r"\begin{tabular}{llr rr rr r l >{\raggedright\arraybackslash}p{2.4cm}}",  # a verdict may wrap
+        r"\begin{tabular}{llr rr rr r l >{\raggedright\arraybackslash}p{2.6cm}}",  # a verdict may wrap
         r"\toprule",
         f"Model & vs & Batch & \\multicolumn{{2}}{{c}}{{PT {escape(source.unit)}{mark}}} & "
         f"\\multicolumn{{2}}{{c}}{{Other {escape(source.unit)}{mark}}} & \\multicolumn{{2}}{{c}}{{Ratio to PT}} & "
@@ -571,47 +770,86 @@ def comparison_table(rows: pd.DataFrame, source: Source) -> str:
             f"{escape(row.model)}{marked} & {short_label(row.framework)} & {row.batch_size} & "
             f"{_ours(row.published_torch)} & {_ours(row.ours_torch)} & "
             f"{_ours(row.published_other)} & {_ours(row.ours_other)} & "
-            f"{number(row.published_ratio)} & {_ratio_with_ci(row)} & {escape(row.verdict)} \\\\"
+            f"{number(row.published_ratio)} & {_ratio_with_ci(row)} & {escape(table_verdict(row))} \\\\"
         )
     lines += [r"\bottomrule", r"\end{tabular}", r"\end{table*}"]
     return "\n".join(lines) + "\n"
 
 
 def verdict_counts(rows: pd.DataFrame) -> dict[str, int]:
-    """How many matched rows fall under each verdict (the 'no paired CI' ones under their direction)."""
-    counts = dict.fromkeys((WITHIN, SAME, OPPOSITE, UNRESOLVED, FAILED), 0)
-    for value in rows["verdict"]:
-        base = value.split(" (")[0]
-        counts[base] = counts.get(base, 0) + 1
+    """How many matched rows fall under each verdict (VERDICTS, in order; a value outside them under itself). Only
+    REPRODUCED counts as agreement: a direction-only row is counted under DIRECTION_ONLY whatever its direction."""
+    counts = dict.fromkeys(VERDICTS, 0)
+    for value in rows["verdict"].astype(str):
+        counts[value] = counts.get(value, 0) + 1
     return counts
+
+
+def agreeing(rows: pd.DataFrame) -> pd.Series:
+    """Which rows agree with their published figure: the reproduced ones, and no other (whatever `agrees` says in a
+    table read back)."""
+    return rows["verdict"].astype(str) == REPRODUCED
 
 
 def _count(count: int, singular: str, plural: str) -> str:
     return f"{count} {singular if count == 1 else plural}"
 
 
+def _of(rows: pd.DataFrame, column: str, value: str) -> int:
+    return int((rows[column].astype(str) == value).sum()) if column in rows else 0
+
+
 def summary_sentence(rows: pd.DataFrame) -> str:
-    """What the comparison found, counted from the rows (fwbPublishedSentence)."""
+    """What the comparison found, counted from the rows: how many published ratios are reproduced (equivalent
+    within the margin), different (ours higher or lower), inconclusive, or compared by direction only (same or
+    opposite, never counted as agreement), and whether they were compared across device classes."""
     if rows.empty:
         return "No published figure matches a cell of this study (same suite, model, batch size and precision)."
     counts = verdict_counts(rows)
-    parts = [
-        _count(counts[WITHIN], "lies", "lie") + " within this study's 95\\% CI",
-        _count(counts[SAME], "differs", "differ")
-        + " from it but agree"
-        + ("s" if counts[SAME] == 1 else "")
-        + " in the resolved direction",
-        _count(counts[OPPOSITE], "points", "point") + " the opposite way",
-        _count(counts[UNRESOLVED], "lies", "lie") + " outside it where it resolves no difference from 1",
-    ]
+    margin = factor(margin_of(rows))
+    reproduced = _count(counts[REPRODUCED], "is", "are") if counts[REPRODUCED] else "none is"
+    parts = [f"{reproduced} reproduced (shown equivalent within a factor of {margin} by two one-sided tests at 5\\%)"]
+    if counts[DIFFERENT]:
+        different = rows[rows["verdict"].astype(str) == DIFFERENT]
+        sides = [f"{side} in {n}" for side in (HIGHER, LOWER) if (n := _of(different, "ours_vs_published", side))]
+        parts.append(
+            _count(counts[DIFFERENT], "is", "are")
+            + f" different (outside this study's 95\\% CI: ours {', '.join(sides) or 'not on one side'})"
+        )
+    if counts[INCONCLUSIVE]:
+        parts.append(
+            _count(counts[INCONCLUSIVE], "is", "are")
+            + " inconclusive (inside this study's 95\\% CI, which is too wide to show equivalence)"
+        )
+    if counts[DIRECTION_ONLY]:
+        direction = rows[rows["verdict"].astype(str) == DIRECTION_ONLY]
+        ways = [f"{n} in the {way} direction" for way in (SAME, OPPOSITE) if (n := _of(direction, "direction", way))]
+        parts.append(
+            _count(counts[DIRECTION_ONLY], "has", "have")
+            + f" no paired interval here and {'is' if counts[DIRECTION_ONLY] == 1 else 'are'} compared by direction "
+            f"only ({', '.join(ways)}), which never counts as agreement"
+        )
     if counts[FAILED]:
         parts.append(_count(counts[FAILED], "has", "have") + " a failed cell here")
+    others = {v: n for v, n in counts.items() if v not in VERDICTS and n}
+    parts += [f"{n} {escape(v)}" for v, n in others.items()]
     total = len(rows)
-    return (
+    text = (
         f"Of the {_count(total, 'published ratio', 'published ratios')} that match a pair of cells of this study, "
         + join_words(parts)
         + "."
     )
+    classes = _classes_note(rows)
+    if classes:
+        across = int(
+            (
+                rows["published_device_kind"].astype(str).str.lower()
+                != rows["ours_device_kind"].astype(str).str.lower()
+            ).sum()
+        )
+        who = "All of them compare" if across == total else f"{across} of them compare"
+        text += f" {who} ratios across device classes ({escape(classes)})."
+    return text
 
 
 def modes_sentence(rows: pd.DataFrame) -> str:
@@ -657,18 +895,30 @@ def _describe(source: Source, matched: pd.DataFrame) -> str:
     )
 
 
-def section(rows: pd.DataFrame, sources: list[Source], figure: str | None) -> str:
-    """The paper's published-vs-reproduced section: what each source measured, the summary, one table per source
-    with matches, and the figure."""
+def rule_sentence(margin: float) -> str:
+    """The verdicts' rule and the margin, in one sentence."""
+    f = factor(margin)
+    return (
+        f"A published ratio counts as reproduced only when two one-sided tests at the 5\\% level show this study's "
+        f"ratio within a factor of {f} of it either way (its paired 90\\% CI inside the published ratio times "
+        f"[1/{f}, {f}]; equivalence margin {margin:g}, \\texttt{{analysis.equivalence\\_margin}}), as different "
+        "when its paired 95\\% CI excludes the published ratio, as inconclusive when that CI contains it but is too "
+        "wide to show equivalence, and by direction only, never as agreement, when this study has no paired CI "
+        "(one training run each, one trial each, or trials not interleaved)."
+    )
+
+
+def section(rows: pd.DataFrame, sources: list[Source], figure: str | None, margin: float | None = None) -> str:
+    """The paper's published-vs-reproduced section: what each source measured, the rule of the verdicts with its
+    `margin` (the rows' where not given), the summary, one table per source with matches, and the figure."""
+    margin = margin_of(rows) if margin is None else margin
     lines = [r"\section{Published vs reproduced}", r"\label{sec:published}"]
     described = [_describe(source, rows[rows["source"] == source.key]) for source in sources]
     lines.append(
         "Published figures are compared with this study's matching cells: the same suite, model, batch size and "
         "precision, and no row where none matches. The sources, as copied into the repository with how they were "
         "measured (\\texttt{reference/}). " + " ".join(described) + " "
-        "A ratio is compared, never an absolute number across machines; a published ratio counts as reproduced "
-        "when it lies within this study's paired 95\\% CI, and as agreeing in direction when this study resolves "
-        "a difference on the same side of 1."
+        "A ratio is compared, never an absolute number across machines. " + rule_sentence(margin)
     )
     modes = modes_sentence(rows)
     lines.append(
@@ -688,8 +938,9 @@ def section(rows: pd.DataFrame, sources: list[Source], figure: str | None) -> st
                     r"\centering",
                     f"\\includegraphics[width=\\columnwidth]{{{figure}}}",
                     r"\caption{Published vs reproduced speed ratios to PyTorch per model and batch size (log scale): "
-                    r"published (open markers) and this study's with its 95\% CI (filled, bars). Above 1: faster than "
-                    r"PyTorch.}",
+                    r"published (open markers, with the equivalence margin as a grey bar) and this study's with its "
+                    r"paired 95\% CI (filled, bars; a cross where it has no paired CI and only the direction is "
+                    r"compared). Above 1: faster than PyTorch.}",
                     r"\label{fig:published}",
                     r"\end{figure}",
                 ]

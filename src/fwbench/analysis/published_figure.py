@@ -1,5 +1,7 @@
 """The published-vs-reproduced figure: per model and batch size, the published speed ratio to PyTorch (open
-marker) beside this study's with its 95% CI (filled marker, bars), on a log axis around 1."""
+marker, with the equivalence margin around it as a grey bar) beside this study's: with its paired 95% CI (filled
+marker, bars) where a verdict was tested, a cross without bars where only the direction is compared; on a log axis
+around 1."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter  # noqa: 
 
 from fwbench.analysis.figures import PALETTE, save_figure  # noqa: E402
 from fwbench.analysis.latex import label  # noqa: E402
+from fwbench.analysis.published import TESTED  # noqa: E402
 
 
 def published_figure(rows: pd.DataFrame, pdf: str | Path, png: str | Path) -> None:
@@ -26,6 +29,18 @@ def published_figure(rows: pd.DataFrame, pdf: str | Path, png: str | Path) -> No
         save_figure(fig, pdf, png)
         return
     x = range(len(rows))
+    if {"margin_low", "margin_high"} <= set(rows):
+        band = rows.dropna(subset=["margin_low", "margin_high"])
+        ax.vlines(
+            band.index - 0.12,
+            band["margin_low"],
+            band["margin_high"],
+            color="0.75",
+            linewidth=3,
+            zorder=0,
+            label="equivalence margin",
+        )
+    tested = rows["verdict"].isin(TESTED) if "verdict" in rows else rows["ci_low"].notna()
     for framework, part in rows.groupby("framework"):
         colour = PALETTE.get(label(framework), "tab:purple")
         ax.scatter(
@@ -37,7 +52,7 @@ def published_figure(rows: pd.DataFrame, pdf: str | Path, png: str | Path) -> No
             s=22,
             label=f"{label(framework)} published",
         )
-        measured = part.dropna(subset=["ratio"])
+        measured = part[tested[part.index]].dropna(subset=["ratio"])
         lower = (measured["ratio"] - measured["ci_low"]).where(measured["ci_low"].notna(), 0)
         upper = (measured["ci_high"] - measured["ratio"]).where(measured["ci_high"].notna(), 0)
         ax.errorbar(
@@ -51,9 +66,22 @@ def published_figure(rows: pd.DataFrame, pdf: str | Path, png: str | Path) -> No
             linewidth=0.8,
             label=f"{label(framework)} here",
         )
+        direction = part[~tested[part.index]].dropna(subset=["ratio"])
+        if len(direction):
+            ax.scatter(
+                direction.index + 0.12,
+                direction["ratio"],
+                marker="x",
+                color=colour,
+                s=18,
+                linewidths=0.9,
+                label=f"{label(framework)} here, no paired CI",
+            )
     ax.axhline(1.0, color="grey", linewidth=0.6, linestyle="--")
     # Room around every marker and bar (a log axis's automatic margins let the extreme markers sit on the frame).
-    values = pd.concat([rows[c] for c in ("published_ratio", "ratio", "ci_low", "ci_high")]).dropna()
+    shown = [c for c in ("published_ratio", "ratio", "ci_low", "ci_high", "margin_low", "margin_high") if c in rows]
+    drawn = rows[tested]  # a direction-only ratio's interval is not drawn
+    values = pd.concat([(drawn if c in ("ci_low", "ci_high") else rows)[c] for c in shown]).dropna()
     values = values[values > 0]
     if not values.empty:
         ax.set_ylim(min(values.min(), 1.0) / 1.4, max(values.max(), 1.0) * 1.4)

@@ -9,7 +9,15 @@ import pandas as pd
 
 from fwbench import modes as execution_modes
 from fwbench.analysis import partners
-from fwbench.analysis.aggregate import mixed_modes, node_differs, off_pairing, pairings, ratios_for, refused
+from fwbench.analysis.aggregate import (
+    mixed_modes,
+    multiplicity_of,
+    node_differs,
+    off_pairing,
+    pairings,
+    ratios_for,
+    refused,
+)
 from fwbench.analysis.latex import (
     BASELINE,
     FRAMEWORK_LABELS,
@@ -24,6 +32,7 @@ from fwbench.analysis.latex import (
     variant_label,
     variant_short,
 )
+from fwbench.analysis.macros import adjusted_phrase
 from fwbench.analysis.partners import multi_mode, with_modes
 from fwbench.failures import KINDS
 
@@ -87,13 +96,28 @@ def _cell(frame: pd.DataFrame, variant: Variant, column: str, digits: int = 3) -
 SCOPE_MARKS = {"within_process": r"$^{w}$", "unpaired_trials": r"$^{u}$"}
 # A ratio that pairs other execution modes than its column names (a stand-in: the ratio mode's cell is missing).
 MODE_MARK = r"$^{m}$"
+# A ratio whose own 95% CI excludes 1 but which the adjusted test of its family does not resolve (not bold).
+ADJUSTED_MARK = r"$^{a}$"
+
+
+def _true(value: Any) -> bool:
+    return str(value) == "True"
+
+
+def _verdicts(row: Any) -> tuple[bool, bool]:
+    """(resolved after the family's adjustment, resolved by its own 95% CI) of a ratio row; a row from before the
+    adjusted column has only its own verdict, which stands in for both."""
+    own = _true(row.get("resolved")) and row.get("ci_scope") in (None, "paired_rounds")
+    adjusted = _true(row.get("resolved_adjusted")) if _present(row.get("resolved_adjusted")) else own
+    return adjusted, own
 
 
 def _ratio(row) -> str:
-    """Ratio with its 95% CI; bold where it is resolved (a paired CI over interleaved rounds that excludes 1).
-    A CI from within one process (one trial) or from trials not interleaved is marked and never bold. A refused
-    ratio (different device models) is a marked dash; one across nodes of one device model carries its mark, and
-    so does one that pairs other modes than its column (`off_pairing`)."""
+    """Ratio with its own 95% CI; bold where it is resolved after the adjustment within its family (the paired test
+    over interleaved rounds, `verdicts.adjust_verdicts`), marked $^a$ where its own CI excludes 1 but the adjusted
+    test does not resolve it. A CI from within one process (one trial) or from trials not interleaved is marked and
+    never bold. A refused ratio (different device models) is a marked dash; one across nodes of one device model
+    carries its mark, and so does one that pairs other modes than its column (`off_pairing`)."""
     if _present(row.get("refused")):
         return "---" + REFUSED_MARK
     text = rf"{number(row['ratio'])}$\times$ {{\scriptsize[{number(row['ci_low'])}, {number(row['ci_high'])}]}}"
@@ -102,9 +126,10 @@ def _ratio(row) -> str:
         + (NODE_MARK if str(row.get("node_differs")) == "True" else "")
         + (MODE_MARK if str(row.get("off_pairing")) == "True" else "")
     )
-    if str(row.get("resolved")) == "True":
+    adjusted, own = _verdicts(row)
+    if adjusted:
         return rf"\textbf{{{text}}}" + marks
-    return text + SCOPE_MARKS.get(str(row.get("ci_scope")), "") + marks
+    return text + (ADJUSTED_MARK if own else "") + SCOPE_MARKS.get(str(row.get("ci_scope")), "") + marks
 
 
 def compiled_variants(frame: pd.DataFrame, variants: list[Variant]) -> list[Variant]:
@@ -285,12 +310,32 @@ def latency_table(frame: pd.DataFrame, frameworks: list[str]) -> str:
     return _tabular(groups, _inference_rows(frame, row), tight=len(variants) > 3)
 
 
-RATIO_NOTES = (
-    r" Ratios in bold are resolved (the paired CI over interleaved rounds excludes 1); $^w$: the CI comes from within "
-    r"one process only (one trial), $^u$: from trials not interleaved; neither can resolve a ratio."
-)
+def ratio_notes(ratios: pd.DataFrame) -> str:
+    """The legend of the ratio columns: what bold means (resolved after the ratio table's adjustment within each
+    framework pair, `aggregate.multiplicity_of`), that the bracket is each ratio's own 95% CI, $^a$ where some
+    ratio's own CI excludes 1 but the adjusted test does not resolve it, and $^w$ and $^u$."""
+    method = multiplicity_of(ratios)
+    bold = (
+        r" Ratios in bold are resolved by the paired $t$ test over interleaved rounds, "
+        + adjusted_phrase(method)
+        + r"; the brackets give each ratio's own 95\% CI"
+    )
+    shown = ratios[~refused(ratios)] if len(ratios) else ratios
+    adjusted_only = any(_verdicts(row) == (False, True) for _, row in shown.iterrows())
+    marked = (
+        rf"; {ADJUSTED_MARK}: its own CI excludes 1, but the adjusted test does not resolve it" if adjusted_only else ""
+    )
+    return (
+        bold
+        + marked
+        + r"; $^w$: the CI comes from within one process only (one trial), $^u$: from trials not interleaved; neither "
+        r"can resolve a ratio."
+    )
+
+
 CELL_NOTES = (
-    r" $^n$: noisy (IQR $>$ 10\% of the median); $^c$: the CI target was not reached; $^s$: a GPU cell whose "
+    r" $^n$: at least one trial noisy (its IQR $>$ 10\% of its median); $^c$: the CI target was not reached; "
+    r"$^s$: a GPU cell whose "
     r"comparable settings (GPU model, TF32 in effect, dtype, CUDA major version) differ from its partner in another "
     r"framework (\fwbNumSettingsDiffer{} cells; details in \texttt{inference.csv}); $^{d}$: on a throughput, the "
     r"cell ran with a workaround from the fallback ladder"
@@ -418,7 +463,7 @@ def _throughput_caption(frame: pd.DataFrame, frameworks: list[str], names: str, 
         head
         + names
         + modes_sentence(frame, variants)
-        + (_mixed_columns(ratios, compared) + RATIO_NOTES if with_ratios else "")
+        + (_mixed_columns(ratios, compared) + ratio_notes(ratios) if with_ratios else "")
         + CELL_NOTES
         + (DEVIATING_RATIO_NOTE + _placement_notes(ratios) + _mode_notes(ratios) if with_ratios else "")
         + r"; $^\dagger$: the cell failed; both see Section~\ref{sec:failures}. Table~\ref{tab:inference-latency} "

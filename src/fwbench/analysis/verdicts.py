@@ -17,13 +17,31 @@ definition each, so that every table, macro and sentence says the same thing:
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+import pandas as pd
 
 ALPHA = 0.05
 MULTIPLICITY_METHODS = ("holm", "bh", "none")
+DEFAULT_MULTIPLICITY = "holm"  # analysis.multiplicity's default (workflow/schemas/config.schema.yaml)
+# The verdicts of a family of tests (`adjust_verdicts`, one row per ratio): `family` (one suite and framework pair,
+# e.g. "inference jax/torch"; the compiled-over-eager gains one family per framework; the micro suite one per
+# framework and mode against NumPy), `multiplicity` (analysis.multiplicity: holm, bh or none), `family_size` (the
+# family's tests: its paired ratios), `p_adjusted` and `resolved_adjusted` (adjusted p < 0.05: what bold type, counts
+# and "the largest difference" use; `resolved` stays the ratio's own 95% interval's verdict), and the simultaneous
+# (Bonferroni, 1 - 0.05 / family_size) interval a selected ratio is quoted with.
+VERDICT_COLUMNS = [
+    "family",
+    "multiplicity",
+    "family_size",
+    "p_adjusted",
+    "resolved_adjusted",
+    "ci_low_simultaneous",
+    "ci_high_simultaneous",
+]
 
 
 def _t_cdf(x: float, df: float) -> float:
@@ -152,3 +170,45 @@ def difference(
     se = math.sqrt(variance)
     low, high = interval(diff, se, df, level)
     return Difference(math.exp(diff), low, high, p_value(diff, se, df))
+
+
+def multiplicity_setting(analysis: Mapping[str, Any] | None) -> str:
+    """The multiplicity adjustment the config's `analysis` names (holm when it names none)."""
+    return str((analysis or {}).get("multiplicity") or DEFAULT_MULTIPLICITY)
+
+
+def adjust_verdicts(
+    frame: pd.DataFrame, families: list[str], multiplicity: str = DEFAULT_MULTIPLICITY, estimate: str = "ratio"
+) -> pd.DataFrame:
+    """`frame` (rows with the ratio in column `estimate`, and `p_value`, `se_log`, `df`) with VERDICT_COLUMNS: each
+    row's `family`, the family's tests (the rows with a p-value: paired ratios) adjusted together by `multiplicity`
+    (`adjust`), `resolved_adjusted` where the adjusted p-value is below 0.05, and the simultaneous interval of every
+    tested row
+    (Bonferroni over the family's tests; its own 95% interval with `multiplicity` none). Rows without a test (a
+    within-process or unpaired interval, a refused ratio) get NaN and are never resolved."""
+    if multiplicity not in MULTIPLICITY_METHODS:
+        raise ValueError(f"unknown multiplicity {multiplicity!r}, expected one of {MULTIPLICITY_METHODS}")
+    family = np.asarray(families, dtype=object)
+    pvalues = pd.to_numeric(frame["p_value"], errors="coerce").to_numpy(dtype=float)
+    logs = np.log(pd.to_numeric(frame[estimate], errors="coerce").to_numpy(dtype=float))
+    se = pd.to_numeric(frame["se_log"], errors="coerce").to_numpy(dtype=float)
+    df = pd.to_numeric(frame["df"], errors="coerce").to_numpy(dtype=float)
+    adjusted, low, high = (np.full(len(frame), math.nan) for _ in range(3))
+    size = np.zeros(len(frame), dtype=int)
+    for name in dict.fromkeys(family):
+        rows = np.flatnonzero(family == name)
+        tested = rows[np.isfinite(pvalues[rows])]
+        adjusted[rows] = adjust(pvalues[rows], multiplicity)
+        size[rows] = len(tested)
+        width = 1 if multiplicity == "none" else len(tested)
+        for index in tested:
+            low[index], high[index] = simultaneous_interval(logs[index], se[index], df[index], width)
+    return frame.assign(
+        family=family,
+        multiplicity=multiplicity,
+        family_size=size,
+        p_adjusted=adjusted,
+        resolved_adjusted=adjusted < ALPHA,
+        ci_low_simultaneous=low,
+        ci_high_simultaneous=high,
+    )

@@ -139,8 +139,27 @@ def summary(samples_ms) -> dict[str, float | int | bool]:
         "std": std,
         "iqr": iqr,
         "cv": std / mean if mean else 0.0,
-        "noisy": bool(iqr / p50 > NOISE_IQR_FRACTION) if p50 else False,
+        "noisy": _noisy(iqr, float(p50)),
     }
+
+
+def _noisy(iqr: float, median: float) -> bool:
+    return bool(iqr / median > NOISE_IQR_FRACTION) if median else False
+
+
+def is_noisy(samples_ms) -> bool:
+    """The noise flag of one process's samples (as `summary` gives it): IQR above NOISE_IQR_FRACTION of the median.
+    Judge each trial on its own samples: pooled over processes, the IQR mixes in the differences between trials."""
+    values = np.asarray(samples_ms, dtype=np.float64)
+    if values.size == 0:
+        raise ValueError("no latency samples")
+    p25, p50, p75 = np.percentile(values, [25, 50, 75])
+    return _noisy(float(p75 - p25), float(p50))
+
+
+def noisy_trials(trial_samples_ms) -> list[bool]:
+    """The noise flag of each trial, each from that trial's own samples (e.g. a micro variant's `trial_samples_ms`)."""
+    return [is_noisy(samples) for samples in trial_samples_ms]
 
 
 def _t_quantile(df: float, confidence: float) -> float:
