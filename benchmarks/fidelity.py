@@ -9,7 +9,7 @@ a fresh process that imports only the framework it times (as the harness's cells
   harness jax       a full `fwbench` JAX cell
   bare jax          a jitted apply called N times with block_until_ready, total time          (mean)
   paired            in one process per framework, a bare loop alternated with the harness's measuring code
-                    (`timed_loop`, with and without the RSS sampler thread), which isolates the harness's own cost
+                    (a burst, with and without the RSS sampler thread), which isolates the harness's own cost
                     from the drift between processes
 
 Ratios (median over rounds): harness/Timer compares medians (the harness's headline); harness/bare compares means
@@ -47,26 +47,27 @@ def _loop(step, sync, batch_size: int, seconds: float) -> float:
 
 def paired(step, sync, batch_size: int) -> dict[str, list[float]]:
     """In one process, alternate a bare loop with the harness's own measuring code over the same step, PAIRS
-    times: the shared `timed_loop` (with its stopping rule) alone, and with the RSS sampler thread running at its
-    timed-loop interval and at its ten times finer load interval. Returns each variant's ratios to the bare loop;
-    pairing cancels the machine's drift, which dominates comparisons across processes."""
-    from fwbench.trackers.latency import StopRule, timed_loop
+    times: a burst (fwbench.blocks.run_burst, with its per-burst CPU, steal and counter readings) of about the same
+    length alone, and with the RSS sampler thread running at its measuring interval and at its ten times finer load
+    interval. Returns each variant's ratios to the bare loop; pairing cancels the machine's drift, which dominates
+    comparisons across processes."""
+    from fwbench.blocks import HardwareCounters, burst_rate, run_burst
     from fwbench.trackers.memory import LOAD_INTERVAL_S, TIMED_INTERVAL_S, RssSampler
 
-    rule = StopRule(min_iters=1, min_seconds=PAIR_SECONDS, max_iters=10**9, max_seconds=PAIR_SECONDS, ci_target=1e-9)
+    counters = HardwareCounters()
 
-    def harness() -> float:
-        run = timed_loop(lambda _: step(), sync, rule)
-        return batch_size * len(run.samples_s) / sum(run.samples_s)
+    def harness(iters: int) -> float:
+        return burst_rate(run_burst((lambda _: step(), sync), iters, 0, counters), batch_size)
 
-    intervals = {f"timed_loop + sampler {s * 1000:g} ms": s for s in (TIMED_INTERVAL_S, LOAD_INTERVAL_S)}
-    ratios: dict[str, list[float]] = {"timed_loop": [], **{variant: [] for variant in intervals}}
+    intervals = {f"burst + sampler {s * 1000:g} ms": s for s in (TIMED_INTERVAL_S, LOAD_INTERVAL_S)}
+    ratios: dict[str, list[float]] = {"burst": [], **{variant: [] for variant in intervals}}
     for _ in range(PAIRS):
         bare = _loop(step, sync, batch_size, PAIR_SECONDS)
-        ratios["timed_loop"].append(harness() / bare)
+        iters = max(1, round(bare * PAIR_SECONDS / batch_size))
+        ratios["burst"].append(harness(iters) / bare)
         for variant, interval in intervals.items():
             with RssSampler(interval):
-                ratios[variant].append(harness() / bare)
+                ratios[variant].append(harness(iters) / bare)
     return ratios
 
 
@@ -159,13 +160,7 @@ def main() -> None:
             "models": args.models,
             "precisions": ["fp32"],
             "dataset": {"image_size": args.image_size, "num_classes": 10, "train_size": 64, "val_size": 64},
-            "inference": {
-                "batch_sizes": [args.batch_size],
-                "min_iters": 20,
-                "min_seconds": args.seconds,
-                "ci_target": 0.02,
-                "max_seconds": 30,
-            },
+            "inference": {"batch_sizes": [args.batch_size], "trials": 1, "blocks": 10, "burst_s": args.seconds / 10},
         }
     )
     prepare(config["dataset"], work / "data")

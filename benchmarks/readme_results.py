@@ -396,7 +396,11 @@ def blocks(results: str | Path) -> dict[str, str]:
     )
 
     pairs = sorted({int(p) for p in ratios.get("pairs", pd.Series(dtype=float)).dropna() if p > 0})
-    rounds = f"{'/'.join(map(str, pairs))} interleaved rounds" if pairs else "interleaved rounds"
+    rounds = (
+        f"{'/'.join(map(str, pairs))} launches of warm workers (interleaved blocks within each)"
+        if pairs
+        else "launches of warm workers (interleaved blocks within each)"
+    )
     mixed = ratios["mixed_modes"].map(_true).any() if "mixed_modes" in ratios else False
     lines = [
         f"Measured {date} at {at} on {where}; {_scope(inference)}; study wall time {wall}. "

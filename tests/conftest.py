@@ -49,7 +49,15 @@ TINY_CONFIG = {
     "models": ["small_cnn"],
     "precisions": ["fp32"],
     "dataset": {"image_size": 16, "num_classes": 4, "train_size": 32, "val_size": 16, "seed": 3},
-    "inference": {"batch_sizes": [1, 2], "warmup_iters": 1, "min_iters": 3, "min_seconds": 0.0, "timeout_s": 120},
+    "inference": {
+        "batch_sizes": [1, 2],
+        "warmup_iters": 1,
+        "trials": 1,
+        "blocks": 2,
+        "burst_s": 0.01,
+        "burst_discard": 1,
+        "timeout_s": 120,
+    },
     "loader": {"min_seconds": 0.2},
 }
 

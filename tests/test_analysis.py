@@ -23,7 +23,7 @@ from fwbench.analysis.figures import throughput_figure
 from fwbench.analysis.latex import escape, macro_name, number
 from fwbench.analysis.macros import macros
 from fwbench.analysis.provenance import study_environment
-from fwbench.analysis.tables import failures_table, inference_table
+from fwbench.analysis.tables import environment_table, failures_table, inference_table
 from fwbench.config import validate_config
 from fwbench.io import atomic_write_json
 from fwbench.results import load_result
@@ -167,6 +167,95 @@ def test_macros_and_environment(cell_files, tmp_path, tiny_config):
     assert r"\newcommand{\fwbSpeedupGeomean}{1.50}" in text and "Median" not in text.split("fwbTorchCompile")[0]
     assert r"\newcommand{\fwbPeakJax}{150}" in text
     assert r"\newcommand{\fwbPeakTorch}{400}" in text
+
+
+ZEN4 = {
+    "format": "x86",
+    "vendor_id": "AuthenticAMD",
+    "cpu_family": "25",
+    "model": "17",
+    "stepping": "1",
+    "microcode": "0xa10113e",
+    "model_name": "AMD EPYC",
+    "logical_cpus": 2,
+    "physical_cores": 2,
+    "sockets": 1,
+    "isa_extensions": ["avx", "avx2", "avx512_bf16", "avx512f", "fma"],
+    "isa_level": "AVX-512 (BF16)",
+    "cache_summary": "L1d 32 KiB, L1i 32 KiB, L2 1 MiB, L3 32 MiB",
+    "hypervisor": True,
+    "missing": {},
+}
+NUMPY_BLAS = {
+    "internal_api": "openblas",
+    "version": "0.3.31",
+    "architecture": "Haswell",
+    "num_threads": 2,
+    "library": "libscipy_openblas64_.so",
+    "kernel_env": {"OPENBLAS_CORETYPE": "Haswell", "OPENBLAS_L2_SIZE": "1048576"},
+    "forced_core_type": "Haswell",
+    "core_type_forced": True,
+    "forced_vs_cpu": "below",
+    "missing": {},
+}
+GOMP = {"user_api": "openmp", "internal_api": "openmp", "version": None, "num_threads": 2, "library": "libgomp.so.1"}
+
+
+def _recorded(result: dict, framework: str, hardware: dict) -> dict:
+    """`result` with the hardware, BLAS and per-process library records a cell of this fwbench writes."""
+    result["provenance"] |= {"hardware": hardware, "blas": NUMPY_BLAS}
+    record = result["provenance"]["framework"]
+    record["name"] = framework
+    record["settings"]["process_blas"] = {"libraries": [GOMP], "missing": {}}
+    if framework == "torch":
+        record["versions"] |= {"cpu_capability": "AVX512", "mkl": "2024.2", "onednn": "3.12.0"}
+    return result
+
+
+def test_the_setup_table_names_the_cpu_its_isa_caches_and_blas(tmp_path):
+    results = [_recorded(_result(f, 1, 100.0), f, ZEN4) for f in ("torch", "jax")]
+    paths = []
+    for index, result in enumerate(results):
+        paths.append(tmp_path / f"cell{index}.json")
+        atomic_write_json(paths[-1], result)
+    env = study_environment(paths)
+    assert env["CPU"] == "Test CPU"
+    assert env["CPU identity"] == (
+        "AuthenticAMD family 25 model 17 stepping 1, microcode 0xa10113e; 2 logical CPUs (2 cores, 1 socket); "
+        "under a hypervisor"
+    )
+    assert env["ISA extensions"] == "AVX-512 (BF16): avx, avx2, avx512_bf16, avx512f, fma"
+    assert env["Caches"] == "L1d 32 KiB, L1i 32 KiB, L2 1 MiB, L3 32 MiB"
+    assert env["BLAS (NumPy)"] == "openblas 0.3.31, Haswell kernels (libscipy_openblas64_.so)"
+    assert env["BLAS/OpenMP loaded (PyTorch)"] == env["BLAS/OpenMP loaded (JAX)"] == "openmp, 2 threads (libgomp.so.1)"
+    assert env["PyTorch CPU kernels"] == "ATen AVX512; MKL 2024.2; oneDNN 3.12.0"
+    assert env["Kernel-forcing variables"] == (
+        "OPENBLAS_CORETYPE=Haswell (forced core type, below the CPU's AVX-512 (BF16)), OPENBLAS_L2_SIZE=1048576"
+    )
+    assert "BLAS/OpenMP loaded (TensorFlow)" not in env, "a row only for the frameworks the study has"
+    keys = list(env)
+    assert keys[:4] == ["CPU", "CPU identity", "ISA extensions", "Caches"]
+    assert keys.index("NumPy") < keys.index("BLAS (NumPy)") < keys.index("Threads per cell")
+    table = environment_table(env)
+    assert r"OPENBLAS\_\allowbreak{}CORETYPE=\allowbreak{}Haswell" in table
+    assert r"avx512\_\allowbreak{}bf16" in table and "#" not in table
+
+
+def test_cells_on_two_cpu_generations_differ_in_the_setup_table_and_old_cells_read_not_recorded(tmp_path):
+    zen3 = ZEN4 | {"model": "1", "isa_extensions": ["avx", "avx2", "fma"], "isa_level": "AVX2"}
+    results = [_recorded(_result("torch", 1, 100.0), "torch", ZEN4), _recorded(_result("jax", 1, 90.0), "jax", zen3)]
+    paths = []
+    for index, result in enumerate(results):
+        paths.append(tmp_path / f"cell{index}.json")
+        atomic_write_json(paths[-1], result)
+    env = study_environment(paths)
+    assert env["ISA extensions"].endswith("(differs by cell)") and "AVX2: avx, avx2, fma" in env["ISA extensions"]
+    assert env["CPU identity"].endswith("(differs by cell)")
+    old = tmp_path / "old.json"
+    atomic_write_json(old, _result("torch", 1, 100.0))
+    env = study_environment([old])
+    assert env["CPU identity"] is None and env["BLAS (NumPy)"] is None and env["PyTorch CPU kernels"] is None
+    assert env["Kernel-forcing variables"] is None and r"CPU identity & --- \\" in environment_table(env)
 
 
 def test_figure_is_written(cell_files, tmp_path):

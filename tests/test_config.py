@@ -47,7 +47,7 @@ def test_defaults_filled_for_omitted_keys(tiny_config):
     config = validate_config(tiny_config)
     assert config["dataset"]["source"] == "synthetic"
     assert config["dataset"]["noise"] == 0.35
-    assert config["inference"]["max_seconds"] == 60
+    assert config["inference"]["max_iters"] == 100000 and config["inference"]["cold_inputs"] is False
     assert config["micro"]["operations"] == ["matmul", "mlp"] and config["micro"]["include_transfer"] is True
     assert config["training"]["batch_sizes"] == [32] and config["training"]["epochs"] == 2
     assert config["training"]["lr"] == 1e-4 and config["training"]["schedule"] == "cosine"
@@ -74,14 +74,15 @@ def _error(config) -> str:
         (lambda c: c["inference"].update(batch_sizes=[-4]), r"inference\.batch_sizes\[0\] = -4: must be > 0"),
         (lambda c: c["inference"].update(batch_sizes=["8"]), r"inference\.batch_sizes\[0\] = '8': wrong type"),
         (lambda c: c["dataset"].update(image_size=32.5), r"dataset\.image_size = 32\.5: wrong type"),
-        (lambda c: c["inference"].update(min_iters=True), r"inference\.min_iters = True: wrong type"),
+        (lambda c: c["inference"].update(blocks=True), r"inference\.blocks = True: wrong type"),
+        (lambda c: c["inference"].update(min_seconds=1.0), r"unknown key 'inference\.min_seconds'"),
         (lambda c: c.update(frameworks="torch"), r"frameworks = 'torch': wrong type"),
         (lambda c: c.update(colour="blue"), r"unknown key 'colour'"),
         (lambda c: c["dataset"].update(resolution=64), r"unknown key 'dataset\.resolution'"),
         (lambda c: c.update(models=[]), r"models = \[\]: must not be empty"),
         (lambda c: c["inference"].update(batch_sizes=[]), r"inference\.batch_sizes = \[\]: must not be empty"),
         (lambda c: c.pop("models"), r"missing required key 'models'"),
-        (lambda c: c["inference"].update(min_iters=10, max_iters=5), r"inference\.min_iters = 10: must be <="),
+        (lambda c: c["inference"].update(blocks=0), r"inference\.blocks = 0: must be >= 1"),
         (lambda c: c.update(pretrained={"vgg16": "x.pth"}), r"unknown key 'pretrained\.vgg16'"),
         (
             lambda c: c.update(pretrained={"resnet50": "/absent/r50.pth"}),

@@ -215,7 +215,7 @@ def test_a_cell_on_another_device_than_the_record_is_a_recorded_failure(tmp_path
     record = {**decide({"torch": _torch(), "jax": _jax()}, "auto"), "gpus": [_gpu(0, uuid="GPU-0000")]}
     result = run_cell(
         Cell("inference", "torch", "small_cnn", "fp32", 1, 16),
-        {"timeout_s": 120, "warmup_iters": 1, "min_iters": 1, "min_seconds": 0, "max_iters": 5, "max_seconds": 1},
+        {"timeout_s": 120, "warmup_iters": 1, "trials": 1, "blocks": 1, "burst_s": 0.01, "burst_discard": 0},
         data_dir=tmp_path / "data",
         weights_path=tmp_path / "w.npz",
         num_classes=4,

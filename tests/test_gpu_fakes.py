@@ -550,7 +550,7 @@ class TracedCudaBackend(FakeCudaBackend):
 
 @pytest.mark.parametrize("events", [True, False], ids=["torch-like CUDA events", "jax-like no event API"])
 def test_host_timed_steps_contain_only_the_step_and_the_synchronise(tmp_path, monkeypatch, events):
-    from fwbench.trackers import latency
+    from fwbench import blocks
 
     config = validate_config(TINY_CONFIG)
     prepare(config["dataset"], tmp_path / "data")
@@ -558,12 +558,13 @@ def test_host_timed_steps_contain_only_the_step_and_the_synchronise(tmp_path, mo
     monkeypatch.setattr(inference, "open_device", lambda *a, **k: Unavailable("no NVML in this test"))
     trace: list[str] = []
 
-    def clock():  # only the timed loop's clock reads are traced: they bracket each host-timed step
+    def clock():  # only the bursts' clock reads are traced: they bracket each host-timed step
         trace.append("clock")
         return time.perf_counter()
 
-    monkeypatch.setattr(latency, "time", SimpleNamespace(perf_counter=clock))
-    settings = {k: v for k, v in config["inference"].items() if k != "batch_sizes"}
+    monkeypatch.setattr(blocks, "burst_clock", clock)
+    # no untimed iterations before a burst, so that every step between the first and last clock read is timed
+    settings = {k: v for k, v in config["inference"].items() if k != "batch_sizes"} | {"burst_discard": 0}
     backend = TracedCudaBackend(trace, events=events, threads=1, precision="fp32")
     metrics = inference.run(
         backend,
@@ -593,7 +594,7 @@ def test_host_timed_steps_contain_only_the_step_and_the_synchronise(tmp_path, mo
     else:
         assert after == [] and metrics["device_latency_ms"] is None and metrics["device_samples_ms"] is None
         assert "no per-step device event timer" in metrics["missing"]["device_latency_ms"]
-    assert metrics["stop_check_s"] >= 0 and metrics["stop_check_s"] < metrics["timed_s"]
+    assert metrics["blocks"]["bursts"] == settings["blocks"] and metrics["timed_s"] > 0
 
 
 def test_cold_inputs_rotate_through_distinct_buffers(tmp_path, monkeypatch):

@@ -3,8 +3,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fwbench.trackers import latency
-from fwbench.trackers.latency import StopRule, device_pass, throughput, throughput_interval, timed_loop
+from fwbench.trackers.latency import device_pass, throughput, throughput_interval
 from fwbench.trackers.stats import (
     bootstrap_median,
     bootstrap_ratio_of_medians,
@@ -12,79 +11,6 @@ from fwbench.trackers.stats import (
     order_statistic_median,
     summary,
 )
-
-
-class FakeClock:
-    """perf_counter stand-in: every read advances by the next of `steps` (cycled), so the loop is deterministic."""
-
-    def __init__(self, *steps):
-        self.now, self.steps, self.reads = 0.0, steps, 0
-
-    def __call__(self):
-        self.now += self.steps[self.reads % len(self.steps)]
-        self.reads += 1
-        return self.now
-
-
-def _rule(**kw):
-    base = {"min_iters": 5, "min_seconds": 0.0, "max_iters": 100_000, "max_seconds": 1e9, "ci_target": 0.02}
-    return StopRule(**{**base, **kw})
-
-
-def test_loop_runs_until_both_minimums_then_stops_on_a_tight_interval(monkeypatch):
-    monkeypatch.setattr(latency.time, "perf_counter", FakeClock(0.01))
-    synced, seen = [], []
-    run = timed_loop(lambda i: seen.append(i) or i, synced.append, _rule(min_iters=5, min_seconds=0.2))
-    # two clock reads per iteration at 10 ms each: 0.2 s needs ~10 iterations; constant latency = zero-width CI
-    assert run.stop_reason == "ci_reached" and run.ci_reached
-    assert 9 <= len(run.samples_s) <= 11
-    assert synced == seen == list(range(len(run.samples_s))), "every iteration synchronises on its own output"
-    assert all(s == pytest.approx(0.01) for s in run.samples_s)
-
-
-def test_noisy_latencies_keep_the_loop_running_until_the_interval_is_tight(monkeypatch):
-    # latencies alternate 10 ms / 30 ms: the median's CI is wide for a few samples, then narrows
-    monkeypatch.setattr(latency.time, "perf_counter", FakeClock(0.001, 0.01, 0.001, 0.03))
-    run = timed_loop(lambda i: None, lambda _: None, _rule(min_iters=5, ci_target=0.02))
-    assert run.stop_reason == "ci_reached" and run.checks >= 1
-    values = np.asarray(run.samples_s) * 1000
-    assert bootstrap_median(values).relative_half_width() <= 0.5
-
-
-def test_maximums_stop_and_flag_the_loop(monkeypatch):
-    monkeypatch.setattr(latency.time, "perf_counter", FakeClock(1.0))
-    run = timed_loop(lambda i: None, lambda _: None, _rule(min_iters=100, max_seconds=5.0))
-    assert run.stop_reason == "max_seconds" and not run.ci_reached and len(run.samples_s) < 100
-    steps = np.random.default_rng(0).uniform(0.001, 0.05, 1001)  # every read a different step: never a tight CI
-    monkeypatch.setattr(latency.time, "perf_counter", FakeClock(*steps))
-    run = timed_loop(lambda i: None, lambda _: None, _rule(min_iters=10, max_iters=30, ci_target=1e-6))
-    assert run.stop_reason == "max_iters" and len(run.samples_s) == 30 and not run.ci_reached
-
-
-def test_the_stopping_rule_never_bootstraps_inside_the_measured_window(monkeypatch):
-    def no_bootstrap(*args, **kwargs):
-        raise AssertionError("bootstrap inside the timed loop")
-
-    monkeypatch.setattr(latency, "bootstrap_median", no_bootstrap)
-    monkeypatch.setattr(latency.time, "perf_counter", FakeClock(0.001, 0.01, 0.001, 0.03))
-    run = timed_loop(lambda i: None, lambda _: None, _rule(min_iters=5, ci_target=0.02))
-    assert run.stop_reason == "ci_reached" and run.checks >= 1
-    values = np.sort(run.samples_s)
-    j, k = median_ranks(len(values))
-    assert (values[k] - values[j]) / 2 / np.median(values) <= 0.02, "stopped on the order-statistic interval"
-    assert 0 < run.check_s < run.wall_s, "the checks' total time is reported"
-
-
-def test_checks_cost_little_with_many_samples():
-    # the stopping check on 100,000 samples: a partial sort, not 500 resamples of 100,000
-    samples = np.random.default_rng(3).lognormal(0, 0.3, 100_000)
-    order_statistic_median(samples)  # rank table cached per n, as the loop's checks reuse few n
-    import time
-
-    t0 = time.perf_counter()
-    interval = order_statistic_median(samples)
-    assert time.perf_counter() - t0 < 0.05
-    assert interval.low < np.median(samples) < interval.high
 
 
 def test_order_statistic_interval_of_the_median():

@@ -331,3 +331,136 @@ def test_the_noise_row_counts_cells_whose_trials_are_noisy():
     status, measured, where = _row(lg.noise_row(cells))
     assert measured.endswith("; 1 cell recorded only the pooled samples' flag (before per-trial flags)"), measured
     assert "inference tensorflow xla resnet50 fp32 bs1 (pooled samples)" in where
+
+
+# --- the NumPy baseline's BLAS kernels ---------------------------------------------------------------------------
+
+HASWELL_BLAS = {"user_api": "blas", "internal_api": "openblas", "version": "0.3.31", "architecture": "Haswell"}
+
+
+def _numpy_baseline(batch: int, env: dict, blas: dict | None = None, isa: str | None = None) -> dict:
+    """A micro suite NumPy cell as the runner writes it: the host's environment, its `blas` and `hardware` records
+    where given, and the libraries its own process loaded."""
+    cell = _result("numpy", model="matmul", batch=batch, suite="micro", mode="eager", order=[1, 2, 1])
+    cell["provenance"]["env"] = env
+    if blas is not None:
+        cell["provenance"]["blas"] = blas
+    if isa is not None:
+        cell["provenance"]["hardware"] = {"isa_level": isa}
+    cell["provenance"]["framework"]["settings"]["process_blas"] = {"libraries": [HASWELL_BLAS], "missing": {}}
+    return cell
+
+
+FORCED_ENV = {"OPENBLAS_CORETYPE": "Haswell", "OPENBLAS_L2_SIZE": "1048576", "OMP_NUM_THREADS": "2"}
+FORCED_BLAS = {"forced_core_type": "Haswell", "core_type_forced": True, "forced_vs_cpu": "below"}
+
+
+def test_a_numpy_baseline_under_a_forced_core_type_is_flagged_with_the_value():
+    cells = [_numpy_baseline(b, FORCED_ENV, FORCED_BLAS, isa="AVX-512 (BF16)") for b in (1, 64)]
+    status, measured, where = _row(lg.blas_core_row(CELLS + cells))
+    assert status == lg.NOT_HELD
+    assert measured == (
+        "OPENBLAS_CORETYPE=Haswell in 2 of 2 NumPy cells, OPENBLAS_L2_SIZE=1048576; OpenBLAS ran its Haswell "
+        "kernels; set by the machine, recorded and not changed"
+    )
+    assert where == (
+        "a forced BLAS core type slows current NumPy, so the speedups over NumPy may be overstated; the forced "
+        "kernels are below this CPU's AVX-512 (BF16)"
+    )
+    rows = lg.ledger(CELLS + cells, _parity(), INFERENCE)
+    assert rows["control"].tolist().index("NumPy baseline on its CPU's own BLAS kernels") == 4, "after the threads"
+    table = lg.ledger_table(rows)
+    assert r"OPENBLAS\_CORETYPE=Haswell in 2 of 2 NumPy cells" in table and r"\textbf{did not hold}" in table
+
+
+def test_a_result_from_before_the_blas_record_is_read_from_its_environment():
+    cells = [_numpy_baseline(1, {"OPENBLAS_CORETYPE": "Zen"}), _numpy_baseline(4, {})]
+    status, measured, where = _row(lg.blas_core_row(cells))
+    assert status == lg.NOT_HELD and measured.startswith("OPENBLAS_CORETYPE=Zen in 1 of 2 NumPy cells;")
+    assert where.endswith("; forced in micro numpy eager matmul fp32 bs1"), where
+
+
+def test_an_unforced_numpy_baseline_holds_and_no_numpy_means_no_row():
+    cells = [_numpy_baseline(b, {"OMP_NUM_THREADS": "2"}) for b in (1, 64)]
+    assert _row(lg.blas_core_row(cells)) == (
+        lg.HELD,
+        "OPENBLAS_CORETYPE unset in 2 of 2 NumPy cells; OpenBLAS ran its Haswell kernels",
+        "",
+    )
+    del cells[1]["provenance"]["env"]
+    status, _, where = _row(lg.blas_core_row(cells))
+    assert status == lg.NOT_MEASURED and where == "no environment recorded in micro numpy eager matmul fp32 bs64"
+    assert lg.blas_core_row(CELLS) is None
+    assert "NumPy baseline on its CPU's own BLAS kernels" not in set(lg.ledger(CELLS, _parity(), INFERENCE)["control"])
+
+
+def _in_blocks(results, ran, steal=None, idle=None):
+    """The cells measured by warm workers in one group: its blocks as they ran (`ran`, every launch in turn, two
+    launches), per cell its steal-flagged bursts and its waiting worker's CPU share."""
+    results = copy.deepcopy(results)
+    variants = [f"{r['cell']['framework']}/{r['cell']['mode']}" for r in results]
+    group = {"id": "g1", "rounds": 2, "order": {"variants": variants}, "blocks": {"ran": ran}}
+    for result in results:
+        framework = result["cell"]["framework"]
+        result["provenance"]["group"] = group
+        result["metrics"]["blocks"] = {
+            "bursts": len(ran),
+            "steal_flagged": (steal or {}).get(framework, 0),
+            "steal_share_max": 0.2 if (steal or {}).get(framework) else 0.01,
+            "idle_cpu_per_wall": (idle or {}).get(framework, 0.002),
+        }
+    return results
+
+
+def _williams_blocks(variants, launches=2):
+    design = trial_order.design(variants, launches * trial_order.rounds_needed(len(variants)), seed=3)
+    return [design.names(k) for k in range(len(design.rows))]
+
+
+def test_warm_workers_in_balanced_blocks_without_steal_or_busy_waiting_hold():
+    variants = [f"{f}/{MODES[f]}" for f in ("torch", "jax", "tensorflow")]
+    statuses = _statuses(_in_blocks(CELLS, _williams_blocks(variants)))
+    assert statuses["Balanced block order within each launch"][:2] == (
+        lg.HELD,
+        "balanced in 2 of 2 launches of 1 groups",
+    )
+    assert statuses["No steal time in the bursts"][0] == lg.HELD
+    assert (
+        statuses["Waiting workers idle"][0] == lg.HELD
+        and "at most 0.2% of a core" in statuses["Waiting workers idle"][1]
+    )
+    assert "Balanced block order within each launch" not in _statuses(CELLS), "no cell in blocks: the rows do not apply"
+
+
+def test_unbalanced_blocks_steal_and_a_spinning_worker_are_named():
+    variants = [f"{f}/{MODES[f]}" for f in ("torch", "jax", "tensorflow")]
+    ran = _williams_blocks(variants)
+    ran[3] = ran[2]  # launch 1 repeats a row: positions and carry-over no longer balanced
+    cells = _in_blocks(CELLS, ran, steal={"jax": 3}, idle={"tensorflow": 0.4})
+    statuses = _statuses(cells)
+    status, measured, where = statuses["Balanced block order within each launch"]
+    assert status == lg.NOT_HELD and measured == "balanced in 1 of 2 launches of 1 groups"
+    assert where.startswith("inference resnet50 fp32 bs1 launch 1 (")
+    status, measured, where = statuses["No steal time in the bursts"]
+    assert status == lg.NOT_HELD and measured.startswith("3 of 36 bursts above 5% steal (worst 20.0%), in 1 of 3")
+    assert where == "jax/jit resnet50 bs1 (3)"
+    status, measured, where = statuses["Waiting workers idle"]
+    assert status == lg.NOT_HELD and "40.0% of a core" in measured and where == "tensorflow/xla resnet50 bs1"
+
+
+def test_a_long_where_is_cut_after_a_whole_item_in_the_papers_table():
+    rows = pd.DataFrame(
+        [
+            {
+                "control": "Order",
+                "status": lg.NOT_HELD,
+                "measured": "m",
+                "where": "; ".join(f"group {i}" for i in range(80)),
+            }
+        ]
+    )
+    table = lg.ledger_table(rows)
+    line = next(line for line in table.splitlines() if line.startswith("Order"))
+    where = line.split(" & ")[3]
+    assert where.endswith("; more in ledger.csv \\\\") and len(where) < lg.WHERE_CHARS + 40
+    assert "group 1;" in where and "group 79" not in where

@@ -123,7 +123,8 @@ def test_micro_grid_puts_numpy_first_and_has_no_image_size():
     ("micro", "message"),
     [
         ({"operations": ["conv"]}, r"micro\.operations\[0\] = 'conv': unknown value"),
-        ({"min_seconds": 5, "max_seconds": 1}, r"micro\.min_seconds = 5: must be <= micro\.max_seconds \(1\)"),
+        ({"min_seconds": 0.5}, r"unknown key 'micro\.min_seconds'"),
+        ({"sample_ms": 0}, r"micro\.sample_ms = 0: must be > 0"),
         ({"batch_sizes": [0]}, r"micro\.batch_sizes\[0\] = 0: must be > 0"),
         ({"width": 3}, r"unknown key 'micro\.width'"),
     ],
@@ -155,7 +156,7 @@ def micro_group(tmp_path_factory):
     write_operands(root / "operands.npz", seed=0, **SIZES)
     config = validate_config({**TINY_CONFIG, "suites": ["micro"], "micro": SIZES})
     settings = {k: v for k, v in config["micro"].items() if k != "batch_sizes"}
-    settings.update(seed=0, warmup_iters=2, min_iters=5, min_seconds=0.0, max_seconds=0.5, trials=2, timeout_s=120)
+    settings.update(seed=0, warmup_iters=2, trials=2, blocks=2, burst_s=0.01, burst_discard=1, timeout_s=120)
     group = [Cell("micro", framework, "mlp", "fp32", 4, None) for framework in ("numpy", "torch", "jax")]
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv(INJECT_FAULT_ENV, "wrong_operation@micro/torch/*")

@@ -534,6 +534,31 @@ def test_tidy_frame_has_a_row_per_cell_and_variant(tmp_path):
     assert frame.loc[frame["framework"] == "jax", "compile_s"].dropna().eq(0.25).all()
 
 
+def test_a_numpy_baseline_under_a_forced_blas_core_type_is_said_in_one_sentence(tmp_path):
+    """The machine's OPENBLAS_CORETYPE reaches the NumPy rows (recorded, never changed), the kernels OpenBLAS ran
+    are named with its version, and the method text says what the forced type means; unforced, it says nothing."""
+    numpy_cell = _result("numpy", "matmul", 1)
+    numpy_cell["provenance"]["env"] = {"OPENBLAS_CORETYPE": "Haswell"}
+    pool = numpy_cell["provenance"]["framework"]["settings"]["blas"][0]
+    numpy_cell["provenance"]["framework"]["settings"]["process_blas"] = {
+        "libraries": [pool | {"architecture": "Haswell", "library": "libopenblas.so"}]
+    }
+    torch_cell = _result("torch", "matmul", 1)
+    torch_cell["provenance"]["env"] = {"OPENBLAS_CORETYPE": "Haswell"}
+    frame = micro_frame([_write(tmp_path, numpy_cell), _write(tmp_path, torch_cell)])
+    numpy = frame[frame["framework"] == "numpy"].iloc[0]
+    assert numpy["blas_core_type"] == "Haswell" and numpy["blas"] == "openblas 0.3.30, Haswell kernels, 2 threads"
+    assert frame.loc[frame["framework"] == "torch", "blas_core_type"].isna().all()
+    text = micro_report._threads_text(frame)
+    sentence = text.split(" threads (the frameworks' own pools: PyTorch 2).")[1]
+    assert sentence == (
+        r" NumPy ran under OPENBLAS\_CORETYPE=Haswell, a BLAS core type this machine forces, which slows current "
+        "NumPy and so flatters every speedup over it; the study records the setting and does not change it."
+    )
+    unforced = frame.assign(blas_core_type=None)
+    assert "CORETYPE" not in micro_report._threads_text(unforced)
+
+
 def test_speedups_and_crossovers_from_cells(tmp_path):
     cells = load_micro_cells(_study(tmp_path))
     speedups = micro_speedups(cells, resamples=RESAMPLES)

@@ -4,6 +4,7 @@ failed result with its reason, never a lost cell."""
 from __future__ import annotations
 
 import json
+import math
 import sys
 
 import jsonschema
@@ -48,7 +49,16 @@ def test_real_cell_result_validates(study, tmp_path, framework):
     assert on_disk["cell"] == cell.as_dict() and on_disk["reason"] is None
     assert len(on_disk["samples_ms"]) == metrics["n_iters"] >= 3
     assert metrics["latency_ms"]["p50"] <= metrics["latency_ms"]["p99"]
-    assert metrics["throughput_img_s"] == pytest.approx(2000.0 / metrics["latency_ms"]["p50"])
+    # the cell's rate is the geometric mean of its bursts' rates; the median step's is kept beside it
+    blocks = metrics["blocks"]
+    (iters,) = blocks["iters_per_burst"]  # one launch
+    assert blocks["bursts"] == 2 and blocks["burst_blocks"] == [0, 1] and iters >= 1 and blocks["launches"] == 1
+    rates = [2000.0 * iters / sum(chunk) for chunk in _bursts(on_disk["samples_ms"], iters)]
+    assert blocks["burst_rates"] == pytest.approx(rates)
+    assert metrics["throughput_img_s"] == pytest.approx(math.exp(sum(map(math.log, rates)) / len(rates)))
+    assert metrics["throughput_img_s_median_step"] == pytest.approx(2000.0 / metrics["latency_ms"]["p50"])
+    assert blocks["cpu_per_wall"] > 0 and blocks["steal_flagged"] in (0, 1, 2) and metrics["stop_reason"] == "blocks"
+    assert blocks["hardware_counters"] is not None or "perf_event_open" in metrics["missing"]["hardware_counters"]
     assert metrics["rss_mb"]["peak"] >= metrics["rss_mb"]["before"] > 0
     framework_prov = on_disk["provenance"]["framework"]
     assert framework_prov["settings"]["intra_op_threads"] == 1
@@ -71,11 +81,15 @@ def test_real_cell_result_validates(study, tmp_path, framework):
     assert metrics["isolation"] is None and "CPU" in metrics["missing"]["isolation"]
     assert metrics["flags"] == {
         "noisy": metrics["flags"]["noisy"],
-        "ci_not_reached": metrics["flags"]["ci_not_reached"],
+        "steal": metrics["blocks"]["steal_flagged"] > 0,
         "recompiled": False,
         "other_gpu_processes": False,
     }
     assert metrics["rss_mb"]["samples"] >= 1 and metrics["rss_mb"]["peak"] >= metrics["rss_mb"]["loaded"]
+
+
+def _bursts(samples_ms, size):
+    return [samples_ms[i : i + size] for i in range(0, len(samples_ms), size)]
 
 
 def _failed(study, tmp_path, code, **kwargs):
@@ -152,8 +166,8 @@ def test_trials_run_in_fresh_processes_and_report_their_spread(study, tmp_path):
     spread = metrics["trial_spread"]
     assert spread["throughput_min"] <= spread["throughput_median"] <= spread["throughput_max"]
     log = (tmp_path / "cell.log").read_text()
-    assert "=== torch/eager: trial 1 of 2 (round 1, #1) ===" in log
-    assert "=== torch/eager: trial 2 of 2 (round 2, #1) ===" in log
+    assert "=== torch/eager: launch 1 of 2 (#1) ===" in log
+    assert "=== torch/eager: launch 2 of 2 (#1) ===" in log
     assert [t["round_order"] for t in metrics["trials"]] == [["torch/eager"]] * 2
     assert all(isinstance(t["noisy"], bool) for t in metrics["trials"])
     assert metrics["noisy_trials"] == sum(t["noisy"] for t in metrics["trials"])

@@ -41,10 +41,11 @@ def test_a_study_file_stands_alone(in_repo, tmp_path):
     study = resolve([path])
     config = study.config
     assert config["frameworks"] == ["torch", "jax", "tensorflow"] and config["precisions"] == ["fp32"]
-    assert config["inference"]["trials"] == 1, "the schema's default, not the default study's 3"
+    assert config["inference"]["blocks"] == 12 and config["inference"]["burst_s"] == 0.2, "the schema's defaults"
+    assert config["inference"]["burst_discard"] == 2, "the schema's default, not the default study's 1"
     assert config["training"]["models"] is None and config["mode_scope"]["models"] is None
     assert config["study"] == "default" and config["report"]["title"] is None
-    assert study.source("models") == str(path) and study.source("inference.trials") == SCHEMA_DEFAULT
+    assert study.source("models") == str(path) and study.source("inference.burst_discard") == SCHEMA_DEFAULT
 
 
 def test_extends_names_a_base_merged_under_the_file(in_repo, tmp_path):
@@ -171,5 +172,5 @@ def test_check_config_show_from_the_command_line(in_repo, tmp_path, venv_bin):
     )
     assert proc.returncode == 0, proc.stderr
     first, *rest = proc.stdout.splitlines()
-    assert first == (f"{path} + --config: valid, 3 cells (inference 3), 3 measuring processes (inference 3)")
+    assert first == (f"{path} + --config: valid, 3 cells (inference 3), 9 measuring processes (inference 9)")
     assert "seed: 5" in proc.stdout and any(line.startswith("seed: 5") and line.endswith("# --config") for line in rest)

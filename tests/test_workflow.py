@@ -179,9 +179,9 @@ def test_reruns_are_minimal(workdir, venv_bin):
     assert len(list((workdir / "results" / "cells").rglob("*.json"))) == 6
     assert _planned_jobs(_run_study(workdir, venv_bin, "-n")) == {}
 
-    _set_config(workdir, min_iters=4)  # changes what every cell measures
+    _set_config(workdir, blocks=3)  # changes what every cell measures
     assert _planned_jobs(_run_study(workdir, venv_bin, "-n"))["inference_group"] == 3
-    _set_config(workdir, min_iters=3)
+    _set_config(workdir, blocks=2)
     assert _planned_jobs(_run_study(workdir, venv_bin, "-n")) == {}
 
     rule = workdir / "workflow" / "rules" / "inference.smk"
@@ -244,10 +244,10 @@ def test_micro_suite_adds_cells_and_the_paper_section(workdir, venv_bin):
     config["micro"] = {
         "batch_sizes": [1, 64],
         "dim": 32,
-        "trials": 2,  # intervals over processes, paired by round with NumPy, at the least cost
+        "trials": 2,  # intervals over processes, paired by launch with NumPy, at the least cost
         "warmup_iters": 2,
-        "min_iters": 5,
-        "min_seconds": 0.05,
+        "blocks": 4,
+        "burst_s": 0.01,
     }
     path.write_text(yaml.safe_dump(config))
     try:
@@ -320,14 +320,10 @@ def test_params_do_not_depend_on_key_order_or_number_spelling(workdir, venv_bin)
             # Snakemake 9.27 alone would list the last output of every job here (fwbench.workflow_state).
             assert _params_changes(workdir, venv_bin) == baseline_changes, "only a cell was added"
 
-        spelled = {
-            **inference,
-            "min_seconds": int(inference["min_seconds"]),
-            "timeout_s": float(inference["timeout_s"]),
-        }
+        spelled = {**inference, "timeout_s": float(inference["timeout_s"])}
         path.write_text(yaml.safe_dump(_reordered({**config, "inference": spelled}), sort_keys=False))
-        assert "min_seconds: 0\n" in path.read_text() and "timeout_s: 120.0\n" in path.read_text()
-        assert _planned_jobs(_run_study(workdir, venv_bin, "-n")) == baseline, "0 and 0.0 are the same setting"
+        assert "timeout_s: 120.0\n" in path.read_text() and isinstance(inference["timeout_s"], int)
+        assert _planned_jobs(_run_study(workdir, venv_bin, "-n")) == baseline, "120 and 120.0 are the same setting"
     finally:
         path.write_text(original)
 

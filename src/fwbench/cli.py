@@ -196,6 +196,21 @@ def cmd_check_config(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_compare(args: argparse.Namespace) -> int:
+    """Run B's ratios against run A's (fwbench.analysis.compare, printed and written by compare_report): exit 1
+    under --fail-on-change when any changed or flipped, so CI can stop on a regression; a directory or file that
+    cannot be compared exits 2 (main)."""
+    from fwbench.analysis.compare import compare_runs
+    from fwbench.analysis.compare_report import render, write_outputs
+
+    comparison = compare_runs(args.run_a, args.run_b, tolerance=args.tolerance)
+    print(render(comparison), end="")
+    if args.out:
+        written = write_outputs(comparison, args.out)
+        print(f"-> {', '.join(map(str, written))}")
+    return 1 if args.fail_on_change and comparison.has_change else 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="fwbench", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -242,6 +257,28 @@ def build_parser() -> argparse.ArgumentParser:
     failures = sub.add_parser("failures", help="list failed cells and workarounds, and how to rerun the failed ones")
     failures.add_argument("--results", default="results")
     failures.set_defaults(func=cmd_failures)
+
+    compare = sub.add_parser(
+        "compare",
+        help="compare two results directories ratio by ratio, and what differs in their environment",
+        description="Every ratio of RUN_B's tables (speedups, mode gains, micro speedups) against RUN_A's: the "
+        "change B/A with its 95% interval and a verdict (same, changed, flipped), the ratios in one run only, and "
+        "what differs in hardware, software, environment variables and configuration (docs/compare.md). Exit "
+        "status: 0, or 1 under --fail-on-change when a ratio changed or flipped; 2 when a run cannot be read.",
+    )
+    compare.add_argument("run_a", metavar="RUN_A", help="the results directory compared against (e.g. results/)")
+    compare.add_argument("run_b", metavar="RUN_B", help="the results directory compared with it")
+    compare.add_argument(
+        "--tolerance",
+        type=float,
+        default=0.05,
+        help="a change within +-this fraction is `same` even when resolved (default 0.05: +-5%%)",
+    )
+    compare.add_argument(
+        "--fail-on-change", action="store_true", help="exit 1 when any ratio changed or flipped (for CI)"
+    )
+    compare.add_argument("--out", default=None, metavar="DIR", help="write compare.csv, compare.json and the plot")
+    compare.set_defaults(func=cmd_compare)
 
     check = sub.add_parser(
         "check-config",

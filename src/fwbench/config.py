@@ -141,8 +141,6 @@ def _check_consistency(config: Mapping[str, Any], strict: Mapping[str, str], not
             raise ConfigError(f"config error: pretrained.{model} = {path!r}: file not found", key=f"pretrained.{model}")
     _check_fallbacks(config["fallbacks"])
     _narrow(config, strict, notes)
-    for suite in ("inference", "micro"):
-        _check_stop_rule(suite, config[suite])
     _check_modes(config)
     micro = config["micro"]
     if micro["hidden"] is None:
@@ -180,16 +178,6 @@ def _check_modes(config: dict[str, Any]) -> None:
             "for every framework (use default or reduce-overhead, or autotune: on)",
             key="compile.torch_mode",
         )
-
-
-def _check_stop_rule(suite: str, settings: Mapping[str, Any]) -> None:
-    """A stopping rule whose minimum exceeds its maximum would silently run to the maximum."""
-    for low, high in (("min_iters", "max_iters"), ("min_seconds", "max_seconds")):
-        if settings[low] > settings[high]:
-            raise ConfigError(
-                f"config error: {suite}.{low} = {settings[low]}: must be <= {suite}.{high} ({settings[high]})",
-                key=f"{suite}.{low}",
-            )
 
 
 def validate_config(

@@ -4,26 +4,27 @@ A benchmark that crashes (an exception, a segfault in native code, a hang) is it
 result with status "failed", the reason and the tail of the child's output; the Snakemake job succeeds and the paper
 shows the failure instead of the study stopping.
 
-The cells of one comparison (every framework at one model, precision and batch size) run as one group: trial
-rounds, one fresh child per cell per round, in the order of a Williams design (fwbench.order), so that drift of the
-machine over time and carry-over from the child before affect the frameworks alike and their ratio can be taken
-round by round (see `run_group`).
+The cells of one comparison (every framework and mode at one model, precision and batch size) run as one group.
+Inference and micro groups run warm workers in balanced blocks (fwbench.blocks): in each of `trials` launches every
+cell starts one worker process, in the order of a Williams design (fwbench.order), and the workers then time short
+bursts, one per cell per block, each block in the order of the next row of a Williams design over the blocks, so that
+the machine's drift cancels within a block and a ratio can be taken launch by launch (`_run_launches`). A group
+without `blocks` in its settings (a training cell) runs one fresh child per cell per round from start to end
+(`_run_rounds`).
 """
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 import os
 import shutil
 import signal
-import subprocess
 import sys
 import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,19 +34,18 @@ import numpy as np
 import fwbench
 from fwbench import order as trial_order
 from fwbench import slots
+from fwbench.children import Child, Outcome
 from fwbench.data.store import MANIFEST, sha256_file
-from fwbench.failures import Failure, Workaround, classify, ladder_from_config, next_workaround
+from fwbench.failures import Failure, Workaround, ladder_from_config, next_workaround
 from fwbench.faults import INJECT_FAULT_ENV
 from fwbench.grid import Cell
-from fwbench.io import atomic_write_json, read_json
-from fwbench.memlimit import MemoryLimit, die_with_parent, system_oom_kills
+from fwbench.io import atomic_write_json
 from fwbench.models.weights import read_provenance
 from fwbench.results import validate_result
 from fwbench.slots import Slot
 from fwbench.trackers.environment import host_provenance
 from fwbench.trackers.latency import timing_metrics
 from fwbench.trackers.stats import WITHIN_PROCESS_ONLY, geometric_mean_interval, is_noisy
-from fwbench.worker import SPAWNED_AT
 
 STDERR_TAIL_CHARS = 4000
 WORKER_CMD = (sys.executable, "-m", "fwbench.worker")
@@ -59,105 +59,6 @@ def _tail(text: str, limit: int = STDERR_TAIL_CHARS) -> str:
     return text if len(text) <= limit else "…" + text[-limit:]
 
 
-@dataclass
-class _Outcome:
-    """One child's end: its result part, or its classified failure; and everything it printed."""
-
-    part: dict[str, Any] | None
-    failure: Failure | None
-    output: str
-    memory_limit: dict[str, Any] | None = None  # how the host memory limit was enforced, if there was one
-
-
-def _child_preexec(memory: MemoryLimit | None):
-    """What the forked child does before exec: die with the runner, then enter its memory limit."""
-    parent = os.getpid()
-
-    def preexec() -> None:
-        die_with_parent()
-        if os.getppid() != parent:  # the runner died before the request took effect
-            os._exit(1)
-        if memory is not None:
-            memory.in_child()
-
-    return preexec
-
-
-def _run_child(
-    worker_cmd: Sequence[str],
-    spec_path: Path,
-    part_path: Path,
-    log_path: Path,
-    settings: Mapping[str, Any],
-    suite: str,
-    slot: Slot | None = None,
-    env: Mapping[str, str] | None = None,
-) -> _Outcome:
-    """One measuring child, classified. The child inherits the slot's lock (so the slot stays taken while it lives)
-    and gets the slot's environment (its GPU), `env` on top (a workaround), and the suite's host memory limit."""
-    timeout_s = float(settings["timeout_s"])
-    limit_mb = settings.get("max_host_mb")
-    memory = MemoryLimit.create(limit_mb) if limit_mb else None
-    system_kills = system_oom_kills()
-    try:
-        with open(log_path, "w+", encoding="utf-8", errors="replace") as log:
-            child = subprocess.Popen(
-                [*worker_cmd, str(spec_path), str(part_path)],
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                start_new_session=True,  # its own process group, so a timeout kills everything it started
-                env={
-                    **os.environ,
-                    **(slot.env if slot is not None else {}),
-                    **(env or {}),
-                    SPAWNED_AT: repr(time.time()),
-                },
-                pass_fds=(slot.fd,) if slot is not None and slot.fd >= 0 else (),
-                preexec_fn=_child_preexec(memory),
-            )
-            try:
-                returncode = child.wait(timeout=timeout_s)
-            except subprocess.TimeoutExpired:
-                returncode = None
-            except BaseException:  # the runner is being stopped (a scheduler's SIGTERM, Ctrl-C): so is its child
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(child.pid, signal.SIGKILL)
-                raise
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(child.pid, signal.SIGKILL)  # whatever it started must not outlive it
-            child.wait()
-            log.seek(0)
-            output = log.read()
-        oom_killed = returncode == -signal.SIGKILL and (
-            (memory is not None and memory.oom_kills() > 0)
-            or (system_kills is not None and (system_oom_kills() or 0) > system_kills)
-        )
-    finally:
-        if memory is not None:
-            memory.close()
-    part, result_error = None, None
-    if returncode == 0:
-        try:
-            part = read_json(part_path)
-            if not isinstance(part, dict) or "metrics" not in part or "framework" not in part:
-                part, result_error = None, "it is not a result part (no metrics or framework)"
-        except (OSError, ValueError) as exc:
-            result_error = f"{type(exc).__name__}: {exc}"
-    failure = classify(
-        returncode=returncode,
-        output=output,
-        timeout_s=timeout_s,
-        timeout_key=f"{suite}.timeout_s",
-        memory_limit_mb=limit_mb,
-        memory_limit_key=f"{suite}.max_host_mb",
-        oom_killed=oom_killed,
-        on_gpu=slot is not None and slot.gpu is not None,
-        result_error=result_error,
-    )
-    return _Outcome(part if failure is None else None, failure, output, memory.describe() if memory else None)
-
-
 def _terminate(signum: int, frame: Any) -> None:
     raise SystemExit(128 + signum)
 
@@ -166,8 +67,9 @@ def _stop_on_sigterm() -> Any:
     """A batch scheduler ends a job (scancel, time limit, preemption) with SIGTERM. Each measuring child runs in a
     session of its own (so that a timeout kills all it started), which also hides it from signals sent to the
     runner's process group and, on a cluster tracking processes by parentage, lets it outlive the job. Turning
-    SIGTERM into SystemExit lets `_run_child` kill the child's session before the runner exits; no result is written
-    for an interrupted group, and Snakemake reruns it. Returns the handler to restore (None off the main thread)."""
+    SIGTERM into SystemExit lets the runner kill the children's sessions (fwbench.children) before it exits; no
+    result is written for an interrupted group, and Snakemake reruns it. Returns the handler to restore (None off
+    the main thread)."""
     if threading.current_thread() is not threading.main_thread():
         return None
     return signal.signal(signal.SIGTERM, _terminate)
@@ -196,6 +98,7 @@ def _trial_summary(part: dict[str, Any], schedule: Mapping[str, Any] | None = No
         "stop_checks": m.get("stop_checks"),
         "stop_check_s": m.get("stop_check_s"),
         "phases_s": m.get("phases_s"),
+        **({"blocks": m["blocks"]} if m.get("blocks") else {}),
     }
 
 
@@ -259,10 +162,40 @@ def merge_trials(
     metrics["noisy_trials"] = sum(t["noisy"] for t in trials)
     if len(parts) == 1:
         metrics["flags"] = {**(metrics.get("flags") or {}), "noisy": trials[0]["noisy"]}
+    if first["metrics"].get("blocks"):  # warm workers in blocks: every launch's bursts, in block order
+        metrics["blocks"] = merge_blocks([part["metrics"]["blocks"] for part in parts])
     if "variants" in metrics:  # micro: each variant keeps its samples per trial (the analysis resamples trials)
         metrics["variants"] = _merge_variants([part["metrics"] for part in parts])
         metrics["agreement"] = max((p["metrics"]["agreement"] for p in parts), key=lambda a: a["max_rel_error"])
     return {"metrics": metrics, "samples_ms": samples, "framework": first["framework"]}
+
+
+def merge_blocks(launches: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """A cell's bursts over its launches (each launch's own record stays in its trial): the bursts' rates, blocks
+    and positions in the order run, the steal flags counted, the worst steal share and waiting worker's CPU use,
+    the CPU use and hardware counters per item averaged over launches (missing if any launch lacks them)."""
+
+    def mean(key: str) -> float | None:
+        values = [launch[key] for launch in launches]
+        return float(np.mean(values)) if all(value is not None for value in values) else None
+
+    idle = [launch["idle_cpu_per_wall"] for launch in launches if launch["idle_cpu_per_wall"] is not None]
+    return {
+        **launches[0],
+        "bursts": sum(launch["bursts"] for launch in launches),
+        "iters_per_burst": [launch["iters_per_burst"] for launch in launches],
+        "burst_rates": [rate for launch in launches for rate in launch["burst_rates"]],
+        "burst_blocks": [block for launch in launches for block in launch["burst_blocks"]],
+        "burst_positions": [position for launch in launches for position in launch["burst_positions"]],
+        "steal_flagged": sum(launch["steal_flagged"] for launch in launches),
+        "steal_share_max": max((launch["steal_share_max"] or 0.0 for launch in launches), default=None),
+        "cpu_per_wall": mean("cpu_per_wall"),
+        "idle_cpu_per_wall": max(idle) if idle else None,
+        "idle_wall_s": sum(launch["idle_wall_s"] for launch in launches),
+        "instructions_per_item": mean("instructions_per_item"),
+        "cycles_per_item": mean("cycles_per_item"),
+        "launches": len(launches),
+    }
 
 
 def _merge_variants(trials: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
@@ -336,20 +269,21 @@ def run_group(
     gpu_slots: int = 1,
     fallbacks: Mapping[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
-    """Measure the cells of one comparison (e.g. every framework at one model, precision and batch size) in
-    interleaved rounds and write each cell's result JSON atomically to its `out_paths` entry.
+    """Measure the cells of one comparison (e.g. every framework at one model, precision and batch size) and write
+    each cell's result JSON atomically to its `out_paths` entry.
 
-    An inference or micro group runs `settings["trials"]` rounds; a round runs one fresh child per cell, in the
-    order of a Williams design (fwbench.order: A B, B A for two cells; six rounds for three; A B D C, B C A D,
-    C D B A, D A C B for four; its labels permuted by a seed from the group's cells), so that drift of the machine
-    over time and carry-over from the child before hit every cell alike, and round k of two cells can be compared as
-    a pair. Fewer rounds than the design needs take its first rows; `provenance.group.order` records the plan and
-    whether it is complete, each trial its round, its position (`order`) and the round's order (`round_order`).
-    A cell whose trial fails becomes a failed result (its reason,
-    "trial k of T: ...") and leaves the later rounds; the other cells go on. A training cell runs once. With the
-    study's `device_record` (results/device.json) the group takes one of `gpu_slots` slots in `slot_dir` (its GPU
-    and its share of the cores, see fwbench.slots) for all its children, and a child fails its cell if it computes
-    anywhere else."""
+    With `blocks` in the settings (inference, micro), `settings["trials"]` launches of warm workers, each serving
+    `blocks` blocks (`_run_launches`); otherwise `trials` rounds of one fresh child per cell (`_run_rounds`; a
+    training cell runs once). Launches and rounds follow a Williams design (fwbench.order: A B, B A for two cells; six
+    rows for three; A B D C, B C A D, C D B A, D A C B for four; its labels permuted by a seed from the group's
+    cells), so that carry-over from the process before hits every cell alike, and launch (round) k of two cells can
+    be compared as a pair. Fewer launches than the design needs take its first rows; `provenance.group.order`
+    records the plan and whether it is complete, each trial its round, its position (`order`) and the round's order
+    (`round_order`), and `provenance.group.blocks` the blocks' plan and the order each block ran in. A cell whose
+    trial fails becomes a failed result (its reason, "trial k of T: ...") and leaves the later launches; the other
+    cells go on. With the study's `device_record` (results/device.json) the group takes one of `gpu_slots` slots in
+    `slot_dir` (its GPU and its share of the cores, see fwbench.slots) for all its children, and a child fails its
+    cell if it computes anywhere else."""
     cells, out_paths = list(cells), list(out_paths)
     state_dirs = list(state_dirs) if state_dirs is not None else [None] * len(cells)
     if not cells or len(out_paths) != len(cells) or len(state_dirs) != len(cells):
@@ -375,22 +309,32 @@ def run_group(
     placement = slot.placement() if slot is not None else None
     try:
         with tempfile.TemporaryDirectory(prefix="fwbench-group-") as tmp:
-            runs, log = _run_rounds(
+            specs = _write_specs(
+                cells, settings, tmp, data_dir, weights_path, num_classes, threads, state_dirs, slot, device_record
+            )
+            ladder = ladder_from_config(fallbacks)
+            context = _Context(
                 cells,
                 settings,
-                tmp,
-                data_dir,
-                weights_path,
-                num_classes,
-                threads,
+                Path(tmp),
+                specs,
                 state_dirs,
                 worker_cmd,
                 slot,
-                device_record,
                 t0,
-                plan,
-                ladder_from_config(fallbacks),
+                ladder,
+                headers=len(plan.rows) > 1 or len(cells) > 1 or bool(ladder),
             )
+            runs = [_CellRun() for _ in cells]
+            if _in_blocks(cells, settings):
+                blocks_plan = _blocks_design(cells, settings)
+                group["blocks"] = {
+                    "order": blocks_plan.record(),
+                    "ran": _run_launches(context, plan, blocks_plan, runs),
+                }
+            else:
+                _run_rounds(context, plan, runs)
+            log = context.log
     finally:
         if slot is not None:
             slot.release()
@@ -476,34 +420,103 @@ def _variant_names(cells: Sequence[Cell]) -> list[str]:
     return names if len(set(names)) == len(names) else [cell.label() for cell in cells]
 
 
+def _in_blocks(cells: Sequence[Cell], settings: Mapping[str, Any]) -> bool:
+    """Whether the group runs warm workers in blocks (its suite's settings have `blocks`) or trials in rounds."""
+    return cells[0].suite != "training" and bool(settings.get("blocks"))
+
+
+def _blocks_design(cells: Sequence[Cell], settings: Mapping[str, Any]) -> trial_order.Design:
+    """Every block of every launch in turn as one Williams design over the cells (a launch of `blocks` blocks, a
+    multiple of the design's rows, is balanced on its own), labels permuted by a seed from the cells' labels."""
+    seed = trial_order.group_seed([cell.label() for cell in cells] + ["blocks"])
+    return trial_order.design(_variant_names(cells), _trials(cells, settings) * int(settings["blocks"]), seed)
+
+
 def _design(cells: Sequence[Cell], settings: Mapping[str, Any]) -> trial_order.Design:
     """The group's rounds as a Williams design over its cells, labels permuted by a seed from the cells' labels."""
     seed = trial_order.group_seed([cell.label() for cell in cells])
     return trial_order.design(_variant_names(cells), _trials(cells, settings), seed)
 
 
-def _run_rounds(
-    cells,
-    settings,
-    tmp,
-    data_dir,
-    weights_path,
-    num_classes,
-    threads,
-    state_dirs,
-    worker_cmd,
-    slot,
-    device_record,
-    t0,
-    plan: trial_order.Design,
-    ladder: Sequence[Workaround] = (),
-) -> tuple[list[_CellRun], list[str]]:
-    """The group's trial rounds in the order of `plan` (a cell that failed leaves its place in the later rounds);
-    a cell leaves at its first failed trial. Returns each cell's run and the group's log (every child's output, in
-    the order they ran)."""
-    trials = len(plan.rows)
-    names = list(plan.variants)
-    runs = [_CellRun() for _ in cells]
+@dataclass
+class _Context:
+    """What every child of a group shares: the settings, where its files go, its slot and the workaround ladder."""
+
+    cells: list[Cell]
+    settings: Mapping[str, Any]
+    tmp: Path
+    specs: list[Path]
+    state_dirs: list[str | Path | None]
+    worker_cmd: Sequence[str]
+    slot: Slot | None
+    t0: float
+    ladder: Sequence[Workaround]
+    log: list[str] = field(default_factory=list)
+    headers: bool = True
+
+    def attempt(
+        self, index: int, run: _CellRun, trial: int, label: str, start: Callable[[int], Outcome]
+    ) -> tuple[Outcome, int]:
+        """`start(attempts)` (one child, ended or ready) until it does not fail, or the ladder has no workaround
+        for its failure: each failure that has one is recorded as the deviation the next attempt runs with.
+        Returns the last outcome and the number of attempts."""
+        cell, attempts = self.cells[index], 0
+        while True:
+            attempts += 1
+            outcome = start(attempts)
+            if outcome.failure is None:
+                return outcome, attempts
+            self.record(run, f"{label}, attempt {attempts}" if attempts > 1 else label, outcome)
+            rung = next_workaround(self.ladder, run.applied(), outcome.failure, outcome.output, cell.framework)
+            if rung is None:
+                return outcome, attempts
+            workaround, because = rung
+            # Recorded before the retry, so that a cell whose workaround fails too still names what was tried.
+            run.deviations.append(
+                {
+                    "name": workaround.name,
+                    "applied_because": because,
+                    "first_failure": outcome.failure.as_dict(trial=trial),
+                    "changes": workaround.changes(),
+                }
+            )
+            run.env = workaround.apply(run.env)
+            if cell.suite == "training" and self.state_dirs[index] is not None:
+                # The whole run under one setting: no resuming from epochs trained without the workaround.
+                shutil.rmtree(self.state_dirs[index], ignore_errors=True)
+
+    def record(self, run: _CellRun, header: str, outcome: Outcome) -> None:
+        """A child's end in the cell's record and the group's log."""
+        run.outputs.append(outcome.output)
+        run.memory_limit = outcome.memory_limit
+        header += f" with {'+'.join(run.applied())} ===" if run.applied() else " ==="
+        self.log.append(f"=== {header}\n{outcome.output}" if self.headers else outcome.output)
+
+    def child(self, index: int, run: _CellRun, name: str, *, serve: bool = False) -> Child:
+        return Child(
+            self.worker_cmd,
+            self.specs[index],
+            self.tmp / f"part-{name}.json",
+            self.tmp / f"{name}.log",
+            self.settings,
+            self.cells[index].suite,
+            self.slot,
+            run.env,
+            serve=serve,
+        )
+
+    def finish(self, run: _CellRun, trial: int, trials: int, schedule: dict[str, Any], outcome: Outcome) -> None:
+        run.finished_at = _now()
+        run.schedule.append(schedule)
+        if outcome.failure is not None:
+            run.failure = _cell_failure(outcome.failure, trial, trials, run.applied())
+            run.deviations = []  # a failed cell ran with nothing: what was tried is in failure.workarounds_tried
+        else:
+            run.parts.append(outcome.part)
+
+
+def _write_specs(cells, settings, tmp, data_dir, weights_path, num_classes, threads, state_dirs, slot, device_record):
+    """One spec file per cell, what its worker reads (fwbench.worker)."""
     specs = []
     for index, (cell, state_dir) in enumerate(zip(cells, state_dirs, strict=True)):
         spec = {
@@ -523,74 +536,139 @@ def _run_rounds(
             }
         specs.append(Path(tmp, f"spec{index}.json"))
         atomic_write_json(specs[-1], spec)
-    log: list[str] = []
-    headers = trials > 1 or len(cells) > 1 or bool(ladder)
+    return specs
+
+
+def _run_rounds(context: _Context, plan: trial_order.Design, runs: list[_CellRun]) -> None:
+    """The group's trial rounds in the order of `plan`, one child per cell per round from start to end (a cell
+    that failed leaves its place in the later rounds; a cell leaves at its first failed trial)."""
+    trials, names = len(plan.rows), list(plan.variants)
     for round_ in range(trials):
         # The design's row for this round, without the cells that have failed: over a whole design each cell runs
         # in every position and right after every other cell alike.
         order = [i for i in plan.rows[round_] if runs[i].failure is None]
         round_order = [names[i] for i in order]
         for position, index in enumerate(order):
-            cell, run = cells[index], runs[index]
+            cell, run = context.cells[index], runs[index]
             run.started_at = run.started_at or _now()
             started = time.perf_counter()
-            attempts = 0
-            while True:
-                attempts += 1
-                outcome = _run_child(
-                    worker_cmd,
-                    specs[index],
-                    Path(tmp, f"part{index}-{round_}-{attempts}.json"),
-                    Path(tmp, f"trial{index}-{round_}-{attempts}.log"),
-                    settings,
-                    cell.suite,
-                    slot,
-                    run.env,
-                )
-                header = (
-                    f"=== {cell.framework}/{cell.mode}: trial {round_ + 1} of {trials} "
-                    f"(round {round_ + 1}, #{position + 1})"
-                )
-                header += f", attempt {attempts} with {'+'.join(run.applied())} ===" if attempts > 1 else " ==="
-                run.outputs.append(outcome.output)
-                run.memory_limit = outcome.memory_limit
-                log.append(f"{header}\n{outcome.output}" if headers else outcome.output)
-                if outcome.failure is None:
-                    break
-                rung = next_workaround(ladder, run.applied(), outcome.failure, outcome.output, cell.framework)
-                if rung is None:
-                    break
-                workaround, because = rung
-                # Recorded before the retry, so that a cell whose workaround fails too still names what was tried.
-                run.deviations.append(
-                    {
-                        "name": workaround.name,
-                        "applied_because": because,
-                        "first_failure": outcome.failure.as_dict(trial=round_ + 1),
-                        "changes": workaround.changes(),
-                    }
-                )
-                run.env = workaround.apply(run.env)
-                if cell.suite == "training" and state_dirs[index] is not None:
-                    # The whole run under one setting: no resuming from epochs trained without the workaround.
-                    shutil.rmtree(state_dirs[index], ignore_errors=True)
-            run.finished_at = _now()
-            run.schedule.append(
-                {
-                    "round": round_ + 1,
-                    "order": position + 1,
-                    "round_order": round_order,
-                    "started_s": started - t0,
-                    "duration_s": time.perf_counter() - started,
-                    "attempts": attempts,
-                }
+            label = (
+                f"{cell.framework}/{cell.mode}: trial {round_ + 1} of {trials} (round {round_ + 1}, #{position + 1})"
             )
-            if outcome.failure is not None:
-                run.failure = _cell_failure(outcome.failure, round_ + 1, trials, run.applied())
-                run.deviations = []  # a failed cell ran with nothing: what was tried is in failure.workarounds_tried
-            else:
-                run.parts.append(outcome.part)
-    return runs, log
+
+            def start(attempts: int, index=index, run=run, round_=round_) -> Outcome:
+                child = context.child(index, run, f"{index}-{round_}-{attempts}")
+                try:
+                    returncode = child.wait()
+                except BaseException:  # the runner is being stopped (SIGTERM, Ctrl-C): so is its child
+                    child.abandon()
+                    raise
+                return child.end(returncode)
+
+            outcome, attempts = context.attempt(index, run, round_ + 1, label, start)
+            if outcome.failure is None:
+                context.record(run, label + (f", attempt {attempts}" if attempts > 1 else ""), outcome)
+            schedule = {
+                "round": round_ + 1,
+                "order": position + 1,
+                "round_order": round_order,
+                "started_s": started - context.t0,
+                "duration_s": time.perf_counter() - started,
+                "attempts": attempts,
+            }
+            context.finish(run, round_ + 1, trials, schedule, outcome)
+
+
+def _run_launches(
+    context: _Context, plan: trial_order.Design, blocks_plan: trial_order.Design, runs: list[_CellRun]
+) -> list[list[str]]:
+    """The group's launches (fwbench.blocks): in launch k every cell still in the group starts a warm worker, in the
+    order of `plan`'s row k (a worker that fails to start gets the workaround ladder, as a trial would), and once
+    all are ready, `blocks` blocks run: in each, every ready worker runs a burst of each of its steps, in the order
+    of `blocks_plan`'s next row. Then each worker finishes (writes its part) and exits. A worker that fails or hangs
+    fails its cell; the others go on. Returns the order in which each block ran."""
+    trials, names = len(plan.rows), list(plan.variants)
+    per_launch = int(context.settings["blocks"])
+    ran: list[list[str]] = []
+    for launch in range(trials):
+        order = [i for i in plan.rows[launch] if runs[i].failure is None]
+        launch_order = [names[i] for i in order]
+        workers: dict[int, tuple[Child, list[str], float, int, int]] = {}
+        try:
+            for position, index in enumerate(order):
+                cell, run = context.cells[index], runs[index]
+                run.started_at = run.started_at or _now()
+                started = time.perf_counter()
+                label = f"{cell.framework}/{cell.mode}: launch {launch + 1} of {trials} (#{position + 1})"
+                ready: dict[str, Any] = {}
+
+                def start(attempts: int, index=index, run=run, ready=ready, launch=launch) -> Outcome:
+                    child = context.child(index, run, f"{index}-{launch}-{attempts}", serve=True)
+                    try:
+                        reply = child.request(None)
+                    except BaseException:  # the runner is being stopped (SIGTERM, Ctrl-C): so is the worker
+                        child.abandon()
+                        raise
+                    if reply is not None and "ready" in reply:
+                        ready.update(child=child, steps=list(reply["ready"]))
+                        return Outcome(None, None, "")
+                    return child.end(child.wait(), unready=True)
+
+                outcome, attempts = context.attempt(index, run, launch + 1, label, start)
+                if outcome.failure is None:
+                    workers[index] = (ready["child"], ready["steps"], started, position, attempts)
+                else:
+                    context.finish(
+                        run,
+                        launch + 1,
+                        trials,
+                        _launch_schedule(launch, position, launch_order, started, context.t0, attempts),
+                        outcome,
+                    )
+            for block in range(per_launch):
+                row = blocks_plan.rows[launch * per_launch + block]
+                order_run = [i for i in row if i in workers]
+                ran.append([names[i] for i in order_run])
+                for position, index in enumerate(order_run):
+                    child, steps = workers[index][:2]
+                    for step in steps:
+                        message = {"burst": step, "block": launch * per_launch + block, "position": position}
+                        if child.request(message) is None:
+                            _end_worker(context, runs, index, workers.pop(index), launch, trials, launch_order)
+                            break
+            for index in list(workers):
+                child = workers[index][0]
+                returncode = child.wait() if child.send({"finish": True}) else None
+                _end_worker(context, runs, index, workers.pop(index), launch, trials, launch_order, returncode)
+        finally:
+            for child, *_ in workers.values():  # the runner is being stopped: so are its workers
+                child.abandon()
+    return ran
+
+
+def _launch_schedule(launch, position, launch_order, started, t0, attempts) -> dict[str, Any]:
+    return {
+        "round": launch + 1,
+        "order": position + 1,
+        "round_order": launch_order,
+        "started_s": started - t0,
+        "duration_s": time.perf_counter() - started,
+        "attempts": attempts,
+    }
+
+
+def _end_worker(context, runs, index, worker, launch, trials, launch_order, returncode=None) -> None:
+    """A worker's end: after it was asked to finish (`returncode`), or when it stopped answering (it exited, or
+    hung past the timeout and is killed), classified into the cell's record."""
+    child, _, started, position, attempts = worker
+    if returncode is None and not child.timed_out:
+        returncode = child.wait()
+    outcome = child.end(returncode)
+    cell = context.cells[index]
+    label = f"{cell.framework}/{cell.mode}: launch {launch + 1} of {trials} (#{position + 1})"
+    context.record(runs[index], label + (f", attempt {attempts}" if attempts > 1 else ""), outcome)
+    schedule = _launch_schedule(launch, position, launch_order, started, context.t0, attempts)
+    context.finish(runs[index], launch + 1, trials, schedule, outcome)
 
 
 def _cell_failure(failure: Failure, trial: int, trials: int, tried: list[str]) -> dict[str, Any]:

@@ -56,6 +56,22 @@ def _setting(value: Any, key: str) -> Any:
     return value if key in ("setting", "state") else None
 
 
+def block_columns(metrics: dict[str, Any]) -> dict[str, Any]:
+    """The burst checks of a cell measured by warm workers in blocks (fwbench.blocks), empty for older results:
+    bursts and those flagged for steal, CPU time per wall second in the bursts and while waiting (the worst
+    launch), hardware counters per image where the kernel exposed them."""
+    blocks = metrics.get("blocks") or {}
+    return {
+        "bursts": blocks.get("bursts"),
+        "steal_flagged_bursts": blocks.get("steal_flagged"),
+        "steal_share_max": blocks.get("steal_share_max"),
+        "cpu_per_wall": blocks.get("cpu_per_wall"),
+        "idle_cpu_per_wall": blocks.get("idle_cpu_per_wall"),
+        "instructions_per_image": blocks.get("instructions_per_item"),
+        "cycles_per_image": blocks.get("cycles_per_item"),
+    }
+
+
 def mode_columns(result: dict[str, Any]) -> dict[str, Any]:
     """The tidy columns of the mode axis: `mode` and `compiled`, and how the cell compiled and tuned its kernels
     (torch.compile's `compile_mode`, the `autotune` setting and whether it was in effect, the compilation cache's
@@ -117,6 +133,7 @@ def _row(result: dict[str, Any], path: str) -> dict[str, Any]:
         "noisy": (metrics.get("flags") or {}).get("noisy"),
         "noisy_trials": metrics.get("noisy_trials"),
         "ci_not_reached": (metrics.get("flags") or {}).get("ci_not_reached"),
+        **block_columns(metrics),
         "n_iters": metrics.get("n_iters"),
         "stop_reason": metrics.get("stop_reason"),
         "recompiled": (metrics.get("flags") or {}).get("recompiled"),
@@ -236,8 +253,14 @@ def ratio_interval(num: dict[str, Any], den: dict[str, Any]) -> tuple[Interval, 
     rounds = sorted(set(rates_num) & set(rates_den)) if same_group else []
     if len(rounds) >= 2:
         interval = paired_ratio_interval([rates_num[k] for k in rounds], [rates_den[k] for k in rounds])
-        method = f"geometric mean of {len(rounds)} per-round ratios (interleaved trials), Student-t 95% CI on their "
-        return interval, PAIRED, len(rounds), method + f"logs ({len(rounds) - 1} df)"
+        blocks = (num["metrics"].get("blocks") or {}).get("plan", {}).get("blocks")
+        unit = (
+            f"per-launch ratios (warm workers, {blocks} interleaved blocks per launch)"
+            if blocks
+            else "per-round ratios (interleaved trials)"
+        )
+        method = f"geometric mean of {len(rounds)} {unit}, Student-t 95% CI on their logs ({len(rounds) - 1} df)"
+        return interval, PAIRED, len(rounds), method
     if len(rates_num) >= 2 and len(rates_den) >= 2:
         interval = welch_ratio_interval(list(rates_num.values()), list(rates_den.values()))
         method = "ratio of the trials' geometric means, Welch t 95% CI: trials not interleaved, drift not controlled"

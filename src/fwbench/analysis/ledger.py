@@ -23,6 +23,7 @@ import pandas as pd
 from fwbench import order as trial_order
 from fwbench.analysis.aggregate import graph_breaks, refused
 from fwbench.analysis.aggregate import mixed_modes as mixed_ratios
+from fwbench.analysis.block_checks import block_order_row, idle_row, steal_row
 from fwbench.analysis.latex import (
     BASELINE,
     escape,
@@ -40,12 +41,14 @@ from fwbench.analysis.partners import (
     variant_names,
 )
 from fwbench.modes import is_compiled
+from fwbench.trackers.hardware import recorded_core_type
 
 HELD = "held"
 NOT_HELD = "did not hold"
 NOT_MEASURED = "not measured"
 COLUMNS = ["control", "status", "measured", "where"]
 WHERE_LIMIT = 4  # cells named in a row before "and N more"
+WHERE_CHARS = 240  # characters of a row's "where" the paper's table prints (ledger.csv keeps all)
 
 
 def _cell_name(result: dict[str, Any]) -> str:
@@ -228,6 +231,75 @@ def threads_row(results: list[dict[str, Any]]) -> dict[str, str]:
     return _row(control, NOT_HELD if where else HELD, measured, "; ".join(where))
 
 
+def _blas_kernels(result: dict[str, Any]) -> set[str]:
+    """The kernels NumPy's BLAS ran in a cell: its own process's record (settings' `process_blas`), else the
+    host's (provenance `blas`); empty where neither was recorded."""
+    libraries = (_settings(result).get("process_blas") or {}).get("libraries") or []
+    chosen = {
+        str(pool["architecture"]) for pool in libraries if pool.get("user_api") == "blas" and pool.get("architecture")
+    }
+    host = (result["provenance"].get("blas") or {}).get("architecture")
+    return chosen or ({str(host)} if host else set())
+
+
+def _forced_against_cpu(cells: list[dict[str, Any]]) -> str:
+    """How the forced core type compares with the CPU's instruction set, where the cells recorded both (", below
+    this CPU's AVX-512 (BF16)"), else nothing."""
+    for r in cells:
+        versus = (r["provenance"].get("blas") or {}).get("forced_vs_cpu")
+        isa = (r["provenance"].get("hardware") or {}).get("isa_level")
+        if versus in ("below", "above") and isa:
+            return f"; the forced kernels are {versus} this CPU's {isa}"
+        if versus == "same" and isa:
+            return f"; the forced kernels are at this CPU's level ({isa})"
+    return ""
+
+
+def _l2_size(cells: list[dict[str, Any]]) -> str:
+    """The OPENBLAS_L2_SIZE the cells ran with (OpenBLAS told its cache size), as ", OPENBLAS_L2_SIZE=…"; nothing
+    where unset."""
+    sizes = {(r["provenance"].get("env") or {}).get("OPENBLAS_L2_SIZE") for r in cells} - {None}
+    return "".join(f", OPENBLAS_L2_SIZE={size}" for size in sorted(sizes))
+
+
+def blas_core_row(results: list[dict[str, Any]]) -> dict[str, str] | None:
+    """The micro suite's NumPy baseline on the BLAS kernels OpenBLAS picks for its CPU, not on a core type forced
+    by OPENBLAS_CORETYPE: a forced core type slows current NumPy, and so inflates every speedup over it. The
+    machines this study runs on set it (and OPENBLAS_L2_SIZE); the study records it and never changes it, so the
+    row says what the baseline ran under. None (no row) in a study without NumPy cells."""
+    control = "NumPy baseline on its CPU's own BLAS kernels"
+    cells = [r for r in _ok(_suite(results, "micro")) if r["cell"]["framework"] == "numpy"]
+    if not cells:
+        return None
+    forced: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    unrecorded = []
+    for r in cells:
+        value, recorded = recorded_core_type(r["provenance"])
+        if not recorded:
+            unrecorded.append(_cell_name(r))
+        elif value:
+            forced[value].append(r)
+    kernels = sorted(set().union(*(_blas_kernels(r) for r in cells)))
+    ran = f"; OpenBLAS ran its {' / '.join(kernels)} kernels" if kernels else ""
+    if forced:
+        under = [r for rs in forced.values() for r in rs]
+        values = "; ".join(
+            f"OPENBLAS_CORETYPE={v} in {len(rs)} of {len(cells)} NumPy cells" for v, rs in forced.items()
+        )
+        measured = f"{values}{_l2_size(under)}{ran}; set by the machine, recorded and not changed"
+        where = "a forced BLAS core type slows current NumPy, so the speedups over NumPy may be overstated"
+        where += _forced_against_cpu(under)
+        if len(under) < len(cells):
+            where += f"; forced in {_named([_cell_name(r) for r in under])}"
+        return _row(control, NOT_HELD, measured, where)
+    if len(unrecorded) == len(cells):
+        return _row(control, NOT_MEASURED, "no NumPy cell recorded its environment")
+    measured = f"OPENBLAS_CORETYPE unset in {len(cells) - len(unrecorded)} of {len(cells)} NumPy cells{ran}"
+    if unrecorded:
+        return _row(control, NOT_MEASURED, measured, f"no environment recorded in {_named(unrecorded)}")
+    return _row(control, HELD, measured)
+
+
 def _compile_seconds(result: dict[str, Any]) -> float:
     """A cell's compilation and first calls, every trial's, and a training cell's compile wall time."""
     metrics = result["metrics"]
@@ -344,7 +416,7 @@ def _round_orders(cells: list[dict[str, Any]]) -> list[list[str]]:
     return [recorded.get(k) or [positions[k][p] for p in sorted(positions[k])] for k in rounds]
 
 
-def order_row(results: list[dict[str, Any]]) -> dict[str, str]:
+def order_row(results: list[dict[str, Any]]) -> dict[str, str] | None:
     """The trial order of every comparison group (inference and micro) balanced, from the orders that ran: each
     variant first (and in every position) equally often, and right after each other variant equally often (no
     carry-over from the child before confounded with a ratio). A Williams design (fwbench.order) gives both with
@@ -352,9 +424,15 @@ def order_row(results: list[dict[str, Any]]) -> dict[str, str]:
     and the row says what."""
     control = "Interleaved, balanced trial order"
     groups: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
+    in_blocks = False
     for suite in ORDER_SUITES:
         for r in _ok(_suite(results, suite)):
+            if (r["provenance"].get("group") or {}).get("blocks"):
+                in_blocks = True  # its order is the blocks' (block_checks.block_order_row), not the launches'
+                continue
             groups[_group_key(r)].append(r)
+    if not groups and in_blocks:
+        return None
     if not groups:
         return _row(control, NOT_MEASURED, "no inference or micro cells")
     single, rounds_of = [], defaultdict(Counter)
@@ -426,9 +504,11 @@ def noise_row(results: list[dict[str, Any]]) -> dict[str, str]:
     return _row(control, NOT_HELD if flagged else HELD, measured, _named(flagged))
 
 
-def flag_row(control: str, results: list[dict[str, Any]], flag: str, what: str) -> dict[str, str]:
-    """A per-cell flag that must be off everywhere (noisy, CI not reached, recompiled)."""
-    ok = [r for r in _ok(results) if r["cell"]["suite"] in ("inference", "micro")]
+def flag_row(
+    control: str, results: list[dict[str, Any]], flag: str, what: str, suites: tuple[str, ...] = ("inference", "micro")
+) -> dict[str, str]:
+    """A per-cell flag that must be off everywhere (noisy, CI not reached, recompiled), in the suites it exists in."""
+    ok = [r for r in _ok(results) if r["cell"]["suite"] in suites]
     flagged = [_cell_name(r) for r in ok if (r["metrics"].get("flags") or {}).get(flag)]
     measured = f"{len(flagged)} of {len(ok)} cells {what}"
     return _row(control, NOT_HELD if flagged else HELD, measured, _named(flagged))
@@ -597,7 +677,8 @@ def ledger(
     speedups: pd.DataFrame | None = None,
     config: Mapping[str, Any] | None = None,
 ) -> pd.DataFrame:
-    """Every row of the ledger (COLUMNS), in the order the paper prints them. `speedups`: the inference ratios
+    """Every row of the ledger (COLUMNS), in the order the paper prints them (a row that does not apply to the study,
+    such as the NumPy baseline's BLAS without NumPy cells, left out). `speedups`: the inference ratios
     (speedups.csv), whose `mixed_modes` the pairing control reads; `config`: the study's (its ratio_modes)."""
     results = list(results)
     parity_inputs = bool(parity["same_inputs"].astype(bool).all()) if len(parity) else None
@@ -606,20 +687,25 @@ def ledger(
         inputs_row(results, parity_inputs),
         precision_row(results),
         threads_row(results),
+        blas_core_row(results),
         compile_row(results),
         pairing_row(results, speedups, config),
         autotune_row(results),
         device_row(results, inference),
         node_row(results),
         order_row(results),
+        block_order_row(results),
+        steal_row(results),
+        idle_row(results),
         deviations_row(results),
         noise_row(results),
-        flag_row("CI target reached", results, "ci_not_reached", "stopped before their CI target"),
+        # only the micro suite still times a loop to a CI target; inference cells are measured in blocks
+        flag_row("CI target reached", results, "ci_not_reached", "stopped before their CI target", ("micro",)),
         recompile_row(results),
         isolation_row(results),
         failures_row(results),
     ]
-    return pd.DataFrame(rows, columns=COLUMNS)
+    return pd.DataFrame([row for row in rows if row is not None], columns=COLUMNS)
 
 
 def ledger_table(rows: pd.DataFrame) -> str:
@@ -641,9 +727,19 @@ def ledger_table(rows: pd.DataFrame) -> str:
     ]
     for row in rows.itertuples():
         status = r"\textbf{" + escape(row.status) + "}" if row.status == NOT_HELD else escape(row.status)
-        lines.append(f"{escape(row.control)} & {status} & {escape(row.measured)} & {escape(row.where or '')} \\\\")
+        where = escape(_shortened(row.where or ""))
+        lines.append(f"{escape(row.control)} & {status} & {escape(row.measured)} & {where} \\\\")
     lines += [r"\bottomrule", r"\end{tabular}", r"\end{table*}"]
     return "\n".join(lines) + "\n"
+
+
+def _shortened(where: str, limit: int = WHERE_CHARS) -> str:
+    """A row's "where" as the table prints it: at most `limit` characters, cut after a whole item, the rest in
+    ledger.csv (a table* float must fit one page)."""
+    if len(where) <= limit:
+        return where
+    cut = max(where.rfind("; ", 0, limit), where.rfind(", ", 0, limit))
+    return (where[:cut] if cut > 0 else where[:limit]) + "; more in ledger.csv"
 
 
 def ledger_sentence(rows: pd.DataFrame) -> str:

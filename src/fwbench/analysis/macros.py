@@ -42,6 +42,7 @@ from fwbench.analysis.latex import (
     variant_label,
 )
 from fwbench.analysis.partners import multi_mode, with_modes
+from fwbench.blocks import STEAL_FLAG
 from fwbench.modes import is_compiled
 
 
@@ -650,6 +651,23 @@ def _mode_suffix(row: pd.Series, several: set[str]) -> str:
     return f", {mode_label(row['mode'])}" if row["framework"] in several else ""
 
 
+def burst_macros(ok: pd.DataFrame) -> dict[str, str]:
+    """The burst checks the paper quotes: bursts in all, those flagged for steal and the cells they fell in, and
+    the most CPU a waiting worker used (percent of one core, the worst launch of any cell); "n/a" where no cell was
+    measured in blocks."""
+    bursts = ok["bursts"].dropna() if "bursts" in ok else pd.Series(dtype=float)
+    if bursts.empty:
+        return {"fwbNumBursts": "n/a", "fwbNumStealBursts": "n/a", "fwbNumStealCells": "n/a", "fwbIdleCpuMax": "n/a"}
+    flagged = ok["steal_flagged_bursts"].fillna(0)
+    idle = ok["idle_cpu_per_wall"].dropna()
+    return {
+        "fwbNumBursts": str(int(bursts.sum())),
+        "fwbNumStealBursts": str(int(flagged.sum())),
+        "fwbNumStealCells": str(int((flagged > 0).sum())),
+        "fwbIdleCpuMax": number(100 * float(idle.max()), 2) if not idle.empty else "n/a",
+    }
+
+
 def macros(
     frame: pd.DataFrame,
     ratios: pd.DataFrame,
@@ -688,13 +706,14 @@ def macros(
         "fwbBatchSizes": ", ".join(str(b) for b in sorted(frame["batch_size"].unique())),
         "fwbImageSize": str(int(frame["image_size"].iloc[0])),
         "fwbNumClasses": str(config["dataset"]["num_classes"]),
-        "fwbMinIters": str(config["inference"]["min_iters"]),
-        "fwbMinSeconds": number(float(config["inference"]["min_seconds"]), 2),
         "fwbWarmupIters": str(config["inference"]["warmup_iters"]),
-        "fwbCITarget": number(100 * float(config["inference"]["ci_target"]), 2),
         "fwbTrials": str(int(config["inference"].get("trials", 1))),
+        "fwbBlocks": str(int(config["inference"]["blocks"])),
+        "fwbBurstMs": number(1000 * float(config["inference"]["burst_s"]), 3),
+        "fwbBurstDiscard": str(int(config["inference"]["burst_discard"])),
+        "fwbStealFlag": number(100 * STEAL_FLAG, 2),
         "fwbNumNoisy": str(int(ok["noisy"].fillna(False).astype(bool).sum())),
-        "fwbNumCINotReached": str(int(ok["ci_not_reached"].fillna(False).astype(bool).sum())),
+        **burst_macros(ok),
         "fwbNumSettingsDiffer": str(
             int((ok["settings_differ"].astype(str) == "True").sum()) if "settings_differ" in ok else 0
         ),

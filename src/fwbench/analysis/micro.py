@@ -49,6 +49,7 @@ from fwbench.analysis.latex import FRAMEWORK_LABELS, ordered_variants
 from fwbench.analysis.partners import cell_mode, variant_names
 from fwbench.analysis.verdicts import DEFAULT_MULTIPLICITY, VERDICT_COLUMNS, adjust_verdicts, p_value
 from fwbench.results import load_result
+from fwbench.trackers.hardware import recorded_core_type
 from fwbench.trackers.stats import (
     BOOTSTRAP_RESAMPLES,
     BOOTSTRAP_SEED,
@@ -328,6 +329,7 @@ FRAME_COLUMNS = [
     "dtype",
     "threads",
     "blas",
+    "blas_core_type",
     "platform",
     "device",
     "cpu_model",
@@ -350,16 +352,37 @@ def _device(result: dict[str, Any]) -> tuple[str | None, str | None]:
     return platform, device.get("name") or platform
 
 
+def _kernels(settings: dict[str, Any], pool: dict[str, Any]) -> str:
+    """The kernels the process's own record (`process_blas`) says this BLAS chose, as ", Haswell kernels"; nothing
+    where the cell recorded none."""
+    libraries = (settings.get("process_blas") or {}).get("libraries") or []
+    for library in libraries:
+        same = all(library.get(key) == pool.get(key) for key in ("internal_api", "version"))
+        if same and library.get("architecture"):
+            return f", {library['architecture']} kernels"
+    return ""
+
+
 def _blas(result: dict[str, Any]) -> str | None:
-    """The BLAS pools threadpoolctl found in a NumPy cell, e.g. "openblas 0.3.29, 2 threads"."""
-    pools = (_framework_provenance(result).get("settings") or {}).get("blas") or []
+    """The BLAS pools threadpoolctl found in a NumPy cell, e.g. "openblas 0.3.29, Haswell kernels, 2 threads" (the
+    kernels where the cell recorded them)."""
+    settings = _framework_provenance(result).get("settings") or {}
     described = {
         f"{pool.get('internal_api') or pool.get('user_api') or 'BLAS'} {pool.get('version') or ''}".strip()
+        + _kernels(settings, pool)
         + (f", {pool['num_threads']} threads" if pool.get("num_threads") is not None else "")
-        for pool in pools
+        for pool in settings.get("blas") or []
         if isinstance(pool, dict)
     }
     return "; ".join(sorted(described)) or None
+
+
+def _forced_core_type(cell: MicroCell) -> str | None:
+    """The OPENBLAS_CORETYPE a NumPy cell ran under; None where unset, and for a framework's cell, whose matmuls do
+    not run on NumPy's OpenBLAS."""
+    if cell.framework != NUMPY:
+        return None
+    return recorded_core_type(cell.result.get("provenance") or {})[0]
 
 
 def _threads(result: dict[str, Any]) -> int | None:
@@ -396,6 +419,7 @@ def _common(cell: MicroCell) -> dict[str, Any]:
         "dtype": (framework.get("settings") or {}).get("dtype") or (metrics.get("operation") or {}).get("dtype"),
         "threads": _threads(cell.result),
         "blas": _blas(cell.result) if cell.framework == NUMPY else None,
+        "blas_core_type": _forced_core_type(cell),
         "platform": platform,
         "device": device,
         "cpu_model": (cell.result.get("provenance") or {}).get("cpu_model"),

@@ -501,6 +501,19 @@ def _threads_text(frame: pd.DataFrame) -> str:
     return (
         f" Threadpoolctl pins NumPy's BLAS ({_joined_text(_values(numpy_rows['blas']))}) to "
         f"{_int_text(_values(numpy_rows['threads']))} threads{pools}."
+    ) + _forced_core_text(numpy_rows)
+
+
+def _forced_core_text(numpy_rows: pd.DataFrame) -> str:
+    """One sentence where the NumPy baseline ran under a forced OpenBLAS core type (the machine sets it; the study
+    records it and never changes it), since it slows current NumPy and so favours every framework; else nothing."""
+    forced = _values(numpy_rows["blas_core_type"]) if "blas_core_type" in numpy_rows else []
+    if not forced:
+        return ""
+    values = " / ".join(escape(f"OPENBLAS_CORETYPE={value}") for value in forced)
+    return (
+        f" NumPy ran under {values}, a BLAS core type this machine forces, which slows current NumPy and so "
+        "flatters every speedup over it; the study records the setting and does not change it."
     )
 
 

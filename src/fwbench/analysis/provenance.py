@@ -2,7 +2,12 @@
 
 Execution modes (fwbench.modes) get rows of their own: which modes each framework ran in, torch.compile's mode, each
 compiled variant's compilation cache and the kernel autotuning setting, each read from the cells' records, so a
-difference between two cells of one framework in two modes is never folded into one value."""
+difference between two cells of one framework in two modes is never folded into one value.
+
+The CPU gets rows beyond its model name (fwbench.trackers.hardware): its family, model, stepping and microcode, its
+instruction-set extensions, its caches, NumPy's BLAS and the kernels it chose, the BLAS and OpenMP libraries each
+framework's processes loaded, and any environment variable that forces a kernel choice. A cloud VM's "AMD EPYC" may
+be a Zen 3 without AVX-512 or a Zen 4 with it, and the study's ratios differ between the two."""
 
 from __future__ import annotations
 
@@ -225,12 +230,164 @@ def _mode_rows(results: list[dict[str, Any]]) -> dict[str, Any]:
     return rows
 
 
+# The BLAS and OpenMP libraries loaded in each framework's processes (its settings' `process_blas`), a row per
+# framework the study has. Only shared libraries show: what a framework links statically (PyTorch's MKL and oneDNN,
+# XLA's Eigen) does not, so a JAX row may list no more than the NumPy OpenBLAS its process also loaded.
+BLAS_ROWS = (
+    ("BLAS/OpenMP loaded (PyTorch)", "torch"),
+    ("BLAS/OpenMP loaded (JAX)", "jax"),
+    ("BLAS/OpenMP loaded (TensorFlow)", "tensorflow"),
+)
+
+
+# What names a CPU within its vendor, in the order the setup table prints it.
+CPU_IDS = (("cpu_family", "family"), ("model", "model"), ("stepping", "stepping"))
+
+
+def _plural_of(count: int, word: str) -> str:
+    return f"{count} {word}{'' if count == 1 else 's'}"
+
+
+def _signature(hardware: dict[str, Any]) -> str:
+    """The vendor, family, model, stepping and microcode: "AuthenticAMD family 25 model 1 stepping 1, microcode
+    0x1000065"."""
+    words = [hardware.get("vendor_id"), *(f"{word} {hardware[key]}" for key, word in CPU_IDS if hardware.get(key))]
+    microcode = f"microcode {hardware['microcode']}" if hardware.get("microcode") else None
+    return ", ".join(filter(None, [" ".join(filter(None, words)), microcode]))
+
+
+def _topology(hardware: dict[str, Any]) -> str | None:
+    """The logical CPUs with the cores and sockets that could be derived: "2 logical CPUs (2 cores, 1 socket)"."""
+    if not hardware.get("logical_cpus"):
+        return None
+    counts = [
+        _plural_of(hardware[key], word)
+        for key, word in (("physical_cores", "core"), ("sockets", "socket"))
+        if hardware.get(key) is not None
+    ]
+    return _plural_of(hardware["logical_cpus"], "logical CPU") + (f" ({', '.join(counts)})" if counts else "")
+
+
+def cpu_identity_text(hardware: dict[str, Any]) -> str | None:
+    """What tells two CPUs of one model name apart: "AuthenticAMD family 25 model 1 stepping 1, microcode
+    0x1000065; 2 logical CPUs (2 cores, 1 socket); under a hypervisor". None where a cell recorded no `hardware`."""
+    if not hardware:
+        return None
+    hypervisor = {True: "under a hypervisor", False: "no hypervisor flag"}.get(hardware.get("hypervisor"))
+    return "; ".join(filter(None, [_signature(hardware), _topology(hardware), hypervisor])) or None
+
+
+def isa_text(hardware: dict[str, Any]) -> str | None:
+    """The instruction-set level and the extensions behind it, "AVX2: avx, avx2, f16c, fma, sse4_2"."""
+    extensions = hardware.get("isa_extensions")
+    if extensions is None:
+        return None
+    listed = ", ".join(extensions) or "none of the kernel-relevant ones"
+    return f"{hardware['isa_level']}: {listed}" if hardware.get("isa_level") else listed
+
+
+def caches_text(hardware: dict[str, Any]) -> str | None:
+    """cpu0's caches from sysfs, or cpuinfo's one "cache size" where sysfs gave none."""
+    if hardware.get("cache_summary"):
+        return hardware["cache_summary"]
+    size = hardware.get("cpuinfo_cache_size")
+    return f"{size} (cpuinfo's cache size)" if size else None
+
+
+def pool_text(pool: dict[str, Any], threads: bool = True) -> str:
+    """One BLAS or OpenMP library: "openblas 0.3.31, Haswell kernels, 2 threads (libscipy_openblas64_.so)"."""
+    name = " ".join(str(v) for v in (pool.get("internal_api") or pool.get("user_api"), pool.get("version")) if v)
+    details = [f"{pool['architecture']} kernels"] if pool.get("architecture") else []
+    if threads and pool.get("num_threads") is not None:
+        details.append(_plural_of(pool["num_threads"], "thread"))
+    text = ", ".join([name or "unnamed library", *details])
+    return text + (f" ({pool['library']})" if pool.get("library") else "")
+
+
+def numpy_blas_text(blas: dict[str, Any]) -> str | None:
+    """NumPy's BLAS as the runner's process loaded it (before any cell pinned its threads, so no thread count)."""
+    if not blas:
+        return None
+    if not (blas.get("internal_api") or blas.get("library")):
+        return "not found (" + "; ".join(sorted(set((blas.get("missing") or {}).values()))) + ")"
+    return pool_text(blas, threads=False)
+
+
+def process_blas_text(settings: dict[str, Any]) -> str | None:
+    """The libraries one cell's process loaded (its settings' `process_blas`); None where the cell recorded none."""
+    record = settings.get("process_blas")
+    if not isinstance(record, dict):
+        return None
+    libraries = record.get("libraries")
+    if libraries is None:
+        return "not read (" + "; ".join((record.get("missing") or {}).values()) + ")"
+    return "; ".join(sorted(pool_text(pool) for pool in libraries)) or "none found by threadpoolctl"
+
+
+def torch_kernels_text(versions: dict[str, Any]) -> str | None:
+    """PyTorch's CPU dispatch level and its statically linked MKL and oneDNN: "ATen AVX2; MKL 2024.2; oneDNN 3.12.0"."""
+    parts = [
+        f"{name} {versions[key]}"
+        for key, name in (("cpu_capability", "ATen"), ("mkl", "MKL"), ("onednn", "oneDNN"))
+        if versions.get(key)
+    ]
+    return "; ".join(parts) or None
+
+
+def kernel_env_text(provenance: dict[str, Any]) -> str | None:
+    """The variables that force a kernel choice, as the host recorded them ("OPENBLAS_CORETYPE=Haswell (forced core
+    type, below the CPU's AVX-512 (BF16))"), "none set", or None where the cell recorded no `blas`."""
+    blas = provenance.get("blas")
+    if not isinstance(blas, dict) or "kernel_env" not in blas:
+        return None
+    parts = []
+    for name, value in (blas.get("kernel_env") or {}).items():
+        text = f"{name}={value}"
+        if name == "OPENBLAS_CORETYPE":
+            isa = (provenance.get("hardware") or {}).get("isa_level")
+            versus = blas.get("forced_vs_cpu")
+            compared = {"below": f", below the CPU's {isa}", "above": f", above the CPU's {isa}"}.get(versus, "")
+            text += f" (forced core type{compared})"
+        parts.append(text)
+    return ", ".join(parts) or "none set"
+
+
+def _hardware_rows(results: list[dict[str, Any]], present: set[str]) -> dict[str, set[Any]]:
+    """The setup table's rows on the CPU, the BLAS libraries and what forces their kernels, each from every cell
+    (a value that differs between cells is shown as such: cells on two CPU generations are not comparable)."""
+    fields: dict[str, set[Any]] = {
+        key: set() for key in ("CPU identity", "ISA extensions", "Caches", "BLAS (NumPy)", "Kernel-forcing variables")
+    }
+    blas_rows = [row for row in BLAS_ROWS if row[1] in present]
+    fields |= {label_: set() for label_, _ in blas_rows}
+    if "torch" in present:
+        fields["PyTorch CPU kernels"] = set()
+    for result in results:
+        prov = result["provenance"]
+        hardware = prov.get("hardware") or {}
+        fields["CPU identity"].add(cpu_identity_text(hardware))
+        fields["ISA extensions"].add(isa_text(hardware))
+        fields["Caches"].add(caches_text(hardware))
+        fields["BLAS (NumPy)"].add(numpy_blas_text(prov.get("blas") or {}))
+        fields["Kernel-forcing variables"].add(kernel_env_text(prov))
+        framework = _framework(result)
+        for label_, name in blas_rows:
+            if framework.get("name") == name:
+                fields[label_].add(process_blas_text(framework.get("settings") or {}))
+        if "torch" in present and framework.get("name") == "torch":
+            fields["PyTorch CPU kernels"].add(torch_kernels_text(framework.get("versions") or {}))
+    return fields
+
+
 def study_environment(paths: Iterable[str | Path]) -> dict[str, Any]:
     results = load_cells(paths)
     present = _present(results)
-    fields: dict[str, set[Any]] = {k: set() for k in ("CPU", "Device", "Python")}
+    hardware = _hardware_rows(results, present)
+    cpu_rows = ("CPU identity", "ISA extensions", "Caches")
+    fields: dict[str, set[Any]] = {"CPU": set()} | {key: hardware.pop(key) for key in cpu_rows}
+    fields |= {k: set() for k in ("Device", "Python")}
     fields |= _versions(results, present)
-    fields |= {"NumPy": set(), "Threads per cell": set()}
+    fields |= {"NumPy": set()} | hardware | {"Threads per cell": set()}
     fields |= _thread_rows(results, present)
     fields |= {"Harness version": set(), "fwbench commit": set()}
     for result in results:

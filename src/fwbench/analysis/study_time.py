@@ -77,6 +77,9 @@ def _process(cell: Mapping[str, Any], wall: float, phases: Mapping[str, Any] | N
     process_other; a process without phases, e.g. a failed one, is all process_other). `cell` names it as the grid
     does, its mode included."""
     mode = cell_mode(cell)
+    # A warm worker (fwbench.blocks) lives through its launch beside the other workers, and waits while they run
+    # their bursts: that time is theirs, so a process's own wall time leaves it out and the processes add up.
+    wall -= _value(phases, "waiting_s")
     row = {
         "cell": "/".join([cell["suite"], cell["framework"], mode, cell["model"], cell["precision"]])
         + f"/bs{cell['batch_size']}",

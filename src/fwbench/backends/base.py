@@ -91,6 +91,16 @@ class Framework(ABC):
         self.effective_settings: dict[str, Any] = self._apply_settings()
         self.effective_settings["mode"] = mode
         self.effective_settings["mode_detail"] = DESCRIPTIONS.get((self.name, mode), mode)
+        self.effective_settings["process_blas"] = self._process_blas()
+
+    @staticmethod
+    def _process_blas() -> dict[str, Any]:
+        """The BLAS and OpenMP libraries this framework's process loaded, the kernels they chose and their threads,
+        read once its thread pools are pinned: each framework links its own, and the host's NumPy BLAS does not say
+        which kernels a framework ran (fwbench.trackers.hardware.process_blas)."""
+        from fwbench.trackers.hardware import process_blas
+
+        return process_blas()
 
     @abstractmethod
     def _apply_settings(self) -> dict[str, Any]:

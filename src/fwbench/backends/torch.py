@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -34,6 +35,24 @@ class CudaEventTimer:
 
 
 CUDNN_BENCHMARK_ENV = "FWBENCH_CUDNN_BENCHMARK"
+
+
+def cpu_kernels(build_config: str | None = None) -> dict[str, str | None]:
+    """Which CPU kernels PyTorch runs: the ATen capability it dispatches to (AVX2, AVX512; ATEN_CPU_CAPABILITY may
+    lower it) and the MKL and oneDNN it was built with, linked statically, so threadpoolctl cannot see them.
+    `build_config`: torch.__config__.show()'s text (read here when None; about 2 ms)."""
+    text = torch.__config__.show() if build_config is None else build_config
+    mkl = re.search(r"Math Kernel Library Version ([0-9][0-9.]*)", text)
+    onednn = re.search(r"(?:MKL-DNN|oneDNN) v(\S+)", text)
+    try:
+        capability = torch.backends.cpu.get_cpu_capability()
+    except (AttributeError, RuntimeError):
+        capability = None
+    return {
+        "cpu_capability": capability,
+        "mkl": mkl.group(1) if mkl else None,
+        "onednn": onednn.group(1) if onednn else None,
+    }
 
 
 class TorchArrays(Arrays):
@@ -162,6 +181,7 @@ class TorchBackend(Backend):
             "torchvision": importlib.metadata.version("torchvision"),
             "cuda": torch.version.cuda,
             "cudnn": str(torch.backends.cudnn.version()) if torch.backends.cudnn.is_available() else None,
+            **cpu_kernels(),
         }
 
     def device_info(self) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""The inference scenario: forward passes of one model at one batch size, timed with the shared timed loop."""
+"""The inference scenario: forward passes of one model at one batch size, timed in bursts (fwbench.blocks)."""
 
 from __future__ import annotations
 
@@ -9,20 +9,14 @@ from typing import Any
 
 import numpy as np
 
+from fwbench import blocks
 from fwbench.backends.base import Backend
 from fwbench.data.inputs import batch_of, normalize
 from fwbench.data.store import load_split
 from fwbench.grid import Cell
 from fwbench.operations import digest
-from fwbench.trackers.energy import energy_meter, idle_baseline
-from fwbench.trackers.latency import (
-    DEVICE_PASS_ITERS,
-    STOP_CI_METHOD,
-    StopRule,
-    device_pass,
-    timed_loop,
-    timing_metrics,
-)
+from fwbench.trackers.energy import BurstWindows, energy_meter, idle_baseline
+from fwbench.trackers.latency import DEVICE_PASS_ITERS, device_pass, timing_metrics
 from fwbench.trackers.memory import LOAD_INTERVAL_S, TIMED_INTERVAL_S, RssSampler, peak_rss_mb, rss_mb
 from fwbench.trackers.nvml import NvmlDevice, open_device
 from fwbench.trackers.stats import summary
@@ -120,32 +114,32 @@ def run(
         backend.reset_device_memory_peak()  # steady-state device memory from here (peaks of load/compile apart)
         warmup_s = time.perf_counter() - warmup_start
 
-        rule = StopRule(
-            min_iters=int(settings["min_iters"]),
-            min_seconds=float(settings["min_seconds"]),
-            max_iters=int(settings["max_iters"]),
-            max_seconds=float(settings["max_seconds"]),
-            ci_target=float(settings["ci_target"]),
-        )
         meter = energy_meter(gpu, idle)
+        windows = BurstWindows(meter) if not isinstance(meter, str) else None
         compilations_before = backend.compilations
-        if not isinstance(meter, str):
-            meter.start()  # the device is idle here: the warm-up ended with a synchronise
         sampler.set_interval(TIMED_INTERVAL_S)
-        run_ = timed_loop(lambda i: backend.forward(buffers[i % len(buffers)]), backend.synchronize, rule)
+        measuring = blocks.session(blocks.BurstPlan.from_settings(settings))
+        measuring.window = windows  # energy over each burst's timed iterations, which end with a synchronise
+        waiting_from = time.perf_counter()
+        measured = measuring.measure(
+            {"forward": (lambda i: backend.forward(buffers[i % len(buffers)]), backend.synchronize)}
+        )
+        measuring_s = time.perf_counter() - waiting_from
         sampler.set_interval(LOAD_INTERVAL_S)
-        energy = meter.stop() if not isinstance(meter, str) else None
+        energy = windows.total() if windows is not None else None
+        timed = blocks.summarise(measured, "forward", cell.batch_size)
+        missing.update(timed["missing"])
         recompilations = backend.compilations - compilations_before
         # Device time in a pass of its own, after the host-timed loop and outside the energy window: the event
         # records never enter the host-timed samples, which hold the same work (step + synchronise) everywhere.
         timer = backend.device_timer()
-        device_iters = min(len(run_.samples_s), DEVICE_PASS_ITERS)
+        device_iters = min(len(timed["samples_ms"]), DEVICE_PASS_ITERS)
         device_ms = (
             device_pass(lambda i: backend.forward(buffers[i % len(buffers)]), backend.synchronize, timer, device_iters)
             if timer is not None
             else []
         )
-    samples_ms = [s * 1000.0 for s in run_.samples_s]
+    samples_ms = timed["samples_ms"]
 
     if compile_times is None:
         missing["compile_s"] = (
@@ -184,21 +178,24 @@ def run(
         )
         if gpu.missing:  # NVML queries the driver refused (MIG, containers, boards without the counter)
             missing["nvml"] = "; ".join(f"{query}: {why}" for query, why in gpu.missing.items())
-    timing = timing_metrics(samples_ms, cell.batch_size)
+    timing = timing_metrics(samples_ms, cell.batch_size, within_interval=False)
     noisy = timing.pop("noisy")
     metrics = {
         **timing,
+        # The cell's throughput is over its bursts (see fwbench.blocks.summarise); the median-step rate of all its
+        # iterations is kept beside it.
+        "throughput_img_s_median_step": timing["throughput_img_s"],
+        "throughput_img_s": timed["throughput_img_s"],
+        "ci95": timed["ci95"],
+        "blocks": timed["blocks"],
         "flags": {
             "noisy": noisy,
-            "ci_not_reached": not run_.ci_reached,
+            "steal": timed["blocks"]["steal_flagged"] > 0,
             "recompiled": recompilations > 0,
             "other_gpu_processes": isolation["others_present"] if isolation else False,  # None: undetermined
         },
-        "timed_s": run_.wall_s,
-        "stop_reason": run_.stop_reason,
-        "stop_checks": run_.checks,
-        "stop_check_s": run_.check_s,
-        "stop_ci_method": STOP_CI_METHOD,
+        "timed_s": timed["timed_s"],
+        "stop_reason": "blocks",
         "warmup_iters": int(settings["warmup_iters"]),
         "compile_s": None if compile_times is None else sum(compile_times.values()),
         "compile_breakdown_s": compile_times,
@@ -218,7 +215,7 @@ def run(
             "samples": sampler.samples,
             "source": (
                 f"psutil rss sampled every {LOAD_INTERVAL_S * 1000:g} ms from before the model load, every "
-                f"{TIMED_INTERVAL_S * 1000:g} ms inside the timed loop; lifetime peak = ru_maxrss"
+                f"{TIMED_INTERVAL_S * 1000:g} ms while measuring; lifetime peak = ru_maxrss"
             ),
         },
         "device_memory": device_memory,
@@ -229,14 +226,15 @@ def run(
         "missing": missing,
         # Where this process's scenario time went (the worker adds start-up and imports): building the model and
         # loading data and inputs (with NVML's isolation check and idle baseline on a GPU), compile, first call,
-        # warm-up, the timed loop and its stop checks, and what follows it (device-timer pass, summaries).
+        # warm-up, the bursts, the time spent waiting while the other variants ran theirs (with the calibration),
+        # and what follows (device-timer pass, summaries).
         "phases_s": {
             "load_s": loaded - start,
             "compile_s": None if compile_times is None else sum(compile_times.values()),
             "first_call_s": first_call_s,
             "warmup_s": warmup_s,
-            "timed_s": run_.wall_s,
-            "stop_check_s": run_.check_s,
+            "timed_s": timed["timed_s"],
+            "waiting_s": measuring_s - timed["timed_s"],
             "scenario_s": time.perf_counter() - start,
         },
     }

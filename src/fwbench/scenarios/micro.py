@@ -1,23 +1,30 @@
-"""The micro suite: one operation (fwbench.operations) at one batch size, timed per call with the shared timed loop.
+"""The micro suite: one operation (fwbench.operations) at one batch size, timed per call in bursts (fwbench.blocks).
 
 What is timed, for every framework alike: each call of the operation on inputs and weights already on the device,
 followed by a synchronise (variant "resident"); and, with `include_transfer`, the host-to-device copy of the input
 batch plus the call (variant "transfer": the weights stay resident), which is what a study that times from host
-arrays measures. Compilation (JAX's trace, lower and compile) happens before either loop, on the exact shapes timed,
+arrays measures. Compilation (JAX's trace, lower and compile) happens before any burst, on the exact shapes timed,
 and is reported apart. The output is checked against NumPy in float64 before anything is timed.
+
+A call can take microseconds, less than the timing around it, which would pull every speedup towards 1: one timed
+sample is `calls` calls (each with its synchronise), as many as make about `micro.sample_ms`, and each sample is
+recorded as its time per call.
 """
 
 from __future__ import annotations
 
+import math
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from functools import partial
 from pathlib import Path
 from typing import Any
 
+from fwbench import blocks
 from fwbench.backends.base import Arrays, Framework
 from fwbench.grid import Cell
 from fwbench.operations import check_agreement, digest, input_rows, load_operands, operation, reference
-from fwbench.trackers.latency import STOP_CI_METHOD, StopRule, TimedRun, timed_loop, timing_metrics
+from fwbench.trackers.latency import timing_metrics
 from fwbench.trackers.memory import peak_rss_mb
 
 VARIANTS = {
@@ -26,32 +33,40 @@ VARIANTS = {
 }
 
 
-def _stop_rule(settings: Mapping[str, Any]) -> StopRule:
-    return StopRule(
-        min_iters=int(settings["min_iters"]),
-        min_seconds=float(settings["min_seconds"]),
-        max_iters=int(settings["max_iters"]),
-        max_seconds=float(settings["max_seconds"]),
-        ci_target=float(settings["ci_target"]),
-    )
-
-
-def _measure(step, arrays: Arrays, settings: Mapping[str, Any], warmup: int) -> tuple[TimedRun, float]:
-    """Warm up with the exact call timed, then the timed loop; (run, warm-up seconds)."""
+def _warm(call: Callable[[], Any], arrays: Arrays, warmup: int, sample_s: float) -> tuple[int, float]:
+    """Warm up with the exact call timed; (calls per sample so that a sample lasts about `sample_s`, seconds)."""
     start = time.perf_counter()
-    for i in range(warmup):
-        arrays.synchronize(step(i))
-    warmup_s = time.perf_counter() - start
-    return timed_loop(step, arrays.synchronize, _stop_rule(settings)), warmup_s
+    times = []
+    for _ in range(max(1, warmup)):
+        t0 = time.perf_counter()
+        arrays.synchronize(call())
+        times.append(time.perf_counter() - t0)
+    per_call = sorted(times)[len(times) // 2]
+    return max(1, math.ceil(sample_s / per_call)) if per_call > 0 else 1, time.perf_counter() - start
 
 
-def _variant(run: TimedRun, what: str) -> dict[str, Any]:
+def _sample(call: Callable[[], Any], arrays: Arrays, calls: int) -> blocks.Step:
+    """One timed iteration of a burst: `calls` calls, each followed by a synchronise (nothing else to synchronise)."""
+
+    def step(_: int) -> None:
+        for _ in range(calls):
+            arrays.synchronize(call())
+
+    return step, lambda _: None
+
+
+def _variant(session: Mapping[str, Any], name: str, calls: int, batch_size: int) -> dict[str, Any]:
+    """A variant's bursts as per-call samples (one list for this process: the runner merges launches)."""
+    timed = blocks.summarise(session, name, batch_size)
+    per_call = [sample / calls for sample in timed["samples_ms"]]
     return {
-        "trial_samples_ms": [[s * 1000.0 for s in run.samples_s]],
-        "what": what,
-        "n_iters": len(run.samples_s),
-        "stop_reason": run.stop_reason,
-        "timed_s": run.wall_s,
+        "trial_samples_ms": [per_call],
+        "what": VARIANTS[name],
+        "n_iters": len(per_call) * calls,
+        "calls_per_sample": calls,
+        "stop_reason": "blocks",
+        "timed_s": timed["timed_s"],
+        "blocks": timed["blocks"],
     }
 
 
@@ -76,12 +91,14 @@ def run(framework: Framework, cell: Cell, settings: Mapping[str, Any], *, operan
     tf32 = bool(framework.effective_settings.get("tf32_in_effect"))
     agreement = check_agreement(cell.label(), arrays.to_numpy(output), expected, arrays.dtype, tf32)
 
-    warmup = int(settings["warmup_iters"])
+    warmup, sample_s = int(settings["warmup_iters"]), float(settings["sample_ms"]) / 1000.0
     compilations_before = framework.compilations
-    resident, warmup_s = _measure(lambda i: call(x, params), arrays, settings, warmup - 1)  # first call counted
-    variants = {"resident": _variant(resident, VARIANTS["resident"])}
+    calls, warmup_s = {}, 0.0
+    resident = partial(call, x, params)
+    calls["resident"], seconds = _warm(resident, arrays, warmup - 1, sample_s)  # the first call counted
+    warmup_s += seconds
+    steps = {"resident": _sample(resident, arrays, calls["resident"])}
     missing: dict[str, str] = {}
-    transfer = None
     if not settings.get("include_transfer", False):
         missing["transfer"] = "micro.include_transfer is false"
     elif framework.host_only:
@@ -90,28 +107,38 @@ def run(framework: Framework, cell: Cell, settings: Mapping[str, Any], *, operan
             "with its resident time)"
         )
     else:
-        transfer, transfer_warmup_s = _measure(lambda i: call(arrays.put(x_host), params), arrays, settings, warmup)
-        warmup_s += transfer_warmup_s
-        variants["transfer"] = _variant(transfer, VARIANTS["transfer"])
+
+        def transfer() -> Any:
+            return call(arrays.put(x_host), params)
+
+        calls["transfer"], seconds = _warm(transfer, arrays, warmup, sample_s)
+        warmup_s += seconds
+        steps["transfer"] = _sample(transfer, arrays, calls["transfer"])
+    waiting_from = time.perf_counter()
+    measured = blocks.session(blocks.BurstPlan.from_settings(settings)).measure(steps)
+    measuring_s = time.perf_counter() - waiting_from
+    missing.update(measured["missing"])
+    variants = {name: _variant(measured, name, calls[name], cell.batch_size) for name in steps}
     recompilations = framework.compilations - compilations_before
 
     samples_ms = variants["resident"]["trial_samples_ms"][0]
-    timing = timing_metrics(samples_ms, cell.batch_size)
+    timing = timing_metrics(samples_ms, cell.batch_size, within_interval=False)
     noisy = timing.pop("noisy")
     if compile_times is None:
         missing["compile_s"] = f"{framework.name} runs eagerly: no compile step (first_call_s holds the first call)"
     missing["energy"] = "not measured in the micro suite (calls of microseconds, below power sensors' resolution)"
-    timed_s = resident.wall_s + (transfer.wall_s if transfer else 0.0)
-    check_s = resident.check_s + (transfer.check_s if transfer else 0.0)
+    timed_s = sum(variant["timed_s"] for variant in variants.values())
     dim, hidden, classes = int(settings["dim"]), int(settings["hidden"]), int(settings["classes"])
     metrics = {
         **timing,
-        "flags": {"noisy": noisy, "ci_not_reached": not resident.ci_reached, "recompiled": recompilations > 0},
-        "timed_s": resident.wall_s,
-        "stop_reason": resident.stop_reason,
-        "stop_checks": resident.checks,
-        "stop_check_s": resident.check_s,
-        "stop_ci_method": STOP_CI_METHOD,
+        "blocks": variants["resident"]["blocks"],
+        "flags": {
+            "noisy": noisy,
+            "steal": any(variant["blocks"]["steal_flagged"] for variant in variants.values()),
+            "recompiled": recompilations > 0,
+        },
+        "timed_s": variants["resident"]["timed_s"],
+        "stop_reason": "blocks",
         "warmup_iters": warmup,
         "compile_s": None if compile_times is None else sum(compile_times.values()),
         "compile_breakdown_s": compile_times,
@@ -138,7 +165,7 @@ def run(framework: Framework, cell: Cell, settings: Mapping[str, Any], *, operan
             "first_call_s": first_call_s,
             "warmup_s": warmup_s,
             "timed_s": timed_s,
-            "stop_check_s": check_s,
+            "waiting_s": measuring_s - timed_s,
             "scenario_s": time.perf_counter() - start,
         },
     }

@@ -192,3 +192,39 @@ def energy_meter(gpu, idle: float | dict[str, Any] | None):
             return f"NVML reports neither energy nor power: {gpu.missing.get('energy')}; {gpu.missing.get('power')}"
         return NvmlEnergy(gpu, idle)
     return cpu_meter()
+
+
+class BurstWindows:
+    """One meter opened around each burst's timed iterations and the windows summed: with warm workers in blocks,
+    the time between a variant's bursts belongs to the other variants (whose work the board's and the package's
+    counters also see), so only the bursts' own windows are this cell's energy."""
+
+    def __init__(self, meter: NvmlEnergy | RaplEnergy) -> None:
+        self.meter = meter
+        self.windows: list[dict[str, Any]] = []
+
+    def start(self) -> None:
+        self.meter.start()
+
+    def stop(self) -> None:
+        self.windows.append(self.meter.stop())
+
+    def total(self) -> dict[str, Any] | None:
+        """The summed record (joules, window_s, joules_above_idle where the idle power is known), the first
+        window's refusal where NVML refused a reading, None before any window."""
+        if not self.windows:
+            return None
+        refused = next((window for window in self.windows if window.get("joules") is None), None)
+        if refused is not None:
+            return refused
+        first = self.windows[0]
+        total = {
+            **{key: value for key, value in first.items() if key not in ("joules", "window_s", "samples")},
+            "joules": sum(window["joules"] for window in self.windows),
+            "window_s": sum(window["window_s"] for window in self.windows),
+            "windows": len(self.windows),
+            "samples": sum(window.get("samples") or 0 for window in self.windows) or None,
+        }
+        if "joules_above_idle" in first:
+            total["joules_above_idle"] = sum(window["joules_above_idle"] for window in self.windows)
+        return total

@@ -11,13 +11,24 @@ from pathlib import Path
 from typing import Any
 
 import fwbench
+from fwbench.trackers.hardware import blas_identity, cpu_identity
 
 ENV_PREFIXES = ("OMP_", "MKL_", "OPENBLAS_", "XLA_", "JAX_", "TF_", "CUDA_", "NVIDIA_", "TORCH_", "PYTORCH_")
-ENV_EXACT = ("NUMEXPR_NUM_THREADS", "HF_DATASETS_OFFLINE", "SLURM_JOB_ID", "SLURM_CPUS_PER_TASK")
+ENV_EXACT = (
+    "NUMEXPR_NUM_THREADS",
+    "HF_DATASETS_OFFLINE",
+    "SLURM_JOB_ID",
+    "SLURM_CPUS_PER_TASK",
+    "DNNL_MAX_CPU_ISA",
+    "ONEDNN_MAX_CPU_ISA",
+    "ATEN_CPU_CAPABILITY",
+)
 LIBRARIES = ("numpy", "snakemake", "pandas", "scipy", "psutil", "nvidia-ml-py")
 
 
 def cpu_model() -> str | None:
+    """cpuinfo's "model name" alone, kept for results and readers from before `hardware` (cpu_identity): on a cloud
+    VM it may not tell two CPU generations apart."""
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as handle:
             for line in handle:
@@ -62,6 +73,9 @@ def library_versions() -> dict[str, str | None]:
 
 
 def host_provenance() -> dict[str, Any]:
+    """What every result records about the machine and software; `hardware` and `blas` name the CPU generation, its
+    instruction sets and NumPy's BLAS kernels, which `cpu_model` alone may not."""
+    hardware = cpu_identity()
     return {
         "fwbench": fwbench.__version__,
         "harness_version": fwbench.HARNESS_VERSION,
@@ -71,6 +85,8 @@ def host_provenance() -> dict[str, Any]:
         "hostname": platform.node(),
         "cpu_model": cpu_model(),
         "cpu_count": os.cpu_count(),
+        "hardware": hardware,
+        "blas": blas_identity(cpu=hardware),
         "libraries": library_versions(),
         "env": relevant_env(),
         "git": git_state(),
