@@ -6,6 +6,7 @@ from __future__ import annotations
 import ctypes
 import json
 import os
+import subprocess
 import sys
 import threading
 from collections import Counter
@@ -231,3 +232,27 @@ def test_the_launch_interval_covers_under_drift_and_launch_effects():
         naive_covered += abs(per_block.mean() - np.log(truth)) <= naive
     assert 0.94 <= covered / runs <= 0.965, covered / runs
     assert naive_covered / runs < 0.85, naive_covered / runs
+
+
+SPIN = """
+import os, sys, time
+from fwbench.threads import pin_threads
+threads = pin_threads(2)
+import numpy as np
+a = np.random.default_rng(0).random((256, 256), dtype=np.float32)
+for _ in range(50):
+    a @ a
+cpu, wall = time.process_time(), time.perf_counter()
+time.sleep(0.2)
+print(threads["waiting"]["OPENBLAS_THREAD_TIMEOUT"], (time.process_time() - cpu) / (time.perf_counter() - wall))
+"""
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="OpenBLAS runs one thread on one CPU: nothing spins")
+def test_a_waiting_worker_leaves_the_cpu_to_the_others():
+    """OpenBLAS's threads spin about 0.1 s after each call unless told to sleep at once: a worker's threads are pinned
+    with the quiet setting, so while it waits for its next burst it uses next to no CPU."""
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_THREAD_TIMEOUT"}
+    out = subprocess.run([sys.executable, "-c", SPIN], env=env, capture_output=True, text=True, check=True).stdout
+    timeout, idle = out.split()
+    assert timeout == "4" and float(idle) < 0.1, out

@@ -63,6 +63,7 @@ def test_real_cell_result_validates(study, tmp_path, framework):
     framework_prov = on_disk["provenance"]["framework"]
     assert framework_prov["settings"]["intra_op_threads"] == 1
     assert framework_prov["threads"]["affinity"] and len(framework_prov["threads"]["affinity"]) == 1
+    assert framework_prov["threads"]["waiting"] == {"OPENBLAS_THREAD_TIMEOUT": "4"}
     assert framework_prov["versions"][framework]
     assert on_disk["provenance"]["python"] and on_disk["provenance"]["cpu_model"] is not None
     assert on_disk["inputs"]["weights_sha256"] and on_disk["inputs"]["dataset_manifest_sha256"]

@@ -10,6 +10,12 @@ from __future__ import annotations
 import os
 
 THREAD_ENV_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMEXPR_NUM_THREADS")
+# OpenBLAS's threads busy-wait for 2^28 cycles (about 0.1 s) after each call before they sleep, so a warm worker
+# waiting for its next burst (fwbench.blocks) spins a core through most of the wait and takes it from the worker that
+# runs: 99% of a core over a 0.1 s wait after NumPy matmuls, up to 56% over whole launches of the default study's
+# NumPy workers (measured, docs/measurement.md). 4 is OpenBLAS's least timeout (2^4 cycles): its threads sleep at
+# once. Set for every worker alike, unless the environment already sets it; recorded with the threads.
+QUIET_WAITING_ENV = {"OPENBLAS_THREAD_TIMEOUT": "4"}
 
 
 def available_cpus() -> list[int]:
@@ -33,10 +39,13 @@ def pin_threads(threads: int, cpus: list[int] | None = None) -> dict[str, object
         os.sched_setaffinity(0, cpus[:effective])
     for var in THREAD_ENV_VARS:
         os.environ[var] = str(effective)
+    for var, value in QUIET_WAITING_ENV.items():
+        os.environ.setdefault(var, value)
     return {
         "requested": threads,
         "effective": effective,
         "clamped": effective != threads,
         "affinity": available_cpus(),
         "cpus_available": len(cpus),
+        "waiting": {var: os.environ[var] for var in QUIET_WAITING_ENV},
     }
