@@ -1,13 +1,13 @@
 """The measurement design's targets, measured on one or two runs of a study (issue 33; the README quotes them).
 
-    .venv/bin/python benchmarks/design_targets.py RUN_A [RUN_B]
+    .venv/bin/python benchmarks/design_targets.py RUN_A [RUN_B] [--markdown]
 
 For each run: the median and largest 95% interval half-width of the inference ratios (`tables/speedups.csv`, on the
 log scale: (log high - log low) / 2, as a percentage), the share of ratios either resolved or shown within ±5% of
 parity (the whole interval inside [1/1.05, 1.05]), the study's timed-work share and its wall time
 (`tables/study_time.json`). With two runs, from `fwbench compare`: ratios resolved on opposite sides of 1 (flipped),
 the share of ratios whose two intervals overlap, and the median absolute change. Each figure is printed beside its
-target.
+target; `--markdown` prints the README's table instead (the targets, then the inference ratios of both runs).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from fwbench.analysis.compare import FLIPPED, compare_runs
+from fwbench.analysis.compare import FLIPPED, compare_runs, finite
 
 PARITY = 0.05
 TARGETS = {
@@ -74,6 +74,38 @@ def pair_figures(run_a: Path, run_b: Path) -> dict[str, float]:
     }
 
 
+def _interval(ratio: float, low: float, high: float) -> str:
+    return f"{ratio:.2f} [{low:.2f}, {high:.2f}]"
+
+
+def markdown(report: dict[str, dict[str, float]], runs: list[Path]) -> list[str]:
+    """The README's tables: each target with each run's figure, then (two runs) every inference ratio of both runs
+    with its change and verdict from `fwbench compare`."""
+    names = [str(run) for run in runs]
+    lines = ["| target | " + " | ".join(f"run {chr(65 + i)}" for i in range(len(runs))) + " |"]
+    lines.append("| --- |" + " ---: |" * len(runs))
+    for key, (what, target) in TARGETS.items():
+        source = [report.get("A vs B", {})] if key in ("flipped", "overlap_share") else [report[n] for n in names]
+        if not all(key in figures for figures in source):
+            continue
+        values = [_show(key, figures[key]) for figures in source]
+        values = ["—"] * (len(runs) - len(values)) + values  # a figure of the pair sits in run B's column
+        lines.append(f"| {what} ({target}) | " + " | ".join(values) + " |")
+    if len(runs) == 2:
+        rows = compare_runs(*runs).compared
+        rows = rows[rows["table"] == "speedups"].sort_values(["model", "batch_size", "numerator"])
+        lines += ["", "| ratio | run A [95% CI] | run B [95% CI] | B/A [95% CI] | verdict |"]
+        lines.append("| --- | --- | --- | --- | --- |")
+        for row in rows.itertuples():
+            name = f"{row.model} bs{row.batch_size} {row.numerator}/{row.denominator}"
+            change = _interval(row.change, row.change_low, row.change_high) if finite(row.change_low) else "—"
+            lines.append(
+                f"| {name} | {_interval(row.ratio_a, row.ci_low_a, row.ci_high_a)} | "
+                f"{_interval(row.ratio_b, row.ci_low_b, row.ci_high_b)} | {change} | {row.verdict} |"
+            )
+    return lines
+
+
 def _show(name: str, value: float) -> str:
     if name.endswith("_share"):
         return f"{100 * value:.1f}%"
@@ -87,6 +119,7 @@ def _show(name: str, value: float) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("runs", nargs="+", type=Path, help="one or two results directories")
+    parser.add_argument("--markdown", action="store_true", help="print the README's tables")
     args = parser.parse_args(argv)
     if len(args.runs) > 2:
         parser.error("at most two runs")
@@ -95,6 +128,9 @@ def main(argv: list[str] | None = None) -> int:
         report[str(run)] = run_figures(run)
     if len(args.runs) == 2:
         report["A vs B"] = pair_figures(*args.runs)
+    if args.markdown:
+        print("\n".join(markdown(report, args.runs)))
+        return 0
     for name, figures in report.items():
         print(f"{name}:")
         for key, value in figures.items():
