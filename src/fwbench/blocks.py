@@ -32,6 +32,8 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
+from fwbench.trackers.stats import geometric_mean_interval
+
 BLOCK_FDS_ENV = "FWBENCH_BLOCK_FDS"  # "COMMANDS,REPLIES": the pipe ends a serving worker reads and writes
 CALIBRATION_ITERS = 3  # timed iterations (after the warm-up) whose median sets the iterations per burst
 STEAL_FLAG = 0.05  # a burst is flagged when the hypervisor stole more than this share of the machine's CPU time
@@ -290,8 +292,6 @@ def summarise(session: Mapping[str, Any], name: str, batch_size: int) -> dict[st
     over the same blocks is the mean of the ratios within the blocks), a Student-t interval over the bursts' log
     rates (within this process: it cannot show the variation between launches), and the burst checks: steal,
     CPU time per wall second in the bursts and while waiting, hardware counters per item."""
-    from fwbench.trackers.stats import geometric_mean_interval
-
     bursts = session["bursts"][name]
     rates = np.array([burst_rate(burst, batch_size) for burst in bursts])
     samples_ms = [sample for burst in bursts for sample in burst["samples_ms"]]

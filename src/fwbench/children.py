@@ -153,6 +153,15 @@ class Child:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(self.process.pid, signal.SIGKILL)  # whatever it started must not outlive it
 
+    def run(self) -> Outcome:
+        """The child from start to end, classified (a training cell, or a trial of a group measured in rounds)."""
+        try:
+            returncode = self.wait()
+        except BaseException:  # the runner is being stopped (a scheduler's SIGTERM, Ctrl-C): so is its child
+            self.abandon()
+            raise
+        return self.end(returncode)
+
     def abandon(self) -> None:
         """Kill the child and let go of its files without a verdict (the runner itself is being stopped)."""
         self.kill()
@@ -207,23 +216,3 @@ class Child:
         self.log.close()
         if self.memory is not None:
             self.memory.close()
-
-
-def run_child(
-    worker_cmd: Sequence[str],
-    spec_path: Path,
-    part_path: Path,
-    log_path: Path,
-    settings: Mapping[str, Any],
-    suite: str,
-    slot: Slot | None = None,
-    env: Mapping[str, str] | None = None,
-) -> Outcome:
-    """One child from start to end, classified (a training cell, or a trial of a group measured in rounds)."""
-    child = Child(worker_cmd, spec_path, part_path, log_path, settings, suite, slot, env)
-    try:
-        returncode = child.wait()
-    except BaseException:  # the runner is being stopped (a scheduler's SIGTERM, Ctrl-C): so is its child
-        child.abandon()
-        raise
-    return child.end(returncode)

@@ -557,13 +557,7 @@ def _run_rounds(context: _Context, plan: trial_order.Design, runs: list[_CellRun
             )
 
             def start(attempts: int, index=index, run=run, round_=round_) -> Outcome:
-                child = context.child(index, run, f"{index}-{round_}-{attempts}")
-                try:
-                    returncode = child.wait()
-                except BaseException:  # the runner is being stopped (SIGTERM, Ctrl-C): so is its child
-                    child.abandon()
-                    raise
-                return child.end(returncode)
+                return context.child(index, run, f"{index}-{round_}-{attempts}").run()
 
             outcome, attempts = context.attempt(index, run, round_ + 1, label, start)
             if outcome.failure is None:
