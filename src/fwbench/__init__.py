@@ -13,5 +13,7 @@ __version__ = "0.1.0"
 # 6: classified failures (failure.kind), the fallback ladder (deviations), host memory limit, result schema 2.
 # 9: trial rounds in the order of a Williams design (provenance.group.order, each trial's round_order), the noise
 # flag judged per trial (each trial's noisy, metrics.noisy_trials; flags.noisy when any trial is).
-HARNESS_VERSION = "11"
+# 12: a cell's later launches load the programs its first launch compiled (compile.launch_cache), each launch's
+# cache state recorded.
+HARNESS_VERSION = "12"
 RESULT_SCHEMA_VERSION = 2

@@ -32,8 +32,8 @@ from typing import Any
 import numpy as np
 
 import fwbench
+from fwbench import launch_cache, slots
 from fwbench import order as trial_order
-from fwbench import slots
 from fwbench.children import Child, Outcome
 from fwbench.data.store import MANIFEST, sha256_file
 from fwbench.failures import Failure, Workaround, ladder_from_config, next_workaround
@@ -98,6 +98,7 @@ def _trial_summary(part: dict[str, Any], schedule: Mapping[str, Any] | None = No
         "stop_checks": m.get("stop_checks"),
         "stop_check_s": m.get("stop_check_s"),
         "phases_s": m.get("phases_s"),
+        "compilation_cache": ((part.get("framework") or {}).get("settings") or {}).get("compilation_cache"),
         **({"blocks": m["blocks"]} if m.get("blocks") else {}),
     }
 
@@ -493,6 +494,9 @@ class _Context:
         self.log.append(f"=== {header}\n{outcome.output}" if self.headers else outcome.output)
 
     def child(self, index: int, run: _CellRun, name: str, *, serve: bool = False) -> Child:
+        env = dict(run.env)
+        if serve and launch_cache.enabled(self.settings):  # the cell's own compile cache across its launches
+            env[launch_cache.LAUNCH_CACHE_ENV] = str(self.tmp / f"cache-{index}")
         return Child(
             self.worker_cmd,
             self.specs[index],
@@ -501,7 +505,7 @@ class _Context:
             self.settings,
             self.cells[index].suite,
             self.slot,
-            run.env,
+            env,
             serve=serve,
         )
 

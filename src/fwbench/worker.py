@@ -96,7 +96,10 @@ def compiler_environment(cell, settings: dict) -> tuple[dict, str | None]:
     result is written, if any. XLA_FLAGS carries the autotune level for JAX and
     TensorFlow (fwbench.autotune). A compiled PyTorch cell gets the study's Inductor cache, or, with none, a fresh
     empty directory of its own: every compilation cold, as JAX's without its cache, and never the warm default
-    directory another study (or an earlier run) left in /tmp."""
+    directory another study (or an earlier run) left in /tmp. Where the runner gives the cell a launch cache
+    (fwbench.launch_cache), every framework's persistent cache points at it instead: cold in the cell's first
+    launch, warm in its later ones."""
+    from fwbench import launch_cache
     from fwbench.autotune import xla_flags
     from fwbench.backends.torch_compile import FRESH_CACHE_ENV, INDUCTOR_CACHE_ENV  # no framework import
     from fwbench.modes import autotune_setting
@@ -109,6 +112,8 @@ def compiler_environment(cell, settings: dict) -> tuple[dict, str | None]:
     else:
         os.environ.pop("XLA_FLAGS", None)
     options = {"mode": cell.mode, "autotune": setting, "compile_options": compile_options}
+    if launch_cache.apply(cell.framework, cell.mode, settings):  # this cell's own cache across its launches
+        return options, None
     if (cell.framework, cell.mode) != ("torch", "compile"):  # an eager process compiles nothing
         return options, None
     directory = compile_options.get("inductor_cache")

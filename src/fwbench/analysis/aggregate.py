@@ -15,6 +15,7 @@ from fwbench import modes as execution_modes
 from fwbench.analysis import partners, verdicts
 from fwbench.analysis.cells import cells_by_path, load_cells
 from fwbench.analysis.latex import BASELINE, ordered_frameworks
+from fwbench.analysis.moderation import DEFAULT_LAUNCH_VARIANCE, LAUNCH_VARIANCES, launch_variance_setting, moderate
 from fwbench.analysis.partners import (
     cell_mode,
     check_placement,
@@ -213,6 +214,8 @@ COMPARISON_COLUMNS = ["model", "precision", "batch_size"]
 # for a bootstrap), from which fwbench.analysis.verdicts tests it at other levels; `p_value`: the two-sided test of
 # ratio 1 (paired intervals only: they alone can resolve a difference).
 INTERVAL_COLUMNS = ["ratio", "ci_low", "ci_high", "ci_scope", "pairs", "resolved", "method", "se_log", "df", "p_value"]
+# A paired ratio's own interval and degrees of freedom where its launch variance was moderated (analysis.moderation)
+INTERVAL_COLUMNS += ["ci_low_own", "ci_high_own", "df_own"]
 MARK_COLUMNS = ["deviation_differs", "deviation_detail", "refused", "node_differs", "node_detail"]
 SPEEDUP_COLUMNS = [
     *COMPARISON_COLUMNS,
@@ -397,8 +400,11 @@ def speedups(
     denominator: str = BASELINE,
     ratio_modes: Mapping[str, str] | None = None,
     multiplicity: str = DEFAULT_MULTIPLICITY,
+    launch_variance: str = DEFAULT_LAUNCH_VARIANCE,
 ) -> pd.DataFrame:
-    """Throughput ratio numerator/denominator with a 95% CI (see `ratio_interval`), for every (model, precision,
+    """Throughput ratio numerator/denominator with a 95% CI (see `ratio_interval`; with `launch_variance`
+    "moderated", the paired ratios' launch variances moderated across the table, fwbench.analysis.moderation), for
+    every (model, precision,
     batch) where both frameworks have a successful cell; with no `numerator`, one row per other framework of the
     results against the denominator (PyTorch), the framework in the `numerator` column, rows ordered by comparison
     and then framework in the paper's order.
@@ -430,6 +436,7 @@ def speedups(
     ]
     kept = [(row, suite) for row, suite in rows if row is not None]
     frame = pd.DataFrame([row for row, _ in kept], columns=[c for c in SPEEDUP_COLUMNS if c not in VERDICT_COLUMNS])
+    frame = _launch_variances(frame, launch_variance)
     families = [_family(suite, row["numerator"], row["denominator"]) for row, suite in kept]
     return adjust_verdicts(frame, families, multiplicity)[SPEEDUP_COLUMNS]
 
@@ -459,7 +466,19 @@ def _gain_rows(key: tuple, framework: str, variants: Variants) -> list[dict[str,
     ]
 
 
-def mode_gains(results: Iterable[dict[str, Any]], multiplicity: str = DEFAULT_MULTIPLICITY) -> pd.DataFrame:
+def _launch_variances(frame: pd.DataFrame, launch_variance: str) -> pd.DataFrame:
+    """The table's paired intervals from moderated launch variances ("moderated") or each ratio's own ("own")."""
+    if launch_variance not in LAUNCH_VARIANCES:
+        choices = ", ".join(LAUNCH_VARIANCES)
+        raise ValueError(f"analysis.launch_variance must be one of {choices}, not {launch_variance!r}")
+    return moderate(frame, PAIRED) if launch_variance == "moderated" and len(frame) else frame
+
+
+def mode_gains(
+    results: Iterable[dict[str, Any]],
+    multiplicity: str = DEFAULT_MULTIPLICITY,
+    launch_variance: str = DEFAULT_LAUNCH_VARIANCE,
+) -> pd.DataFrame:
     """The gain of compiling within one framework: for every comparison (model, precision, batch) and every framework
     with successful cells in an eager and a compiled mode, the compiled cell's throughput over the eager one's, with
     the same interval (`ratio_interval`: the two cells are trials of one group, interleaved round by round), marks
@@ -473,6 +492,7 @@ def mode_gains(results: Iterable[dict[str, Any]], multiplicity: str = DEFAULT_MU
         for row in _gain_rows(key, framework, variants)
     ]
     frame = pd.DataFrame([row for row, _ in rows], columns=[c for c in MODE_GAIN_COLUMNS if c not in VERDICT_COLUMNS])
+    frame = _launch_variances(frame, launch_variance)
     families = [f"{suite} {row['framework']} compiled/eager" for row, suite in rows]
     return adjust_verdicts(frame, families, multiplicity)[MODE_GAIN_COLUMNS]
 
@@ -488,9 +508,9 @@ def write_ratio_tables(
     one (`mode_gains`), from one read of the cells; `analysis`: the config's (its `multiplicity`, holm by default,
     adjusts the verdicts of each family)."""
     results = load_cells(paths)
-    multiplicity = multiplicity_setting(analysis)
-    ratios = speedups(results, ratio_modes=ratio_modes, multiplicity=multiplicity)
-    gains = mode_gains(results, multiplicity=multiplicity)
+    multiplicity, variance = multiplicity_setting(analysis), launch_variance_setting(analysis)
+    ratios = speedups(results, ratio_modes=ratio_modes, multiplicity=multiplicity, launch_variance=variance)
+    gains = mode_gains(results, multiplicity=multiplicity, launch_variance=variance)
     atomic_write_text(speedups_csv, ratios.to_csv(index=False))
     atomic_write_text(mode_gains_csv, gains.to_csv(index=False))
     return ratios, gains
@@ -662,6 +682,11 @@ def write_speedups(
 ) -> pd.DataFrame:
     """`ratio_modes`: the config's (`speedups`); left out, each framework's compiled mode. `analysis`: the config's
     (`write_ratio_tables`)."""
-    frame = speedups(load_cells(paths), ratio_modes=ratio_modes, multiplicity=multiplicity_setting(analysis))
+    frame = speedups(
+        load_cells(paths),
+        ratio_modes=ratio_modes,
+        multiplicity=multiplicity_setting(analysis),
+        launch_variance=launch_variance_setting(analysis),
+    )
     atomic_write_text(out_csv, frame.to_csv(index=False))
     return frame

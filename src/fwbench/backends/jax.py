@@ -13,7 +13,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from fwbench import autotune
+from fwbench import autotune, launch_cache
 from fwbench.backends.base import Arrays, Backend
 from fwbench.backends.driver_identity import DriverIdentity
 from fwbench.models import flax_host_variables
@@ -25,8 +25,7 @@ def _cache_state() -> dict[str, Any]:
     directory = os.environ.get("JAX_COMPILATION_CACHE_DIR")
     if not directory:
         return {"state": "disabled"}
-    warm = os.path.isdir(directory) and any(os.scandir(directory))
-    return {"state": "warm" if warm else "cold", "dir": directory}
+    return launch_cache.describe(directory)
 
 
 def _cuda_stack() -> dict[str, Any]:

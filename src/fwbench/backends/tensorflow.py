@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from fwbench import autotune
+from fwbench import autotune, launch_cache
 from fwbench.backends.base import Arrays, Backend
 from fwbench.backends.driver_identity import DriverIdentity
 from fwbench.tensorflow_import import keras, tf
@@ -34,6 +34,13 @@ def _build_info() -> dict[str, Any]:
     if not info.get("is_cuda_build"):
         return {"cuda_runtime": None, "cudnn": None, "cuda_build": False}
     return {"cuda_runtime": info.get("cuda_version"), "cudnn": info.get("cudnn_version"), "cuda_build": True}
+
+
+def _cache_state() -> dict[str, Any]:
+    """XLA's persistent cache (a directory in TF_XLA_FLAGS): disabled (every compile cold), or cold/warm by whether
+    it held entries when this process started."""
+    directory = launch_cache.tf_cache_directory(os.environ.get("TF_XLA_FLAGS", ""))
+    return launch_cache.describe(directory) if directory else {"state": "disabled"}
 
 
 def _gpus(lib: Any = tf) -> list[Any]:
@@ -130,7 +137,7 @@ class TensorflowBackend(DriverIdentity, Backend):
             "memory_growth": growth if gpus else "not applicable (CPU)",
             "xla_flags": os.environ.get("XLA_FLAGS", ""),
             "tf_xla_flags": os.environ.get("TF_XLA_FLAGS", ""),
-            "compilation_cache": {"state": "disabled (TensorFlow keeps no persistent XLA cache)"},
+            "compilation_cache": _cache_state(),
             "autotune": autotune.record(
                 self.name,
                 self.mode,

@@ -12,6 +12,8 @@ import os
 from collections.abc import Callable
 from typing import Any
 
+from fwbench import launch_cache
+
 INDUCTOR_CACHE_ENV = "TORCHINDUCTOR_CACHE_DIR"
 # Set by the worker when the study keeps no Inductor cache (compile.inductor_cache: null): the process's cache
 # directory is a fresh, empty one, so every compilation is cold.
@@ -80,8 +82,7 @@ def cache_state() -> dict[str, Any]:
         return {"state": "disabled (a fresh, empty cache per process: cold)", "dir": directory}
     if not directory:
         return {"state": "torch's default directory (not controlled by the study)"}
-    warm = os.path.isdir(directory) and any(os.scandir(directory))
-    return {"state": "warm" if warm else "cold", "dir": directory}
+    return launch_cache.describe(directory)
 
 
 def first_call(call: Callable[[], Any], synchronize: Callable[[Any], None]) -> float:
