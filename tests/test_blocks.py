@@ -39,6 +39,35 @@ def test_cpu_stat_reads_steal_and_total(tmp_path):
     assert blocks.read_cpu_stat(str(tmp_path / "absent")) is None
 
 
+def test_other_processes_load_is_the_machines_busy_time_less_the_workers_own(tmp_path, monkeypatch):
+    stat = tmp_path / "stat"
+    stat.write_text("cpu  100 0 50 800 10 0 5 35 0 0\n")
+    before = blocks.read_cpu_ticks(str(stat))
+    assert before == (35, 810, 1000)
+    monkeypatch.setattr(blocks.os, "sysconf", lambda name: 100)
+    # 40 ticks (0.4 CPU-seconds over both CPUs) pass: 10 idle, 2 stolen, 28 busy; the worker used 0.1 s of them
+    after = (37, 820, 1040)
+    other, machine = blocks.other_load(before, after, own_cpu_s=0.1)
+    assert machine == pytest.approx(0.4) and other == pytest.approx(0.18)
+    assert blocks.other_load(before, before, 0.0) is None and blocks.other_load(None, after, 0.0) is None
+    assert blocks.other_load(before, after, own_cpu_s=1.0)[0] == 0.0, "never negative (ticks are coarse)"
+
+
+def test_a_burst_beside_another_busy_process_is_flagged(monkeypatch):
+    ticks = iter([(0, 100, 1000), (0, 100, 1040)])  # 40 ticks, none idle: another process took the second CPU
+    monkeypatch.setattr(blocks, "read_cpu_ticks", lambda: next(ticks))
+    monkeypatch.setattr(blocks.os, "sysconf", lambda name: 100)
+    burst = blocks.run_burst((lambda i: None, lambda _: None), iters=1, discard=0, counters=None)
+    assert burst["other_cpu_s"] == pytest.approx(0.4 - burst["cpu_s"]) and burst["machine_cpu_s"] == pytest.approx(0.4)
+    assert burst["load_flag"]
+    quiet = iter([(0, 100, 1000), (0, 139, 1040)])  # 39 of 40 ticks idle
+    monkeypatch.setattr(blocks, "read_cpu_ticks", lambda: next(quiet))
+    assert not blocks.run_burst((lambda i: None, lambda _: None), iters=1, discard=0, counters=None)["load_flag"]
+    short = iter([(0, 100, 1000), (0, 100, 1010)])  # 10 ticks: too coarse to judge one burst
+    monkeypatch.setattr(blocks, "read_cpu_ticks", lambda: next(short))
+    assert not blocks.run_burst((lambda i: None, lambda _: None), iters=1, discard=0, counters=None)["load_flag"]
+
+
 def test_hardware_counters_missing_say_why():
     def refuse(*args):
         ctypes.set_errno(2)

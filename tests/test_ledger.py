@@ -394,9 +394,10 @@ def test_an_unforced_numpy_baseline_holds_and_no_numpy_means_no_row():
     assert "NumPy baseline on its CPU's own BLAS kernels" not in set(lg.ledger(CELLS, _parity(), INFERENCE)["control"])
 
 
-def _in_blocks(results, ran, steal=None, idle=None):
+def _in_blocks(results, ran, steal=None, idle=None, load=None):
     """The cells measured by warm workers in one group: its blocks as they ran (`ran`, every launch in turn, two
-    launches), per cell its steal-flagged bursts and its waiting worker's CPU share."""
+    launches), per cell its steal-flagged bursts, its bursts flagged for other processes' load and its waiting
+    worker's CPU share."""
     results = copy.deepcopy(results)
     variants = [f"{r['cell']['framework']}/{r['cell']['mode']}" for r in results]
     group = {"id": "g1", "rounds": 2, "order": {"variants": variants}, "blocks": {"ran": ran}}
@@ -408,6 +409,8 @@ def _in_blocks(results, ran, steal=None, idle=None):
             "steal_flagged": (steal or {}).get(framework, 0),
             "steal_share_max": 0.2 if (steal or {}).get(framework) else 0.01,
             "idle_cpu_per_wall": (idle or {}).get(framework, 0.002),
+            "load_flagged": (load or {}).get(framework, 0),
+            "other_load_share": 0.3 if (load or {}).get(framework) else 0.01,
         }
     return results
 
@@ -425,6 +428,7 @@ def test_warm_workers_in_balanced_blocks_without_steal_or_busy_waiting_hold():
         "balanced in 2 of 2 launches of 1 groups",
     )
     assert statuses["No steal time in the bursts"][0] == lg.HELD
+    assert statuses["No other load on the machine in the bursts"][0] == lg.HELD
     assert (
         statuses["Waiting workers idle"][0] == lg.HELD
         and "at most 0.2% of a core" in statuses["Waiting workers idle"][1]
@@ -464,3 +468,15 @@ def test_a_long_where_is_cut_after_a_whole_item_in_the_papers_table():
     where = line.split(" & ")[3]
     assert where.endswith("; more in ledger.csv \\\\") and len(where) < lg.WHERE_CHARS + 40
     assert "group 1;" in where and "group 79" not in where
+
+
+def test_bursts_beside_other_processes_are_named_and_older_cells_not_measured():
+    variants = [f"{f}/{MODES[f]}" for f in ("torch", "jax", "tensorflow")]
+    cells = _in_blocks(CELLS, _williams_blocks(variants), load={"torch": 4})
+    status, measured, where = _statuses(cells)["No other load on the machine in the bursts"]
+    assert status == lg.NOT_HELD and where == f"torch/{MODES['torch']} resnet50 bs1 (4)"
+    assert measured.startswith("4 of 36 bursts with other processes above 25% of the machine, in 1 of 3 cells")
+    assert "at most 30.0%" in measured
+    for cell in cells:
+        del cell["metrics"]["blocks"]["other_load_share"]
+    assert _statuses(cells)["No other load on the machine in the bursts"][0] == lg.NOT_MEASURED

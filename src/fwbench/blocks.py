@@ -10,9 +10,10 @@ variant keep the variation between processes estimable (the interval is over lau
 
 Per burst the worker records, beside the wall time of every iteration: the process's CPU time (all threads), the
 machine's steal time (/proc/stat: time the hypervisor gave to other guests, which a burst cannot tell from its own
-slowness), instructions and cycles from perf_event_open where the kernel and hypervisor expose them (missing, with
-the reason, where they do not), and the CPU time the process used while it waited for the command (a waiting
-worker must use next to none, or it slows the variant that runs).
+slowness), the CPU time other processes of the machine used over the burst (/proc/stat's busy time less the
+worker's own: another job or a test run on the same machine), instructions and cycles from perf_event_open where the
+kernel and hypervisor expose them (missing, with the reason, where they do not), and the CPU time the process used
+while it waited for the command (a waiting worker must use next to none, or it slows the variant that runs).
 
 `LocalBlocks` measures one process on its own (a scenario called in-process, e.g. in tests); `PipeBlocks` serves
 the controller over two pipes (JSON lines), which the controller hands the worker as FWBENCH_BLOCK_FDS.
@@ -37,6 +38,12 @@ from fwbench.trackers.stats import geometric_mean_interval
 BLOCK_FDS_ENV = "FWBENCH_BLOCK_FDS"  # "COMMANDS,REPLIES": the pipe ends a serving worker reads and writes
 CALIBRATION_ITERS = 3  # timed iterations (after the warm-up) whose median sets the iterations per burst
 STEAL_FLAG = 0.05  # a burst is flagged when the hypervisor stole more than this share of the machine's CPU time
+# A burst is flagged when other processes (anything but this worker: another job, a test run, a daemon; the waiting
+# workers use next to nothing) used more than this share of the machine's CPU time. /proc/stat counts in clock
+# ticks (10 ms), so only bursts spanning LOAD_MIN_TICKS ticks over all CPUs are judged one by one; a cell's share
+# over all its bursts is recorded either way.
+OTHER_LOAD_FLAG = 0.25
+LOAD_MIN_TICKS = 20
 
 Step = tuple[Callable[[int], Any], Callable[[Any], None]]  # (one iteration, the synchronise after it)
 burst_clock = time.perf_counter  # the clock of the timed iterations (a test traces its reads)
@@ -68,8 +75,9 @@ def calibrate(step_seconds: list[float], plan: BurstPlan) -> int:
     return int(min(plan.max_iters, max(1, round(plan.burst_s / median)))) if median > 0 else plan.max_iters
 
 
-def read_cpu_stat(path: str = "/proc/stat") -> tuple[int, int] | None:
-    """(steal, total) clock ticks of the machine's aggregate "cpu" line; None where there is none (not Linux)."""
+def read_cpu_ticks(path: str = "/proc/stat") -> tuple[int, int, int] | None:
+    """(steal, idle, total) clock ticks of the machine's aggregate "cpu" line (idle counts iowait too); None where
+    there is none (not Linux)."""
     try:
         with open(path, encoding="ascii") as handle:
             fields = handle.readline().split()
@@ -78,7 +86,25 @@ def read_cpu_stat(path: str = "/proc/stat") -> tuple[int, int] | None:
     if not fields or fields[0] != "cpu":
         return None
     ticks = [int(value) for value in fields[1:9]]  # user nice system idle iowait irq softirq steal
-    return (ticks[7] if len(ticks) > 7 else 0), sum(ticks)
+    idle = ticks[3] + (ticks[4] if len(ticks) > 4 else 0)
+    return (ticks[7] if len(ticks) > 7 else 0), idle, sum(ticks)
+
+
+def read_cpu_stat(path: str = "/proc/stat") -> tuple[int, int] | None:
+    """(steal, total) clock ticks of the machine's aggregate "cpu" line; None where there is none (not Linux)."""
+    ticks = read_cpu_ticks(path)
+    return None if ticks is None else (ticks[0], ticks[2])
+
+
+def other_load(before: tuple[int, int, int] | None, after: tuple[int, int, int] | None, own_cpu_s: float):
+    """(CPU seconds other processes used over an interval, the machine's CPU seconds in it) from two
+    `read_cpu_ticks` readings and this process's own CPU time over it; None without readings or ticks."""
+    if before is None or after is None or after[2] <= before[2]:
+        return None
+    hertz = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+    ticks = after[2] - before[2]
+    busy = ticks - (after[1] - before[1]) - (after[0] - before[0])
+    return max(0.0, busy / hertz - own_cpu_s), ticks / hertz
 
 
 # perf_event_open(2): the syscall's number per architecture, the attribute layout (PERF_ATTR_SIZE_VER0 plus what
@@ -157,10 +183,12 @@ def run_burst(
     CPU time, the machine's steal share and the hardware counters around the timed iterations only. `window`
     (start()/stop(), e.g. an energy meter) is opened and closed at the synchronised edges of the timed iterations."""
     call, sync = step
+    discard_from = time.perf_counter()
     for i in range(discard):
         sync(call(i))
+    discard_s = time.perf_counter() - discard_from
     clock = burst_clock
-    stat0, cpu0, hw0 = read_cpu_stat(), time.process_time(), counters.read() if counters else None
+    stat0, cpu0, hw0 = read_cpu_ticks(), time.process_time(), counters.read() if counters else None
     if window is not None:
         window.start()
     samples = []
@@ -172,15 +200,21 @@ def run_burst(
     wall = clock() - start
     if window is not None:
         window.stop()
-    stat1, cpu1, hw1 = read_cpu_stat(), time.process_time(), counters.read() if counters else None
-    steal = (stat1[0] - stat0[0]) / (stat1[1] - stat0[1]) if stat0 and stat1 and stat1[1] > stat0[1] else None
+    stat1, cpu1, hw1 = read_cpu_ticks(), time.process_time(), counters.read() if counters else None
+    steal = (stat1[0] - stat0[0]) / (stat1[2] - stat0[2]) if stat0 and stat1 and stat1[2] > stat0[2] else None
+    others = other_load(stat0, stat1, cpu1 - cpu0)
+    judged = others is not None and stat1[2] - stat0[2] >= LOAD_MIN_TICKS
     return {
         "iters": iters,
         "samples_ms": [s * 1000.0 for s in samples],
         "wall_s": wall,
+        "discard_s": discard_s,
         "cpu_s": cpu1 - cpu0,
         "steal_share": steal,
         "steal_flag": steal is not None and steal > STEAL_FLAG,
+        "other_cpu_s": None if others is None else others[0],
+        "machine_cpu_s": None if others is None else others[1],
+        "load_flag": judged and others[0] > OTHER_LOAD_FLAG * others[1],
         **({event: hw1[event] - hw0[event] for event in hw1} if hw0 and hw1 else {}),
     }
 
@@ -200,8 +234,10 @@ class _Blocks:
         self.iters: dict[str, int] = {}
         self.bursts: dict[str, list[dict[str, Any]]] = {}
         self._idle_from: tuple[float, float] | None = None
+        self.calibration_s = 0.0
 
     def _calibrate(self, steps: Mapping[str, Step]) -> None:
+        start = time.perf_counter()
         for name, (call, sync) in steps.items():
             times = []
             for i in range(CALIBRATION_ITERS):
@@ -210,6 +246,7 @@ class _Blocks:
                 times.append(time.perf_counter() - t0)
             self.iters[name] = calibrate(times, self.plan)
             self.bursts[name] = []
+        self.calibration_s = time.perf_counter() - start
         self.counters = HardwareCounters()
         self._idle_from = (time.perf_counter(), time.process_time())
 
@@ -230,6 +267,7 @@ class _Blocks:
         return {
             "plan": {"blocks": self.plan.blocks, "burst_s": self.plan.burst_s, "discard": self.plan.discard},
             "iters_per_burst": dict(self.iters),
+            "calibration_s": self.calibration_s,
             "bursts": self.bursts,
             "hardware_counters": (
                 {"threads": counters.threads, "events": sorted(_EVENTS)}
@@ -313,6 +351,7 @@ def summarise(session: Mapping[str, Any], name: str, batch_size: int) -> dict[st
             "within one process)",
         },
         "timed_s": timed_s,
+        "discard_s": float(sum(burst.get("discard_s", 0.0) for burst in bursts)),
         "blocks": {
             "bursts": len(bursts),
             "iters_per_burst": session["iters_per_burst"][name],
@@ -333,6 +372,17 @@ def summarise(session: Mapping[str, Any], name: str, batch_size: int) -> dict[st
             "hardware_counters": session["hardware_counters"],
             "plan": session["plan"],
             "steal_flag_share": STEAL_FLAG,
+            "load_flagged": sum(bool(burst.get("load_flag")) for burst in bursts),
+            "other_load_share": _other_load_share(bursts),
+            "load_flag_share": OTHER_LOAD_FLAG,
         },
         "missing": dict(session["missing"]),
     }
+
+
+def _other_load_share(bursts: list[Mapping[str, Any]]) -> float | None:
+    """Other processes' share of the machine's CPU time over all of a step's bursts (None where unreadable)."""
+    if not bursts or any(burst.get("other_cpu_s") is None for burst in bursts):
+        return None
+    machine = sum(burst["machine_cpu_s"] for burst in bursts)
+    return float(sum(burst["other_cpu_s"] for burst in bursts) / machine) if machine > 0 else None

@@ -177,7 +177,7 @@ def merge_blocks(launches: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     the CPU use and hardware counters per item averaged over launches (missing if any launch lacks them)."""
 
     def mean(key: str) -> float | None:
-        values = [launch[key] for launch in launches]
+        values = [launch.get(key) for launch in launches]
         return float(np.mean(values)) if all(value is not None for value in values) else None
 
     idle = [launch["idle_cpu_per_wall"] for launch in launches if launch["idle_cpu_per_wall"] is not None]
@@ -190,6 +190,8 @@ def merge_blocks(launches: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         "burst_positions": [position for launch in launches for position in launch["burst_positions"]],
         "steal_flagged": sum(launch["steal_flagged"] for launch in launches),
         "steal_share_max": max((launch["steal_share_max"] or 0.0 for launch in launches), default=None),
+        "load_flagged": sum(launch.get("load_flagged") or 0 for launch in launches),
+        "other_load_share": mean("other_load_share"),
         "cpu_per_wall": mean("cpu_per_wall"),
         "idle_cpu_per_wall": max(idle) if idle else None,
         "idle_wall_s": sum(launch["idle_wall_s"] for launch in launches),

@@ -59,13 +59,16 @@ def _setting(value: Any, key: str) -> Any:
 
 def block_columns(metrics: dict[str, Any]) -> dict[str, Any]:
     """The burst checks of a cell measured by warm workers in blocks (fwbench.blocks), empty for older results:
-    bursts and those flagged for steal, CPU time per wall second in the bursts and while waiting (the worst
+    bursts and those flagged for steal or other processes' load (and that load's share of the machine), CPU time per
+    wall second in the bursts and while waiting (the worst
     launch), hardware counters per image where the kernel exposed them."""
     blocks = metrics.get("blocks") or {}
     return {
         "bursts": blocks.get("bursts"),
         "steal_flagged_bursts": blocks.get("steal_flagged"),
         "steal_share_max": blocks.get("steal_share_max"),
+        "load_flagged_bursts": blocks.get("load_flagged"),
+        "other_load_share": blocks.get("other_load_share"),
         "cpu_per_wall": blocks.get("cpu_per_wall"),
         "idle_cpu_per_wall": blocks.get("idle_cpu_per_wall"),
         "instructions_per_image": blocks.get("instructions_per_item"),

@@ -1,5 +1,5 @@
 """The fairness ledger's checks of warm workers in blocks (fwbench.blocks): the block order balanced within each
-launch, bursts without steal, and waiting workers that use no CPU.
+launch, bursts without steal or other processes' load, and waiting workers that use no CPU.
 
 Each check reads what the cells recorded (provenance.group.blocks, metrics.blocks); in a study without cells
 measured in blocks (older results, or only the micro suite, which does not run in blocks yet) the rows do not apply
@@ -12,7 +12,7 @@ from typing import Any
 
 from fwbench import order as trial_order
 from fwbench.analysis.partners import cell_mode
-from fwbench.blocks import STEAL_FLAG
+from fwbench.blocks import OTHER_LOAD_FLAG, STEAL_FLAG
 
 HELD, NOT_HELD, NOT_MEASURED = "held", "did not hold", "not measured"
 IDLE_CPU_LIMIT = 0.05  # CPU seconds per wall second a waiting worker may use: 5% of one core
@@ -77,6 +77,29 @@ def steal_row(results: list[dict[str, Any]]) -> dict[str, str] | None:
     )
     where = _named([f"{_cell(r)} ({n})" for r, n in flagged])
     return _row(control, NOT_HELD if flagged else HELD, measured, where)
+
+
+def load_row(results: list[dict[str, Any]]) -> dict[str, str] | None:
+    """No other process (another job, a test run, a daemon) used more than OTHER_LOAD_FLAG of the machine's CPU
+    time during a burst; flagged, not dropped. A study running beside other work shows here, where steal does not
+    (the machine's own processes are not the hypervisor's other guests). Cells recorded before the check: not
+    measured."""
+    control = "No other load on the machine in the bursts"
+    cells = _in_blocks(results)
+    if not cells:
+        return None
+    recorded = [r for r in cells if r["metrics"]["blocks"].get("other_load_share") is not None]
+    if not recorded:
+        return _row(control, NOT_MEASURED, "the cells recorded no other load (/proc/stat unreadable, or older cells)")
+    bursts = sum(r["metrics"]["blocks"]["bursts"] for r in recorded)
+    flagged = [(r, r["metrics"]["blocks"]["load_flagged"]) for r in recorded if r["metrics"]["blocks"]["load_flagged"]]
+    worst = max(recorded, key=lambda r: r["metrics"]["blocks"]["other_load_share"])
+    measured = (
+        f"{sum(n for _, n in flagged)} of {bursts} bursts with other processes above {OTHER_LOAD_FLAG:.0%} of the "
+        f"machine, in {len(flagged)} of {len(recorded)} cells; their share over a cell's bursts at most "
+        f"{worst['metrics']['blocks']['other_load_share']:.1%} ({_cell(worst)})"
+    )
+    return _row(control, NOT_HELD if flagged else HELD, measured, _named([f"{_cell(r)} ({n})" for r, n in flagged]))
 
 
 def idle_row(results: list[dict[str, Any]]) -> dict[str, str] | None:

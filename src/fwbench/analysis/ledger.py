@@ -23,7 +23,7 @@ import pandas as pd
 from fwbench import order as trial_order
 from fwbench.analysis.aggregate import graph_breaks, refused
 from fwbench.analysis.aggregate import mixed_modes as mixed_ratios
-from fwbench.analysis.block_checks import block_order_row, idle_row, steal_row
+from fwbench.analysis.block_checks import block_order_row, idle_row, load_row, steal_row
 from fwbench.analysis.latex import (
     BASELINE,
     escape,
@@ -696,6 +696,7 @@ def ledger(
         order_row(results),
         block_order_row(results),
         steal_row(results),
+        load_row(results),
         idle_row(results),
         deviations_row(results),
         noise_row(results),

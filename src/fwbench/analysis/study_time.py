@@ -33,7 +33,7 @@ from fwbench.jobtime import JobTime, read_jobs
 
 CATEGORIES = {  # key: the table's label (the README and docs/time-to-report.md say what each holds)
     "timed": "Timed work (inference loops, training epochs)",
-    "warmup": "Warm-up iterations (inference)",
+    "warmup": "Warm-up, calibrating and discarded iterations",
     "compile": "Compile and first calls",
     "evaluation": "Training evaluation, recalibration, step-0 probe, checkpoints",
     "startup": "Process start-up and imports",
@@ -95,7 +95,8 @@ def _process(cell: Mapping[str, Any], wall: float, phases: Mapping[str, Any] | N
     }
     parts = {
         "timed": _value(phases, "timed_s"),
-        "warmup": _value(phases, "warmup_s"),
+        # warm-up iterations, and a warm worker's calibrating and discarded iterations (fwbench.blocks)
+        "warmup": sum(_value(phases, k) for k in ("warmup_s", "calibration_s", "discard_s")),
         "compile": _value(phases, "compile_s") + _value(phases, "first_call_s"),
         "evaluation": sum(_value(phases, k) for k in ("step0_s", "evaluation_s", "checkpoint_s")),
         "startup": sum(_value(phases, k) for k in ("process_start_s", "harness_imports_s", "framework_import_s")),

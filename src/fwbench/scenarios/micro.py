@@ -66,6 +66,7 @@ def _variant(session: Mapping[str, Any], name: str, calls: int, batch_size: int)
         "calls_per_sample": calls,
         "stop_reason": "blocks",
         "timed_s": timed["timed_s"],
+        "discard_s": timed["discard_s"],
         "blocks": timed["blocks"],
     }
 
@@ -128,6 +129,7 @@ def run(framework: Framework, cell: Cell, settings: Mapping[str, Any], *, operan
         missing["compile_s"] = f"{framework.name} runs eagerly: no compile step (first_call_s holds the first call)"
     missing["energy"] = "not measured in the micro suite (calls of microseconds, below power sensors' resolution)"
     timed_s = sum(variant["timed_s"] for variant in variants.values())
+    discard_s = sum(variant["discard_s"] for variant in variants.values())
     dim, hidden, classes = int(settings["dim"]), int(settings["hidden"]), int(settings["classes"])
     metrics = {
         **timing,
@@ -165,7 +167,10 @@ def run(framework: Framework, cell: Cell, settings: Mapping[str, Any], *, operan
             "first_call_s": first_call_s,
             "warmup_s": warmup_s,
             "timed_s": timed_s,
-            "waiting_s": measuring_s - timed_s,
+            # calibrating and discarded iterations are the worker's own work; the rest it waited for the others
+            "calibration_s": measured["calibration_s"],
+            "discard_s": discard_s,
+            "waiting_s": measuring_s - timed_s - measured["calibration_s"] - discard_s,
             "scenario_s": time.perf_counter() - start,
         },
     }
