@@ -293,6 +293,25 @@ def test_the_study_grid_and_settings_are_compared_as_configuration():
     assert found["settings.inference.min_time_s"] == (["1.0"], ["1.0", "2.0"])
 
 
+def test_scratch_paths_of_groups_and_fresh_caches_are_no_difference():
+    def cell(group: str, fresh: str):
+        result = _cell(_provenance(), "tensorflow", 1)
+        result["provenance"]["framework"] = {
+            "settings": {
+                "compilation_cache": {"state": "cold", "dir": f"/tmp/fwbench-group-{group}/cache-2/tensorflow"},
+                "tf_xla_flags": f"--tf_xla_persistent_cache_directory=/tmp/fwbench-group-{group}/cache-2/tensorflow",
+                "inductor": {"dir": f"/tmp/fwbench-inductor-{fresh}"},
+                "xla_flags": "--xla_cpu_fast_math=false",
+            }
+        }
+        return result
+
+    other = cell("b2", "y")
+    other["provenance"]["framework"]["settings"]["xla_flags"] = "--xla_cpu_fast_math=true"
+    found = {d["key"] for d in run_facts.environment_differences([cell("a1", "x")], [other])}
+    assert found == {"framework.tensorflow.settings.xla_flags"}, "only the real difference"
+
+
 def test_a_directory_without_tables_is_an_error_naming_it(tmp_path, capsys):
     a = _run(tmp_path, "a", STUDY)
     (tmp_path / "empty").mkdir()

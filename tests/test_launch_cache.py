@@ -54,7 +54,14 @@ def test_a_process_records_cold_then_warm_and_whose_cache(tmp_path, monkeypatch)
     assert first["state"] == "cold" and first["scope"] == launch_cache.SCOPE
     (directory / "entry").write_bytes(b"program")
     assert launch_cache.describe(directory)["state"] == "warm"
-    assert launch_cache.describe(tmp_path / "elsewhere")["scope"] == "the study's (shared)"
+    assert "dir" not in first, "a scratch path differs in every run: not recorded"
+    shared = launch_cache.describe(tmp_path / "elsewhere")
+    assert shared["scope"] == "the study's (shared)" and shared["dir"] == str(tmp_path / "elsewhere")
+    flags = f"--tf_xla_auto_jit=0 {launch_cache.TF_CACHE_FLAG}={directory}"
+    assert launch_cache.recorded_tf_flags(flags) == (
+        f"--tf_xla_auto_jit=0 {launch_cache.TF_CACHE_FLAG}=<this cell's launch cache>"
+    )
+    assert launch_cache.recorded_tf_flags("--tf_xla_auto_jit=0") == "--tf_xla_auto_jit=0"
 
 
 def test_the_runner_gives_the_cache_to_launched_workers_only(tmp_path, monkeypatch):

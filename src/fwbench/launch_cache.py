@@ -38,9 +38,23 @@ def state(directory: str | os.PathLike[str]) -> str:
 def describe(directory: str | os.PathLike[str]) -> dict[str, Any]:
     """What a process records about the persistent compile cache it uses, as it found it on start: cold or warm,
     where, and whose it is (this cell's launches, or the study's, shared across cells and runs)."""
+    if _own(directory):  # a scratch directory of the group's, removed with it: its path says nothing
+        return {"state": state(directory), "scope": SCOPE}
+    return {"state": state(directory), "dir": str(directory), "scope": "the study's (shared)"}
+
+
+def _own(directory: str | os.PathLike[str]) -> bool:
     root = os.environ.get(LAUNCH_CACHE_ENV)
-    own = bool(root) and Path(directory).resolve().is_relative_to(Path(root).resolve())
-    return {"state": state(directory), "dir": str(directory), "scope": SCOPE if own else "the study's (shared)"}
+    return bool(root) and Path(directory).resolve().is_relative_to(Path(root).resolve())
+
+
+def recorded_tf_flags(tf_xla_flags: str) -> str:
+    """TF_XLA_FLAGS as a cell records them: a launch cache's scratch path (different in every group and run) named
+    for what it is, so that two runs' settings compare equal (fwbench compare)."""
+    directory = tf_cache_directory(tf_xla_flags)
+    if directory is None or not _own(directory):
+        return tf_xla_flags
+    return tf_xla_flags.replace(f"{TF_CACHE_FLAG}={directory}", f"{TF_CACHE_FLAG}=<this cell's launch cache>")
 
 
 def tf_cache_directory(tf_xla_flags: str) -> str | None:

@@ -12,6 +12,7 @@ Pure: the standard library only. It must not import `fwbench.analysis.compare`, 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
@@ -66,7 +67,7 @@ def cell_facts(result: Mapping[str, Any]) -> Iterator[tuple[str, str, Any]]:
     yield from _flat(SOFTWARE, f"framework.{framework}.versions", record.get("versions") or {})
     yield from _flat(ENVIRONMENT, "env", provenance.get("env") or {})
     yield from _flat(CONFIGURATION, f"settings.{cell.get('suite', 'unknown')}", result.get("settings") or {})
-    yield from _flat(CONFIGURATION, f"framework.{framework}.settings", record.get("settings") or {})
+    yield from _stable(_flat(CONFIGURATION, f"framework.{framework}.settings", record.get("settings") or {}))
     if "threads_requested" in provenance:
         yield CONFIGURATION, "threads_requested", provenance["threads_requested"]
     inputs = _record(result.get("inputs"))
@@ -74,6 +75,22 @@ def cell_facts(result: Mapping[str, Any]) -> Iterator[tuple[str, str, Any]]:
         yield CONFIGURATION, "inputs.dataset_manifest_sha256", inputs["dataset_manifest_sha256"]
     if inputs.get("weights_sha256") and cell.get("model"):
         yield CONFIGURATION, f"inputs.weights_sha256.{cell['model']}", inputs["weights_sha256"]
+
+
+# A group's scratch directory (fwbench.runner: a cell's launch cache lives there) and a process's fresh Inductor cache
+# (fwbench.worker) have a new name in every group and run: no difference between runs.
+_SCRATCH = re.compile(r"\S*/fwbench-(?:group|inductor)-[^/\s]+\S*")
+
+
+def _stable(facts: Iterable[tuple[str, str, Any]]) -> Iterator[tuple[str, str, Any]]:
+    """Facts without the paths of groups' scratch directories: a cache directory there is left out, and one named
+    in a flag is replaced by what it is."""
+    for category, key, value in facts:
+        if isinstance(value, str) and _SCRATCH.search(value):
+            if key.endswith("compilation_cache.dir"):
+                continue
+            value = _SCRATCH.sub("<this cell's launch cache>", value)
+        yield category, key, value
 
 
 def _shown(value: Any) -> str:

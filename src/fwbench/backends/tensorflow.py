@@ -136,7 +136,7 @@ class TensorflowBackend(DriverIdentity, Backend):
             "tf32_in_effect": self.precision == "tf32" and self.on_gpu,
             "memory_growth": growth if gpus else "not applicable (CPU)",
             "xla_flags": os.environ.get("XLA_FLAGS", ""),
-            "tf_xla_flags": os.environ.get("TF_XLA_FLAGS", ""),
+            "tf_xla_flags": launch_cache.recorded_tf_flags(os.environ.get("TF_XLA_FLAGS", "")),
             "compilation_cache": _cache_state(),
             "autotune": autotune.record(
                 self.name,
