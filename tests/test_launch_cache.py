@@ -88,3 +88,24 @@ def test_paths_are_plain_strings(tmp_path):
     env = {launch_cache.LAUNCH_CACHE_ENV: str(tmp_path)}
     directory = launch_cache.apply("tensorflow", "xla", _settings(), env)
     assert isinstance(directory, str) and Path(directory).parent == tmp_path
+
+
+def test_a_workaround_empties_the_cells_cache_so_its_next_launch_compiles_cold(tmp_path):
+    from fwbench import runner
+    from fwbench.children import Outcome
+    from fwbench.failures import Failure, Workaround
+    from fwbench.grid import Cell
+
+    cell = Cell(
+        suite="inference", framework="jax", mode="jit", model="small_cnn", precision="fp32", batch_size=1, image_size=32
+    )
+    rung = Workaround(name="no_triton", kinds=("compiler",), pattern="boom", env={"X": "1"})
+    context = runner._Context([cell], _settings(), tmp_path, [tmp_path / "s.json"], [None], (), None, 0.0, (rung,))
+    cache = tmp_path / "cache-0" / "jax"
+    cache.mkdir(parents=True)
+    (cache / "program").write_bytes(b"compiled without the workaround")
+    outcomes = iter([Outcome(None, Failure("compiler", "boom"), "boom"), Outcome({}, None, "")])
+    run = runner._CellRun()
+    outcome, attempts = context.attempt(0, run, 1, "launch 1", lambda attempt: next(outcomes))
+    assert attempts == 2 and outcome.failure is None and run.env == {"X": "1"}
+    assert not (tmp_path / "cache-0").exists()

@@ -484,6 +484,8 @@ class _Context:
                 }
             )
             run.env = workaround.apply(run.env)
+            # Programs compiled before the workaround were compiled without it: the next launch compiles cold.
+            shutil.rmtree(self.tmp / f"cache-{index}", ignore_errors=True)
             if cell.suite == "training" and self.state_dirs[index] is not None:
                 # The whole run under one setting: no resuming from epochs trained without the workaround.
                 shutil.rmtree(self.state_dirs[index], ignore_errors=True)
