@@ -33,10 +33,11 @@ def test_calibration_aims_at_the_burst_length_within_bounds():
 def test_cpu_stat_reads_steal_and_total(tmp_path):
     stat = tmp_path / "stat"
     stat.write_text("cpu  100 0 50 800 10 0 5 35 0 0\ncpu0 1 2 3\n")
-    assert blocks.read_cpu_stat(str(stat)) == (35, 1000)
+    steal, _, total = blocks.read_cpu_ticks(str(stat))
+    assert (steal, total) == (35, 1000)
     stat.write_text("intr 1 2 3\n")
-    assert blocks.read_cpu_stat(str(stat)) is None
-    assert blocks.read_cpu_stat(str(tmp_path / "absent")) is None
+    assert blocks.read_cpu_ticks(str(stat)) is None
+    assert blocks.read_cpu_ticks(str(tmp_path / "absent")) is None
 
 
 def test_other_processes_load_is_the_machines_busy_time_less_the_workers_own(tmp_path, monkeypatch):

@@ -90,12 +90,6 @@ def read_cpu_ticks(path: str = "/proc/stat") -> tuple[int, int, int] | None:
     return (ticks[7] if len(ticks) > 7 else 0), idle, sum(ticks)
 
 
-def read_cpu_stat(path: str = "/proc/stat") -> tuple[int, int] | None:
-    """(steal, total) clock ticks of the machine's aggregate "cpu" line; None where there is none (not Linux)."""
-    ticks = read_cpu_ticks(path)
-    return None if ticks is None else (ticks[0], ticks[2])
-
-
 def other_load(before: tuple[int, int, int] | None, after: tuple[int, int, int] | None, own_cpu_s: float):
     """(CPU seconds other processes used over an interval, the machine's CPU seconds in it) from two
     `read_cpu_ticks` readings and this process's own CPU time over it; None without readings or ticks."""

@@ -60,8 +60,8 @@ def _setting(value: Any, key: str) -> Any:
 def block_columns(metrics: dict[str, Any]) -> dict[str, Any]:
     """The burst checks of a cell measured by warm workers in blocks (fwbench.blocks), empty for older results:
     bursts and those flagged for steal or other processes' load (and that load's share of the machine), CPU time per
-    wall second in the bursts and while waiting (the worst
-    launch), hardware counters per image where the kernel exposed them."""
+    wall second in the bursts and while waiting (the worst launch), hardware counters per image where the kernel
+    exposed them."""
     blocks = metrics.get("blocks") or {}
     return {
         "bursts": blocks.get("bursts"),
@@ -407,8 +407,8 @@ def speedups(
 ) -> pd.DataFrame:
     """Throughput ratio numerator/denominator with a 95% CI (see `ratio_interval`; with `launch_variance`
     "moderated", the paired ratios' launch variances moderated across the table, fwbench.analysis.moderation), for
-    every (model, precision,
-    batch) where both frameworks have a successful cell; with no `numerator`, one row per other framework of the
+    every (model, precision, batch) where both frameworks have a successful cell; with no `numerator`, one row per
+    other framework of the
     results against the denominator (PyTorch), the framework in the `numerator` column, rows ordered by comparison
     and then framework in the paper's order.
 

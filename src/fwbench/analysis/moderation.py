@@ -32,6 +32,8 @@ from typing import Any
 import numpy as np
 from scipy import special
 
+from fwbench.analysis import verdicts
+
 LAUNCH_VARIANCES = ("moderated", "own")  # analysis.launch_variance
 DEFAULT_LAUNCH_VARIANCE = "moderated"
 MIN_RATIOS = 6  # below this many variances the prior cannot be estimated: each ratio keeps its own
@@ -108,9 +110,6 @@ def moderate(frame, paired_scope: str):
     resolved, method) with the paired ratios' intervals recomputed from moderated launch variances; other rows, and
     a table with fewer than MIN_RATIOS paired ratios, unchanged. `df_own` keeps each ratio's own degrees of freedom
     and `ci_low_own`/`ci_high_own` its own interval, so the moderation is visible beside what it replaced."""
-    from fwbench.analysis import verdicts  # analysis-side only
-    from fwbench.trackers.stats import _t_quantile
-
     frame = frame.copy()
     for column in ("ci_low_own", "ci_high_own", "df_own"):
         frame[column] = frame.get(column, np.nan)
@@ -129,8 +128,7 @@ def moderate(frame, paired_scope: str):
         n, log_ratio = float(row["pairs"]), math.log(float(row["ratio"]))
         variance, df = prior.posterior(float(row["se_log"]) ** 2 * n, float(row["df"]))
         se = math.sqrt(variance / n)
-        half = _t_quantile(df, 0.95) * se
-        low, high = math.exp(log_ratio - half), math.exp(log_ratio + half)
+        low, high = verdicts.interval(log_ratio, se, df)
         frame.loc[index, ["ci_low_own", "ci_high_own", "df_own"]] = [row["ci_low"], row["ci_high"], row["df"]]
         frame.loc[index, ["ci_low", "ci_high", "se_log", "df"]] = [low, high, se, df]
         frame.loc[index, "p_value"] = verdicts.p_value(log_ratio, se, df)
