@@ -111,7 +111,7 @@ EOF
 fi
 
 # From Debian, each only if missing: LaTeX for the paper, and Chromium, the headless browser that checks the HTML
-# report (fwbench.report_check drives it through Playwright, which downloads no browser of its own).
+# report (fwbench.workflow.report_check drives it through Playwright, which downloads no browser of its own).
 apt_packages=()
 apt_what=""
 if ! command -v latexmk >/dev/null 2>&1 || ! kpsewhich IEEEtran.cls >/dev/null 2>&1; then

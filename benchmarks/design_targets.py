@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from fwbench.analysis.compare import FLIPPED, compare_runs, finite
+from fwbench.analysis.compare.ratios import FLIPPED, compare_runs, finite
 
 PARITY = 0.05
 TARGETS = {

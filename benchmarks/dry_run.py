@@ -33,8 +33,8 @@ WORKFLOW_PARTS = ("workflow", "config", "profiles", "envs", "reference", "report
 def grid_config(cells: int) -> dict:
     """The default study with inference only and enough batch sizes for about `cells` cells (its execution modes
     included: torch eager and compile for the models in mode_scope)."""
-    from fwbench.config import validate_config
-    from fwbench.grid import cells as grid_cells
+    from fwbench.study.config import validate_config
+    from fwbench.study.grid import cells as grid_cells
 
     config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
     config |= {"suites": ["inference"], "precisions": PRECISIONS}
@@ -47,8 +47,8 @@ def grid_config(cells: int) -> dict:
 def planned_cells(output: str, config: dict) -> int:
     """Inference cells planned: every comparison group's job (inference_group, and inference_group_primary for the
     models outside mode_scope) holds one cell per framework and mode of its models."""
-    from fwbench.config import validate_config
-    from fwbench.grid import comparison_rules, group_variants
+    from fwbench.study.config import validate_config
+    from fwbench.study.grid import comparison_rules, group_variants
 
     validated = validate_config(config)
     total = 0

@@ -47,11 +47,11 @@ def _loop(step, sync, batch_size: int, seconds: float) -> float:
 
 def paired(step, sync, batch_size: int) -> dict[str, list[float]]:
     """In one process, alternate a bare loop with the harness's own measuring code over the same step, PAIRS
-    times: a burst (fwbench.blocks.run_burst, with its per-burst CPU, steal and counter readings) of about the same
-    length alone, and with the RSS sampler thread running at its measuring interval and at its ten times finer load
+    times: a burst (fwbench.scenarios.blocks.run_burst, with its per-burst CPU, steal and counter readings) of about the
+    same length alone, and with the RSS sampler thread running at its measuring interval and at its ten times finer load
     interval. Returns each variant's ratios to the bare loop; pairing cancels the machine's drift, which dominates
     comparisons across processes."""
-    from fwbench.blocks import HardwareCounters, burst_rate, run_burst
+    from fwbench.scenarios.blocks import HardwareCounters, burst_rate, run_burst
     from fwbench.trackers.memory import LOAD_INTERVAL_S, TIMED_INTERVAL_S, RssSampler
 
     counters = HardwareCounters()
@@ -73,7 +73,7 @@ def paired(step, sync, batch_size: int) -> dict[str, list[float]]:
 
 def reference(kind: str, name: str, work: Path, batch_size: int, image_size: int, threads: int, seconds: float):
     """One reference measurement, run in its own process (`--reference`)."""
-    from fwbench.threads import pin_threads
+    from fwbench.running.threads import pin_threads
 
     pin_threads(threads)
 
@@ -147,11 +147,11 @@ def main() -> None:
         print(json.dumps(rate))
         return
 
-    from fwbench.config import validate_config
     from fwbench.data.prepare import prepare
-    from fwbench.grid import Cell
     from fwbench.models.weights import init_weights
-    from fwbench.runner import run_cell
+    from fwbench.running.runner import run_cell
+    from fwbench.study.config import validate_config
+    from fwbench.study.grid import Cell
 
     work = Path(tempfile.mkdtemp(prefix="fwbench-fidelity-"))
     config = validate_config(

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from PIL import Image
 
-from fwbench.analysis.pdf_check import page_texts
+from fwbench.analysis.paper.pdf_check import page_texts
 
 # What the default pages show, found by the start of their captions.
 CAPTIONS = (

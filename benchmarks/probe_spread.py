@@ -20,7 +20,7 @@ import time
 
 CHILD = """
 import json, sys
-from fwbench.threads import pin_threads
+from fwbench.running.threads import pin_threads
 threads = pin_threads(int(sys.argv[1]))
 import torch
 torch.set_num_threads(threads["effective"])

@@ -3,9 +3,9 @@
     .venv/bin/snakemake --report results/report/report.html
     .venv/bin/python benchmarks/report_screenshot.py results/report/report.html docs/figures/report.png
 
-It opens the report as a reader would (fwbench.report_check): the page must load without JavaScript errors or failed
-loads, every category must list its entries with a description, every figure must decode, and the entries named by
---expect (by default the paper and the inference figure, which every study has) must be listed. The screenshot
+It opens the report as a reader would (fwbench.workflow.report_check): the page must load without JavaScript errors or
+failed loads, every category must list its entries with a description, every figure must decode, and the entries named
+by --expect (by default the paper and the inference figure, which every study has) must be listed. The screenshot
 shows the figure named by --show beside its description. Prints what the page lists; exits 1 if anything is wrong
 (the screenshot is still written).
 """
@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from fwbench.report_check import ReportCheckError, check_report
+from fwbench.workflow.report_check import ReportCheckError, check_report
 
 DEFAULT_EXPECTED = ("Paper=paper.pdf", "Inference=inference_throughput.png")
 

@@ -44,16 +44,16 @@ def nudge_by_one_ulp(weights: dict, seed: int) -> dict:
 
 def run_one(spec: dict) -> dict:
     """One training cell in this (fresh) process, as the workflow's training rule runs it."""
-    from fwbench.threads import pin_threads
+    from fwbench.running.threads import pin_threads
 
     pin_threads(spec["threads"])
     import numpy as np
 
     from fwbench.backends import get_backend
-    from fwbench.grid import Cell
     from fwbench.scenarios import training
     from fwbench.scenarios.inference import load_weights
-    from fwbench.study import load_config
+    from fwbench.study.files import load_config
+    from fwbench.study.grid import Cell
 
     config = load_config(spec["config"])
     settings = {k: v for k, v in config["training"].items() if k != "batch_sizes"}

@@ -1,7 +1,7 @@
 """Do cells that run at once on disjoint slots bias each other? The CPU analogue of `--resources gpu=N` on one node.
 
-With `--resources gpu=N` (fwbench.slots) each of N concurrent cells gets 1/N of the cores, disjoint, and (on a GPU
-node) a GPU of its own; what the cells still share is the rest of the machine: memory bandwidth, the last-level
+With `--resources gpu=N` (fwbench.running.slots) each of N concurrent cells gets 1/N of the cores, disjoint, and (on a
+GPU node) a GPU of its own; what the cells still share is the rest of the machine: memory bandwidth, the last-level
 cache, the package's power and clock budget (and on a GPU node, PCIe and the host cores that launch kernels). This
 measures that residue on a CPU: one inference cell ("victim": a framework, model and batch size, one thread, pinned
 to one core) timed alone and timed while a second cell ("neighbour", one thread, pinned to another core) computes

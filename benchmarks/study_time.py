@@ -5,7 +5,7 @@ earlier run.
     python benchmarks/study_time.py results/                 # one study's breakdown
     python benchmarks/study_time.py before/results after/results   # two runs side by side (seconds and change)
 
-The same breakdown is the paper's time-to-report table (fwbench.analysis.study_time); the targets it is read
+The same breakdown is the paper's time-to-report table (fwbench.analysis.time.study_time); the targets it is read
 against are in the README ("Time to report").
 """
 
@@ -15,7 +15,7 @@ import argparse
 import math
 import sys
 
-from fwbench.analysis.study_time import CATEGORIES, from_results, text_report
+from fwbench.analysis.time.study_time import CATEGORIES, from_results, text_report
 
 SUMMARY_LINES = (
     ("timed share (%)", lambda s: 100 * s["timed_share"]),

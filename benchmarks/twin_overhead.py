@@ -29,7 +29,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=50, help="steps per block")
     args = parser.parse_args()
 
-    from fwbench.threads import pin_threads
+    from fwbench.running.threads import pin_threads
 
     pin_threads(args.threads)
     import jax

@@ -65,9 +65,9 @@ TINY_CONFIG = {
 def prepare_tiny_study(root: Path) -> tuple[Path, dict, dict]:
     """The tiny study's dataset and small_cnn weights under `root`: (root, validated config, inference settings as
     the workflow passes them to a cell)."""
-    from fwbench.config import validate_config
     from fwbench.data.prepare import prepare
     from fwbench.models.weights import init_weights
+    from fwbench.study.config import validate_config
 
     config = validate_config(TINY_CONFIG)
     prepare(config["dataset"], root / "data")
@@ -94,9 +94,9 @@ def _quiet_jax(monkeypatch):
 @pytest.fixture
 def training_setup(tmp_path, tiny_config):
     """The tiny study's data and small_cnn weights for training cells (test_training, test_modes)."""
-    from fwbench.config import validate_config
     from fwbench.data.prepare import prepare
     from fwbench.models.weights import init_weights
+    from fwbench.study.config import validate_config
 
     tiny_config["training"] = {
         "batch_sizes": [8],

@@ -15,10 +15,10 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from fwbench import blocks
-from fwbench import order as trial_order
-from fwbench.grid import Cell
-from fwbench.runner import run_group
+from fwbench.running import order as trial_order
+from fwbench.running.runner import run_group
+from fwbench.scenarios import blocks
+from fwbench.study.grid import Cell
 from fwbench.trackers.stats import paired_ratio_interval
 
 PLAN = blocks.BurstPlan(blocks=4, burst_s=0.002, discard=1, max_iters=1000)
@@ -134,7 +134,7 @@ def test_the_pipe_protocol_serves_bursts_until_finish():
 
 FAKE_WORKER = r"""
 import json, os, sys, time
-from fwbench import blocks
+from fwbench.scenarios import blocks
 spec = json.load(open(sys.argv[1]))
 cell = spec["cell"]
 LOG, FAIL = {log!r}, {fail!r}
@@ -266,7 +266,7 @@ def test_the_launch_interval_covers_under_drift_and_launch_effects():
 
 SPIN = """
 import os, sys, time
-from fwbench.threads import pin_threads
+from fwbench.running.threads import pin_threads
 threads = pin_threads(2)
 import numpy as np
 a = np.random.default_rng(0).random((256, 256), dtype=np.float32)

@@ -1,4 +1,4 @@
-"""What a benchmark job asks a scheduler for (fwbench.cluster), from the study's configuration."""
+"""What a benchmark job asks a scheduler for (fwbench.workflow.cluster), from the study's configuration."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from fwbench import cluster
-from fwbench.config import ConfigError, validate_config
+from fwbench.study.config import ConfigError, validate_config
+from fwbench.workflow import cluster
 from tests.conftest import TINY_CONFIG
 
 
@@ -54,7 +54,7 @@ def test_the_slurm_profile_joins_the_training_group_it_names():
     profile = yaml.safe_load((REPO / "profiles" / "slurm" / "config.yaml").read_text())
     group = cluster.training_group(_config(cluster={"pairing": "same_node"}))
     # one component per framework and mode: every mode of every framework a study may configure
-    from fwbench.modes import MODES
+    from fwbench.study.modes import MODES
 
     most = sum(len(MODES[framework]) for framework in ("torch", "jax", "tensorflow"))
     assert f"{group}={most}" in profile["group-components"]

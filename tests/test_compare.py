@@ -1,4 +1,4 @@
-"""`fwbench compare RUN_A RUN_B`: two results directories compared ratio by ratio (fwbench.analysis.compare,
+"""`fwbench compare RUN_A RUN_B`: two results directories compared ratio by ratio (fwbench.analysis.compare.ratios,
 run_facts and compare_report).
 
 Fast: tables and cells are built by hand and written to temporary directories (one test writes them with the
@@ -13,9 +13,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from fwbench.analysis import aggregate, compare, run_facts, verdicts
-from fwbench.analysis.aggregate import SPEEDUP_COLUMNS
-from fwbench.analysis.micro import SPEEDUP_COLUMNS as MICRO_SPEEDUP_COLUMNS
+from fwbench.analysis.common import verdicts
+from fwbench.analysis.compare.ratios import ratios as compare
+from fwbench.analysis.compare.ratios import run_facts
+from fwbench.analysis.inference import aggregate
+from fwbench.analysis.inference.aggregate import SPEEDUP_COLUMNS
+from fwbench.analysis.micro.speedups import SPEEDUP_COLUMNS as MICRO_SPEEDUP_COLUMNS
 from fwbench.cli import main
 from fwbench.trackers.stats import paired_ratio_interval
 

@@ -9,10 +9,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from fwbench.analysis import conclusions as cc
-from fwbench.analysis import verdicts
-from fwbench.analysis.aggregate import adjust_verdicts
-from fwbench.analysis.published import COLUMNS as PUBLISHED_COLUMNS
+from fwbench.analysis.common import verdicts
+from fwbench.analysis.inference.aggregate import adjust_verdicts
+from fwbench.analysis.paper import conclusions as cc
+from fwbench.analysis.published.comparison import COLUMNS as PUBLISHED_COLUMNS
 from tests.test_published import _epochs
 
 T975 = {2: 4.302652729911275, 4: 2.7764451051977987}

@@ -8,8 +8,8 @@ import subprocess
 import pytest
 import yaml
 
-from fwbench.config import ConfigError, load_schema, validate_config
-from fwbench.study import load_config
+from fwbench.study.config import ConfigError, load_schema, validate_config
+from fwbench.study.files import load_config
 from tests.conftest import REPO
 
 
@@ -23,7 +23,7 @@ def test_default_config_is_valid_and_defaults_are_filled():
 
 
 def test_training_models_select_among_the_studys(tiny_config):
-    from fwbench.grid import cells
+    from fwbench.study.grid import cells
 
     tiny_config["suites"] = ["inference", "training"]
     tiny_config["training"] = {"models": ["resnet50"]}
@@ -149,9 +149,9 @@ def test_readme_documents_every_key():
 def test_schema_enums_match_the_package():
     from fwbench.backends import FRAMEWORKS
     from fwbench.backends.base import PRECISIONS
-    from fwbench.grid import MICRO_BASELINE
     from fwbench.models import MODELS
-    from fwbench.operations import OPERATIONS
+    from fwbench.scenarios.operations import OPERATIONS
+    from fwbench.study.grid import MICRO_BASELINE
 
     props = load_schema()["properties"]
     assert set(props["models"]["items"]["enum"]) == set(MODELS)

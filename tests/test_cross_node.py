@@ -11,18 +11,18 @@ import math
 import pandas as pd
 import pytest
 
-from fwbench.analysis import ledger as lg
-from fwbench.analysis import published as pub
-from fwbench.analysis.aggregate import SPEEDUP_COLUMNS, read_tidy, write_speedups, write_tidy
-from fwbench.analysis.conclusions import conclusions_section, training_sentences
-from fwbench.analysis.latex import number
-from fwbench.analysis.macros import macros
-from fwbench.analysis.partners import check_placement
-from fwbench.analysis.provenance import study_environment
-from fwbench.analysis.tables import inference_table
-from fwbench.analysis.training import write_training_tables
-from fwbench.config import validate_config
-from fwbench.models.study_parity import PARITY_COLUMNS
+from fwbench.analysis.common.latex import number
+from fwbench.analysis.common.partners import check_placement
+from fwbench.analysis.fairness import ledger as lg
+from fwbench.analysis.inference.aggregate import SPEEDUP_COLUMNS, read_tidy, write_speedups, write_tidy
+from fwbench.analysis.inference.macros import macros
+from fwbench.analysis.inference.tables import inference_table
+from fwbench.analysis.paper.conclusions import conclusions_section, training_sentences
+from fwbench.analysis.published.comparison import comparison as pub
+from fwbench.analysis.setup.provenance import study_environment
+from fwbench.analysis.training.analysis import write_training_tables
+from fwbench.scenarios.parity import PARITY_COLUMNS
+from fwbench.study.config import validate_config
 from tests.test_multi_framework_analysis import THREE, _inference, _macro, _training, _write
 from tests.test_published import _cell, _epochs, _published_row, _sources
 from tests.test_published import _ratio as _published_ratio

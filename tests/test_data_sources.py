@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from fwbench.config import ConfigError, validate_config
 from fwbench.data import hub
 from fwbench.data.images import load_image
 from fwbench.data.prepare import prepare
 from fwbench.data.store import load_split, read_manifest
+from fwbench.study.config import ConfigError, validate_config
 
 
 def _photo(seed: int, size=(48, 40)) -> Image.Image:

@@ -6,10 +6,10 @@ import json
 import numpy as np
 import pytest
 
-from fwbench.config import validate_config
 from fwbench.data.inputs import IMAGENET_MEAN, IMAGENET_STD, batch_of, normalize
 from fwbench.data.prepare import check_matches, prepare
 from fwbench.data.store import dataset_files, load_split, read_manifest, split_digest
+from fwbench.study.config import validate_config
 
 
 def test_same_config_gives_byte_identical_files(tmp_path, tiny_config):

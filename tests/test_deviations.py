@@ -8,14 +8,14 @@ import copy
 import pandas as pd
 import pytest
 
-from fwbench.analysis.aggregate import read_tidy, speedups, write_speedups, write_tidy
-from fwbench.analysis.macros import macros
-from fwbench.analysis.partners import deviation_set, deviations_differ
-from fwbench.analysis.tables import failure_macros, failures_table, inference_table, largest_batch_table
-from fwbench.analysis.training import epoch_rows, step0_agreement, training_macros, training_section
-from fwbench.config import validate_config
+from fwbench.analysis.common.partners import deviation_set, deviations_differ
+from fwbench.analysis.inference.aggregate import read_tidy, speedups, write_speedups, write_tidy
+from fwbench.analysis.inference.macros import macros
+from fwbench.analysis.inference.tables import failure_macros, failures_table, inference_table, largest_batch_table
+from fwbench.analysis.training.analysis import epoch_rows, step0_agreement, training_macros, training_section
 from fwbench.io import atomic_write_json
 from fwbench.results import load_result
+from fwbench.study.config import validate_config
 
 PROVENANCE = {
     "python": "3.11.7",

@@ -8,10 +8,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from fwbench import devices
-from fwbench.devices import DeviceCheckError, check, check_slots, decide, forced_environment, verify
-from fwbench.grid import Cell
-from fwbench.runner import run_cell
+from fwbench.running import devices
+from fwbench.running.devices import DeviceCheckError, check, check_slots, decide, forced_environment, verify
+from fwbench.running.runner import run_cell
+from fwbench.study.grid import Cell
 
 H100 = "NVIDIA H100 80GB HBM3"
 

@@ -14,14 +14,14 @@ from pathlib import Path
 
 import pytest
 
-from fwbench import memlimit
-from fwbench.config import ConfigError, validate_config
-from fwbench.failures import KINDS, Workaround, classify, ladder_from_config
-from fwbench.faults import INJECT_FAULT_ENV, fault_for, parse
-from fwbench.grid import Cell, cells
-from fwbench.memlimit import MemoryLimit, system_oom_kills
 from fwbench.results import load_result
-from fwbench.runner import run_cell
+from fwbench.running import memory_limit as memlimit
+from fwbench.running.failures import KINDS, Workaround, classify, ladder_from_config
+from fwbench.running.faults import INJECT_FAULT_ENV, fault_for, parse
+from fwbench.running.memory_limit import MemoryLimit, system_oom_kills
+from fwbench.running.runner import run_cell
+from fwbench.study.config import ConfigError, validate_config
+from fwbench.study.grid import Cell, cells
 from tests.conftest import STUDY_ARGS, TINY_CONFIG, copy_workflow, prepare_tiny_study, write_study
 
 DEFAULT_LADDER = validate_config(TINY_CONFIG)["fallbacks"]
@@ -275,8 +275,8 @@ def test_a_measuring_child_dies_with_its_runner(study, tmp_path):
     root, _, settings = study
     script = textwrap.dedent(
         f"""
-        from fwbench.grid import Cell
-        from fwbench.runner import run_cell
+        from fwbench.study.grid import Cell
+        from fwbench.running.runner import run_cell
         cell = Cell(**{_cell(study, "torch").as_dict()!r})
         run_cell(cell, {{**{settings!r}, "timeout_s": 300}}, data_dir={str(root / "data")!r},
                  weights_path={str(root / "weights.npz")!r}, num_classes=4, threads=1,
@@ -295,7 +295,7 @@ def test_a_measuring_child_dies_with_its_runner(study, tmp_path):
                     cmdline = (stat.parent / "cmdline").read_bytes()
                 except OSError:
                     continue
-                if int(fields[1]) == runner.pid and b"fwbench.worker" in cmdline:
+                if int(fields[1]) == runner.pid and b"fwbench.running.worker" in cmdline:
                     child = int(stat.parent.name)
             time.sleep(0.2)
         assert child is not None, "the runner never started its child"

@@ -11,14 +11,15 @@ from typing import Any
 import numpy as np
 import pytest
 
-from fwbench.backends.base import Backend, Trainer
-from fwbench.config import validate_config
+from fwbench.backends.base import Backend
 from fwbench.data.prepare import prepare
-from fwbench.grid import Cell
 from fwbench.models.weights import init_weights
 from fwbench.scenarios import inference
+from fwbench.study.config import validate_config
+from fwbench.study.grid import Cell
 from fwbench.trackers.energy import NvmlEnergy, RaplEnergy, cpu_meter, energy_meter, idle_baseline
 from fwbench.trackers.nvml import NvmlDevice, Unavailable, cuda_driver_identity, open_device
+from fwbench.training.trainer import Trainer
 from tests.conftest import TINY_CONFIG
 
 WATTS = 250.0
@@ -550,7 +551,7 @@ class TracedCudaBackend(FakeCudaBackend):
 
 @pytest.mark.parametrize("events", [True, False], ids=["torch-like CUDA events", "jax-like no event API"])
 def test_host_timed_steps_contain_only_the_step_and_the_synchronise(tmp_path, monkeypatch, events):
-    from fwbench import blocks
+    from fwbench.scenarios import blocks
 
     config = validate_config(TINY_CONFIG)
     prepare(config["dataset"], tmp_path / "data")

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pandas as pd
 
 from fwbench import HARNESS_VERSION
-from fwbench.analysis.aggregate import tidy
-from fwbench.analysis.provenance import study_environment
-from fwbench.analysis.tables import inference_table
+from fwbench.analysis.inference.aggregate import tidy
+from fwbench.analysis.inference.tables import inference_table
+from fwbench.analysis.setup.provenance import study_environment
 from fwbench.io import atomic_write_json
 
 H100 = "NVIDIA H100 80GB HBM3"

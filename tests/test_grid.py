@@ -4,8 +4,8 @@ import re
 
 import pytest
 
-from fwbench.config import validate_config
-from fwbench.grid import WILDCARD_PATTERNS, Cell, cell_paths, cells, parse_cell_path
+from fwbench.study.config import validate_config
+from fwbench.study.grid import WILDCARD_PATTERNS, Cell, cell_paths, cells, parse_cell_path
 
 
 def test_cells_are_the_product_of_the_axes(tiny_config):

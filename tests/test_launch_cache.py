@@ -1,11 +1,11 @@
-"""The cell's own compile cache across its launches (fwbench.launch_cache): where each framework's cache points,
-what a process records, and that the runner gives it only to launched workers of a study that keeps it."""
+"""The cell's own compile cache across its launches (fwbench.backends.launch_cache): where each framework's cache
+points, what a process records, and that the runner gives it only to launched workers of a study that keeps it."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from fwbench import launch_cache
+from fwbench.backends import launch_cache
 
 
 def _settings(**compile_options):
@@ -65,8 +65,8 @@ def test_a_process_records_cold_then_warm_and_whose_cache(tmp_path, monkeypatch)
 
 
 def test_the_runner_gives_the_cache_to_launched_workers_only(tmp_path, monkeypatch):
-    from fwbench import runner
-    from fwbench.grid import Cell
+    from fwbench.running import runner
+    from fwbench.study.grid import Cell
 
     made = []
     monkeypatch.setattr(runner, "Child", lambda *args, **kwargs: made.append((args, kwargs)))
@@ -91,10 +91,10 @@ def test_paths_are_plain_strings(tmp_path):
 
 
 def test_a_workaround_empties_the_cells_cache_so_its_next_launch_compiles_cold(tmp_path):
-    from fwbench import runner
-    from fwbench.children import Outcome
-    from fwbench.failures import Failure, Workaround
-    from fwbench.grid import Cell
+    from fwbench.running import runner
+    from fwbench.running.children import Outcome
+    from fwbench.running.failures import Failure, Workaround
+    from fwbench.study.grid import Cell
 
     cell = Cell(
         suite="inference", framework="jax", mode="jit", model="small_cnn", precision="fp32", batch_size=1, image_size=32

@@ -8,9 +8,9 @@ import copy
 import pandas as pd
 import pytest
 
-from fwbench import order as trial_order
-from fwbench.analysis import ledger as lg
-from fwbench.models.study_parity import PARITY_COLUMNS
+from fwbench.analysis.fairness import ledger as lg
+from fwbench.running import order as trial_order
+from fwbench.scenarios.parity import PARITY_COLUMNS
 
 AUTOTUNE_ON_CPU = {"setting": "on", "in_effect": None, "note": "not applicable on the CPU"}
 # The default study's pairing: compiled PyTorch beside JAX's and TensorFlow's XLA programs.
@@ -218,7 +218,7 @@ def _row(row: dict) -> tuple[str, str, str]:
 
 
 def _designed_group(n: int, rounds: int, seed: int | None = None, suite: str = "inference", batch: int = 1):
-    """A group's cells as run_group writes them: trials in the rounds of fwbench.order's design for n variants,
+    """A group's cells as run_group writes them: trials in the rounds of fwbench.running.order's design for n variants,
     each trial with its round, its position and the round's order."""
     variants = VARIANTS[n]
     plan = trial_order.design([f"{f}/{m}" for f, m in variants], rounds, seed)

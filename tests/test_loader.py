@@ -6,12 +6,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fwbench.config import validate_config
 from fwbench.data.inputs import normalize
 from fwbench.data.loader import Loader
 from fwbench.data.prepare import prepare
 from fwbench.data.store import ShardedImages, load_split
 from fwbench.data.throughput import measure_loader
+from fwbench.study.config import validate_config
 
 
 @pytest.fixture

@@ -8,10 +8,9 @@ import jsonschema
 import numpy as np
 import pytest
 
-from fwbench.config import ConfigError, validate_config
-from fwbench.faults import INJECT_FAULT_ENV
-from fwbench.grid import Cell, cells, parse_cell_path
-from fwbench.operations import (
+from fwbench.results import validate_result
+from fwbench.running.faults import INJECT_FAULT_ENV
+from fwbench.scenarios.operations import (
     AGREEMENT_BOUNDS,
     OPERATIONS,
     OutputMismatch,
@@ -23,7 +22,8 @@ from fwbench.operations import (
     relative_error,
     write_operands,
 )
-from fwbench.results import validate_result
+from fwbench.study.config import ConfigError, validate_config
+from fwbench.study.grid import Cell, cells, parse_cell_path
 from tests.conftest import TINY_CONFIG
 
 SIZES = {"dim": 16, "hidden": 64, "classes": 5}
@@ -150,7 +150,7 @@ def test_result_schema_allows_no_image_size_only_in_the_micro_suite():
 def micro_group(tmp_path_factory):
     """One real comparison group through the runner: NumPy, PyTorch and JAX at mlp/fp32/bs4, PyTorch's operation made
     wrong by fault injection (its cell must fail before timing, the others measure)."""
-    from fwbench.runner import run_group
+    from fwbench.running.runner import run_group
 
     root = tmp_path_factory.mktemp("micro")
     write_operands(root / "operands.npz", seed=0, **SIZES)
@@ -211,7 +211,7 @@ def test_the_analysis_pairs_real_cells_by_the_round_each_trial_ran_in(micro_grou
     """NumPy's and JAX's trials of the runner's group, paired round by round: a t interval over 2 rounds (1 df)."""
     import json
 
-    from fwbench.analysis.micro import PAIRED, load_micro_cells, micro_speedups
+    from fwbench.analysis.micro.speedups import PAIRED, load_micro_cells, micro_speedups
 
     paths = []
     for name in ("numpy", "jax"):

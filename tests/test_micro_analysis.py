@@ -15,8 +15,21 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from fwbench.analysis import micro, micro_reference, micro_report
-from fwbench.analysis.micro import (
+from fwbench.analysis.micro.figure import (
+    micro_figure,
+)
+from fwbench.analysis.micro.reference import (
+    agreement,
+    published_crossovers,
+    published_micro,
+    reference_flatness,
+)
+from fwbench.analysis.micro.report import (
+    micro_macros,
+    micro_section,
+    write_micro_outputs,
+)
+from fwbench.analysis.micro.speedups import (
     FASTER,
     NOT_RESOLVED,
     PAIRED,
@@ -37,21 +50,10 @@ from fwbench.analysis.micro import (
     shown,
     speedup_interval,
 )
-from fwbench.analysis.micro_figure import (
-    micro_figure,
-)
-from fwbench.analysis.micro_reference import (
-    agreement,
-    published_crossovers,
-    published_micro,
-    reference_flatness,
-)
-from fwbench.analysis.micro_report import (
-    micro_macros,
-    micro_section,
-    write_micro_outputs,
-)
-from fwbench.modes import primary
+from fwbench.analysis.micro.speedups import reference as micro_reference
+from fwbench.analysis.micro.speedups import report as micro_report
+from fwbench.analysis.micro.speedups import speedups as micro
+from fwbench.study.modes import primary
 from fwbench.trackers.stats import paired_ratio_interval
 from tests.test_analysis import BASE
 
@@ -462,8 +464,8 @@ FLAT = [0.8, 0.9, 0.95, 0.98, 1.03, 1.06, 1.1]  # crosses at 256, close to 1 thr
 
 
 def _round_bootstrap(log_ratios: np.ndarray, rng: np.random.Generator, resamples: int) -> tuple[float, float]:
-    """The alternative rejected in fwbench.analysis.micro.crossover_draws: resample each batch size's rounds (NumPy
-    and the framework together) with replacement, the crossover of each resampled series, its 2.5% and 97.5%
+    """The alternative rejected in fwbench.analysis.micro.speedups.crossover_draws: resample each batch size's rounds
+    (NumPy and the framework together) with replacement, the crossover of each resampled series, its 2.5% and 97.5%
     quantiles (batch sizes, inf for never)."""
     batches, rounds = log_ratios.shape
     chosen = rng.integers(0, rounds, size=(resamples, batches, rounds))
@@ -876,7 +878,7 @@ def test_figure_marks_crossovers_and_reference_points(tmp_path, monkeypatch):
     def keep(fig, pdf, png):
         drawn["fig"] = fig
 
-    monkeypatch.setattr("fwbench.analysis.figures.save_figure", keep)
+    monkeypatch.setattr("fwbench.analysis.inference.figures.save_figure", keep)
     micro_figure(analysis.frame, analysis.speedups, analysis.crossovers, analysis.published, "x.pdf", "x.png")
     bottom = drawn["fig"].axes[1]
     texts = [t.get_text() for t in bottom.texts]

@@ -12,7 +12,7 @@ import re
 import pandas as pd
 import pytest
 
-from fwbench.analysis.aggregate import (
+from fwbench.analysis.inference.aggregate import (
     KEY_COLUMNS,
     MODE_GAIN_COLUMNS,
     SPEEDUP_COLUMNS,
@@ -25,13 +25,13 @@ from fwbench.analysis.aggregate import (
     write_speedups,
     write_tidy,
 )
-from fwbench.analysis.figures import mode_gain_figure, throughput_figure
-from fwbench.analysis.macros import macros
-from fwbench.analysis.provenance import study_environment
-from fwbench.analysis.tables import environment_table, inference_table, throughput_table
-from fwbench.config import validate_config
+from fwbench.analysis.inference.figures import mode_gain_figure, throughput_figure
+from fwbench.analysis.inference.macros import macros
+from fwbench.analysis.inference.tables import environment_table, inference_table, throughput_table
+from fwbench.analysis.setup.provenance import study_environment
 from fwbench.io import atomic_write_json
 from fwbench.results import load_result
+from fwbench.study.config import validate_config
 from tests.test_analysis import BASE, failed_in_rounds, measured_in_rounds
 from tests.test_pdf_check import PREAMBLE, _build, _check, needs_latex
 
@@ -452,7 +452,7 @@ Tables~\ref{tab:inference}, \ref{tab:inference-latency} and~\ref{tab:environment
 def test_a_published_eager_ratio_gets_the_paired_interval_of_the_eager_cells(study, tmp_path):
     """The H100 source states no modes (taken as PyTorch eager); the study's ratio table pairs JAX with compiled
     PyTorch. The eager cells of the same interleaved group still give a paired interval, from the cells."""
-    from fwbench.analysis import published as pub
+    from fwbench.analysis.published.comparison import comparison as pub
     from tests.test_published import _published_row, _sources
 
     paths, frame, ratios, _ = study

@@ -10,17 +10,17 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from fwbench.analysis import ledger as lg
-from fwbench.analysis import published as pub
-from fwbench.analysis.aggregate import read_tidy
-from fwbench.analysis.conclusions import inference_sentences, training_sentences
-from fwbench.analysis.data_report import fastest_consumer
-from fwbench.analysis.micro_report import micro_macros, micro_section, micro_table, write_micro_outputs
-from fwbench.analysis.partners import check_placement, flag_deviations
-from fwbench.analysis.provenance import study_environment
-from fwbench.analysis.study_time import breakdown, process_rows
-from fwbench.analysis.study_time import macros as time_macros
-from fwbench.analysis.training import (
+from fwbench.analysis.common.partners import check_placement, flag_deviations
+from fwbench.analysis.fairness import ledger as lg
+from fwbench.analysis.inference.aggregate import read_tidy
+from fwbench.analysis.micro.report import micro_macros, micro_section, micro_table, write_micro_outputs
+from fwbench.analysis.paper.conclusions import inference_sentences, training_sentences
+from fwbench.analysis.published.comparison import comparison as pub
+from fwbench.analysis.setup.data_report import fastest_consumer
+from fwbench.analysis.setup.provenance import study_environment
+from fwbench.analysis.time.study_time import breakdown, process_rows
+from fwbench.analysis.time.study_time import macros as time_macros
+from fwbench.analysis.training.analysis import (
     step0_table,
     training_figure,
     training_macros,
@@ -28,8 +28,8 @@ from fwbench.analysis.training import (
     training_table,
     write_training_tables,
 )
-from fwbench.analysis.training_reference import comparison_section, read_published
-from fwbench.jobtime import JobTime
+from fwbench.analysis.training.reference import comparison_section, read_published
+from fwbench.workflow.jobtime import JobTime
 from tests.test_ledger import _parity
 from tests.test_ledger import _result as _ledger_cell
 from tests.test_micro_analysis import REFERENCE_CSV, RESAMPLES, _outputs

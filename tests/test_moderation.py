@@ -1,4 +1,4 @@
-"""Moderated launch variances (fwbench.analysis.moderation): the prior's estimate, the posterior, the table it
+"""Moderated launch variances (fwbench.analysis.common.moderation): the prior's estimate, the posterior, the table it
 rewrites, and the coverage of its intervals by simulation (launch effects of unequal size across ratios)."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 from scipy import special, stats
 
-from fwbench.analysis import moderation
-from fwbench.analysis.aggregate import PAIRED, UNPAIRED, speedups
+from fwbench.analysis.common import moderation
+from fwbench.analysis.inference.aggregate import PAIRED, UNPAIRED, speedups
 
 RATIOS, LAUNCHES = 20, 3
 

@@ -9,9 +9,9 @@ import copy
 import numpy as np
 import pytest
 
-from fwbench import autotune, grid
-from fwbench.config import ConfigError, validate_config
-from fwbench.grid import Cell, comparison_rules, parse_cell_path
+from fwbench.study import autotune, grid
+from fwbench.study.config import ConfigError, validate_config
+from fwbench.study.grid import Cell, comparison_rules, parse_cell_path
 from tests.conftest import TINY_CONFIG, prepare_tiny_study
 
 

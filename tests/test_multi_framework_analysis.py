@@ -13,13 +13,13 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from fwbench.analysis.aggregate import read_tidy, speedups, write_speedups, write_tidy
-from fwbench.analysis.figures import throughput_figure
-from fwbench.analysis.latex import number
-from fwbench.analysis.macros import macros
-from fwbench.analysis.provenance import study_environment
-from fwbench.analysis.tables import inference_table, latency_table, stacked_header, throughput_table
-from fwbench.analysis.training import (
+from fwbench.analysis.common.latex import number
+from fwbench.analysis.inference.aggregate import read_tidy, speedups, write_speedups, write_tidy
+from fwbench.analysis.inference.figures import throughput_figure
+from fwbench.analysis.inference.macros import macros
+from fwbench.analysis.inference.tables import inference_table, latency_table, stacked_header, throughput_table
+from fwbench.analysis.setup.provenance import study_environment
+from fwbench.analysis.training.analysis import (
     step0_agreement,
     step0_table,
     training_figure,
@@ -27,10 +27,10 @@ from fwbench.analysis.training import (
     training_section,
     write_training_tables,
 )
-from fwbench.analysis.training_reference import comparison, comparison_section, read_published
-from fwbench.config import validate_config
+from fwbench.analysis.training.reference import comparison, comparison_section, read_published
 from fwbench.io import atomic_write_json
 from fwbench.results import load_result
+from fwbench.study.config import validate_config
 from tests.test_analysis import BASE, failed_in_rounds, measured_in_rounds
 
 REPO = Path(__file__).resolve().parents[1]

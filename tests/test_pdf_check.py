@@ -1,4 +1,4 @@
-"""The paper as a reader sees it (fwbench.analysis.pdf_check): every check's failure path on a synthetic log or a
+"""The paper as a reader sees it (fwbench.analysis.paper.pdf_check): every check's failure path on a synthetic log or a
 tiny LaTeX document built here, a clean document passing, and the generated tables fitting the page at 8 pt."""
 
 from __future__ import annotations
@@ -10,10 +10,10 @@ import subprocess
 import pandas as pd
 import pytest
 
-from fwbench.analysis import pdf_check
-from fwbench.analysis.latex import literal
-from fwbench.analysis.pdf_check import Problem
-from fwbench.analysis.tables import environment_table, failures_table, inference_table
+from fwbench.analysis.common.latex import literal
+from fwbench.analysis.inference.tables import environment_table, failures_table, inference_table
+from fwbench.analysis.paper import pdf_check
+from fwbench.analysis.paper.pdf_check import Problem
 
 needs_latex = pytest.mark.skipif(
     not all(shutil.which(tool) for tool in ("latexmk", "pdflatex", "pdftotext", "pdftoppm", "pdfinfo")),

@@ -10,9 +10,9 @@ import pytest
 import yaml
 from scipy import stats
 
-from fwbench.analysis import published as pub
-from fwbench.analysis import verdicts
-from fwbench.analysis.published_figure import published_figure
+from fwbench.analysis.common import verdicts
+from fwbench.analysis.published.comparison import comparison as pub
+from fwbench.analysis.published.figure import published_figure
 from tests.conftest import REPO
 
 

@@ -1,6 +1,6 @@
-"""fwbench.report_check in a real headless Chromium, on the report of a two-rule Snakemake workflow (seconds): a clean
-report passes, and each kind of problem (a JavaScript exception, a console error, a failed load, a figure that does
-not decode, an entry or category missing, an entry without description, a page that never renders) is reported."""
+"""fwbench.workflow.report_check in a real headless Chromium, on the report of a two-rule Snakemake workflow (seconds):
+a clean report passes, and each kind of problem (a JavaScript exception, a console error, a failed load, a figure that
+does not decode, an entry or category missing, an entry without description, a page that never renders) is reported."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from fwbench.report_check import ReportCheckError, check_report
+from fwbench.workflow.report_check import ReportCheckError, check_report
 
 SNAKEFILE = """
 rule all:

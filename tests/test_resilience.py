@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from fwbench import workflow_state
-from fwbench.analysis.cells import CellFileError, cells_by_path, load_cells
+from fwbench.analysis.common.cells import CellFileError, cells_by_path, load_cells
 from fwbench.io import atomic_write_json
-from fwbench.params import canonical
 from fwbench.results import load_result
+from fwbench.study.params import canonical
+from fwbench.workflow import state as workflow_state
 from tests.conftest import STUDY_ARGS, TINY_CONFIG, copy_workflow, write_study
 from tests.test_analysis import _result
 
@@ -177,7 +177,7 @@ def test_load_cells_names_a_corrupt_or_foreign_file_and_the_command(tmp_path, mo
 
 
 def test_a_script_ends_with_the_one_line_not_a_traceback(tmp_path):
-    from fwbench.logs import redirect_to
+    from fwbench.workflow.logs import redirect_to
 
     log = tmp_path / "rule.log"
     with pytest.raises(SystemExit) as caught, redirect_to(log):

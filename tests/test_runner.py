@@ -10,10 +10,10 @@ import sys
 import jsonschema
 import pytest
 
-from fwbench import order as trial_order
-from fwbench.grid import cells
 from fwbench.results import load_result, validate_result
-from fwbench.runner import run_cell
+from fwbench.running import order as trial_order
+from fwbench.running.runner import run_cell
+from fwbench.study.grid import cells
 from tests.conftest import prepare_tiny_study
 
 
@@ -71,7 +71,7 @@ def test_real_cell_result_validates(study, tmp_path, framework):
         assert metrics["compile_s"] > 0 and "compile_s" not in metrics["missing"]
     else:
         assert metrics["compile_s"] is None and "eager" in metrics["missing"]["compile_s"]
-    assert "[fwbench.worker]" in (tmp_path / "cell.log").read_text()
+    assert "[fwbench.running.worker]" in (tmp_path / "cell.log").read_text()
     # what a CPU machine cannot measure is missing with a reason, never 0
     assert (
         metrics["energy"] is not None
@@ -199,8 +199,8 @@ def test_jax_compilation_cache_state_is_recorded(study, tmp_path):
 SIGTERM_RUNNER = """
 import sys
 from pathlib import Path
-from fwbench.grid import Cell
-from fwbench.runner import run_cell
+from fwbench.study.grid import Cell
+from fwbench.running.runner import run_cell
 pid_file, out = Path(sys.argv[1]), Path(sys.argv[2])
 child = "import os, pathlib, time; pathlib.Path(%r).write_text(str(os.getpid())); time.sleep(120)" % str(pid_file)
 run_cell(Cell("inference", "torch", "small_cnn", "fp32", 1, 16), {"timeout_s": 300}, data_dir=out.parent,
@@ -235,7 +235,8 @@ def test_sigterm_to_the_runner_ends_its_child_and_writes_nothing(tmp_path):
     assert not out.exists()
 
 
-# --- the order of the trials in a group's rounds (fwbench.order) ----------------------------------------------------
+# --- the order of the trials in a group's rounds (fwbench.running.order)
+# ----------------------------------------------------
 
 # The Williams designs for 2, 3 and 4 variants, labels 0..n-1 (A, B, C, D).
 WILLIAMS = {

@@ -9,10 +9,10 @@ import time
 
 import pytest
 
-from fwbench import slots
-from fwbench.devices import DeviceCheckError
-from fwbench.grid import Cell
-from fwbench.runner import run_cell
+from fwbench.running import slots
+from fwbench.running.devices import DeviceCheckError
+from fwbench.running.runner import run_cell
+from fwbench.study.grid import Cell
 
 THREE_GPUS = {
     "platform": "cuda",

@@ -1,4 +1,5 @@
-"""The executor's status query, wrapped so that "CANCELLED by <uid>" counts as CANCELLED (fwbench.slurm_status)."""
+"""The executor's status query, wrapped so that "CANCELLED by <uid>" counts as CANCELLED
+(fwbench.workflow.slurm_status)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import asyncio
 import sys
 import types
 
-from fwbench import slurm_status
+from fwbench.workflow import slurm_status
 
 
 def test_a_cancelled_job_reads_as_cancelled(monkeypatch):

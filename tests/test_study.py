@@ -1,4 +1,4 @@
-"""Study files (fwbench.study): a file stands alone or names its base, values keep their source, narrowing keys
+"""Study files (fwbench.study.files): a file stands alone or names its base, values keep their source, narrowing keys
 select among the study's own models, and errors name the key and the file."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import subprocess
 import pytest
 import yaml
 
-from fwbench.config import ConfigError
-from fwbench.study import DEFAULT_STUDY, SCHEMA_DEFAULT, load_config, resolve, show
+from fwbench.study.config import ConfigError
+from fwbench.study.files import DEFAULT_STUDY, SCHEMA_DEFAULT, load_config, resolve, show
 from tests.conftest import REPO
 
 
@@ -96,7 +96,7 @@ def test_a_narrower_copy_of_the_default_study_needs_no_other_edit(in_repo, tmp_p
     assert config["training"]["models"] == [] and "training" not in config["suites"]
     assert config["mode_scope"]["models"] == []
     assert study.notes == ["training.models = ['small_cnn'] selects none of models ['resnet50']: no training cells"]
-    from fwbench.grid import cells
+    from fwbench.study.grid import cells
 
     assert {cell.model for cell in cells(config) if cell.suite != "micro"} == {"resnet50"}
 

@@ -130,8 +130,8 @@ def test_readme_run_cell_command_resolves_one_cell_for_every_model_of_the_defaul
     """The README's one-cell command with --model set to each model of the default study (the cell it would
     measure; running them is the slow test below)."""
     from fwbench.cli import _cell_config, build_parser
-    from fwbench.grid import cells
-    from fwbench.study import load_config
+    from fwbench.study.files import load_config
+    from fwbench.study.grid import cells
 
     study = load_config(REPO / "config" / "config.yaml")
     for suite in ("inference", "training"):
@@ -158,7 +158,7 @@ def test_readme_run_cell_command_measures_every_model_of_the_default_study(clone
     """The README's command with `--model` set to each model of the default study, run for real in the clone (the
     dataset, device record and weights are made on first use, as for a user)."""
     from fwbench.results import load_result
-    from fwbench.study import load_config
+    from fwbench.study.files import load_config
 
     command = readme_run_cell_command()
     assert command[0] == ".venv/bin/fwbench" and "--config" in command and "config/config.yaml" in command

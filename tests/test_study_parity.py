@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from fwbench.models import study_parity
+from fwbench.scenarios import parity as study_parity
 from tests.conftest import prepare_tiny_study
 
 

@@ -8,8 +8,8 @@ import time
 import pandas as pd
 import pytest
 
-from fwbench.analysis import study_time
-from fwbench.jobtime import JobTime, read_jobs, timed_job
+from fwbench.analysis.time import study_time
+from fwbench.workflow.jobtime import JobTime, read_jobs, timed_job
 
 
 def _job(rule, start, end, name=None):

@@ -89,7 +89,7 @@ def test_precisions_are_applied(weights):
 
 
 def test_micro_primitives_compile_and_agree():
-    from fwbench.operations import OPERATIONS
+    from fwbench.scenarios.operations import OPERATIONS
 
     backend = get_backend("tensorflow", threads=1, precision="fp32")
     arrays = backend.arrays()
@@ -134,7 +134,7 @@ def test_describe_devices_reports_gpus_like_the_other_frameworks():
 
 
 def test_device_check_names_tensorflows_cpu_build():
-    from fwbench.devices import DeviceCheckError, decide
+    from fwbench.running.devices import DeviceCheckError, decide
 
     gpu = {"platform": "cuda", "count": 1, "devices": [{"name": "NVIDIA H100 80GB HBM3"}], "cuda_runtime": "13.0"}
     cpu = {"platform": "cpu", "count": 0, "devices": [], "cuda_runtime": None, "cuda_build": False}

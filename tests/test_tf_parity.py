@@ -47,7 +47,7 @@ from fwbench.models.parity_core import (
 from fwbench.models.parity_tf import eval_parity, train_step, train_step_parity
 
 NUM_CLASSES = 10
-BF16_AGREEMENT = 5e-2  # fwbench.operations.AGREEMENT_BOUNDS["bfloat16"], the study's bf16 bar
+BF16_AGREEMENT = 5e-2  # fwbench.scenarios.operations.AGREEMENT_BOUNDS["bfloat16"], the study's bf16 bar
 
 
 def _fresh_seed() -> int:

@@ -203,8 +203,8 @@ def test_bn_recalibration_is_skipped_without_batch_norm():
 
 def _train(work, settings, backend, batch_size: int = 8, state: str = "state") -> dict:
     """One training cell of the small CNN at 16 px on `training_setup`'s data, in this process."""
-    from fwbench.grid import Cell
     from fwbench.scenarios import training
+    from fwbench.study.grid import Cell
 
     cell = Cell("training", backend.name, "small_cnn", "fp32", batch_size, 16)
     kwargs = {"data_dir": work / "data", "weights_path": work / "w.npz", "num_classes": 4}
@@ -214,8 +214,8 @@ def _train(work, settings, backend, batch_size: int = 8, state: str = "state") -
 @pytest.mark.parametrize("framework", FRAMEWORKS)
 def test_killed_training_resumes_from_last_epoch(training_setup, framework, monkeypatch):
     from fwbench.backends import get_backend
-    from fwbench.grid import Cell
     from fwbench.scenarios import training
+    from fwbench.study.grid import Cell
 
     work, settings = training_setup
     cell = Cell("training", framework, "small_cnn", "fp32", 8, 16)
@@ -249,9 +249,9 @@ def test_killed_training_resumes_from_last_epoch(training_setup, framework, monk
 
 
 def test_training_cell_end_to_end(training_setup):
-    from fwbench.grid import Cell
     from fwbench.results import load_result
-    from fwbench.runner import run_cell
+    from fwbench.running.runner import run_cell
+    from fwbench.study.grid import Cell
 
     work, settings = training_setup
     for framework in FRAMEWORKS:

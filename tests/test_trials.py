@@ -10,13 +10,13 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from fwbench.analysis.aggregate import speedups, tidy
-from fwbench.analysis.macros import macros
-from fwbench.analysis.tables import inference_table, throughput_table
-from fwbench.config import validate_config
-from fwbench.grid import Cell
+from fwbench.analysis.inference.aggregate import speedups, tidy
+from fwbench.analysis.inference.macros import macros
+from fwbench.analysis.inference.tables import inference_table, throughput_table
 from fwbench.io import atomic_write_json
-from fwbench.runner import merge_trials, run_group
+from fwbench.running.runner import merge_trials, run_group
+from fwbench.study.config import validate_config
+from fwbench.study.grid import Cell
 from fwbench.trackers.latency import timing_metrics
 from fwbench.trackers.stats import WITHIN_PROCESS_ONLY, is_noisy, noisy_trials, summary
 

@@ -1,4 +1,5 @@
-"""fwbench.analysis.verdicts: p-values from t intervals, Holm and Benjamini-Hochberg, equivalence, differences."""
+"""fwbench.analysis.common.verdicts: p-values from t intervals, Holm and Benjamini-Hochberg, equivalence,
+differences."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from fwbench.analysis import verdicts
+from fwbench.analysis.common import verdicts
 from fwbench.trackers.stats import geometric_mean_interval, paired_ratio_interval, welch_ratio_interval
 
 

@@ -204,7 +204,7 @@ def test_image_folder_study_plans_no_download(workdir, venv_bin, tmp_path):
     (tmp_path / "photos" / "a").mkdir(parents=True)
     (tmp_path / "photos" / "b").mkdir()
     config = tmp_path / "folder.yaml"
-    # The tiny study with another dataset: a study file naming its base (fwbench.study)
+    # The tiny study with another dataset: a study file naming its base (fwbench.study.files)
     config.write_text(
         yaml.safe_dump({"extends": STUDY_FILE, "dataset": {"source": "imagefolder", "path": str(tmp_path / "photos")}})
     )
@@ -317,7 +317,7 @@ def test_params_do_not_depend_on_key_order_or_number_spelling(workdir, venv_bin)
             path.write_text(text)
             # the new batch size's comparison group and what depends on it, nothing else measured again
             assert _planned_jobs(_run_study(workdir, venv_bin, "-n")) == {**baseline, **NEW_BATCH_SIZE_JOBS}
-            # Snakemake 9.27 alone would list the last output of every job here (fwbench.workflow_state).
+            # Snakemake 9.27 alone would list the last output of every job here (fwbench.workflow.state).
             assert _params_changes(workdir, venv_bin) == baseline_changes, "only a cell was added"
 
         spelled = {**inference, "timeout_s": float(inference["timeout_s"])}
@@ -330,10 +330,10 @@ def test_params_do_not_depend_on_key_order_or_number_spelling(workdir, venv_bin)
 
 @pytest.mark.slow
 def test_html_report_opens_in_a_browser_with_every_figure(workdir, venv_bin, tmp_path):
-    """`snakemake --report` after the study, opened in headless Chromium (fwbench.report_check): the page loads
+    """`snakemake --report` after the study, opened in headless Chromium (fwbench.workflow.report_check): the page loads
     without errors and lists the paper, figures and tables by category, each with its description, every figure
     decodes, and a screenshot is saved."""
-    from fwbench.report_check import check_report
+    from fwbench.workflow.report_check import check_report
 
     _run_study(workdir, venv_bin, "--report", "results/report/report.html")
     expected = {

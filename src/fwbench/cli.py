@@ -7,10 +7,10 @@ import os
 import sys
 from pathlib import Path
 
-from fwbench.config import ConfigError, validate_config
-from fwbench.devices import DeviceCheckError
-from fwbench.params import measurement_settings
-from fwbench.study import DEFAULT_STUDY, load_config, resolve, show
+from fwbench.running.devices import DeviceCheckError
+from fwbench.study.config import ConfigError, validate_config
+from fwbench.study.files import DEFAULT_STUDY, load_config, resolve, show
+from fwbench.study.params import measurement_settings
 
 
 def _cell_config(config: dict, args: argparse.Namespace) -> dict:
@@ -34,7 +34,7 @@ def _cell_config(config: dict, args: argparse.Namespace) -> dict:
 def _device_record(config: dict, results: Path) -> dict:
     """The study's device record (RESULTS/device.json), checked now as the workflow's device_check rule does if
     there is none yet, so a cell run by hand is held to the same device as the workflow's cells."""
-    from fwbench.devices import check, read_record
+    from fwbench.running.devices import check, read_record
 
     path = results / "device.json"
     if path.exists():
@@ -44,7 +44,7 @@ def _device_record(config: dict, results: Path) -> dict:
 
 
 def cmd_check_device(args: argparse.Namespace) -> int:
-    from fwbench.devices import check
+    from fwbench.running.devices import check
 
     config = load_config(args.config)
     record = check(config["frameworks"], config["device"], args.gpus, Path(args.results, "device.json"))
@@ -56,9 +56,9 @@ def cmd_check_device(args: argparse.Namespace) -> int:
 def cmd_run_cell(args: argparse.Namespace) -> int:
     from fwbench.data.prepare import check_matches, prepare
     from fwbench.data.store import MANIFEST, read_manifest
-    from fwbench.grid import cells
     from fwbench.models.weights import init_weights
-    from fwbench.runner import run_cell
+    from fwbench.running.runner import run_cell
+    from fwbench.study.grid import cells
 
     study = load_config(args.config)
     config = _cell_config(study, args)
@@ -175,7 +175,7 @@ def cmd_check_config(args: argparse.Namespace) -> int:
 
     from snakemake.cli import parse_config  # the very parser of snakemake's --config, so both read values alike
 
-    from fwbench.grid import cells, measuring_processes
+    from fwbench.study.grid import cells, measuring_processes
 
     study = resolve(args.config, parse_config(args.set))
     grid = cells(study.config)
@@ -197,11 +197,11 @@ def cmd_check_config(args: argparse.Namespace) -> int:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    """Run B's ratios against run A's (fwbench.analysis.compare, printed and written by compare_report): exit 1
+    """Run B's ratios against run A's (fwbench.analysis.compare.ratios, printed and written by compare_report): exit 1
     under --fail-on-change when any changed or flipped, so CI can stop on a regression; a directory or file that
     cannot be compared exits 2 (main)."""
-    from fwbench.analysis.compare import compare_runs
-    from fwbench.analysis.compare_report import render, write_outputs
+    from fwbench.analysis.compare.ratios import compare_runs
+    from fwbench.analysis.compare.report import render, write_outputs
 
     comparison = compare_runs(args.run_a, args.run_b, tolerance=args.tolerance)
     print(render(comparison), end="")

@@ -1,6 +1,6 @@
 # Aggregation: all cell JSONs -> one tidy table, plus the environment summary the paper prints.
 
-# The compiled-over-eager gain within a framework (fwbench.analysis.aggregate.mode_gains): its own table and figure.
+# The compiled-over-eager gain within a framework (fwbench.analysis.inference.aggregate.mode_gains): its own table and figure.
 MODE_GAINS_CSV = f"{RESULTS}/tables/mode_gains.csv"
 
 
@@ -36,9 +36,9 @@ rule aggregate_inference:
     conda:
         ENV
     params:
-        # which mode of each framework the ratios between frameworks pair (fwbench.modes.ratio_mode)
+        # which mode of each framework the ratios between frameworks pair (fwbench.study.modes.ratio_mode)
         ratio_modes=canonical(config["ratio_modes"]),
-        # how the ratios' verdicts are adjusted within each family (fwbench.analysis.verdicts.adjust_verdicts)
+        # how the ratios' verdicts are adjusted within each family (fwbench.analysis.common.verdicts.adjust_verdicts)
         analysis=canonical(config["analysis"]),
     script:
         "../scripts/aggregate.py"

@@ -3,21 +3,22 @@
 import sys
 from pathlib import Path
 
-from fwbench import HARNESS_VERSION, cluster
-from fwbench import study as study_files
-from fwbench.config import ConfigError, load_schema
+from fwbench import HARNESS_VERSION
+from fwbench.workflow import cluster
+from fwbench.study import files as study_files
+from fwbench.study.config import ConfigError, load_schema
 from fwbench.data import hub
 from fwbench.data.store import dataset_files
-from fwbench.devices import software_fingerprint
-from fwbench.grid import (
+from fwbench.running.devices import software_fingerprint
+from fwbench.study.grid import (
     WILDCARD_PATTERNS,
     cell_paths,
     comparison_rules,
     group_variants,
     suite_frameworks,
 )
-from fwbench import params
-from fwbench.params import canonical
+from fwbench.study import params
+from fwbench.study.params import canonical
 
 try:
     STUDY = study_files.resolve(
@@ -72,7 +73,7 @@ PAPER_TABLES = {
     )
 } | {"training": f"{RESULTS}/tables/training_section.tex"}
 # Every job's wall time: Snakemake's benchmark: files for the jobs that measure nothing, the measuring jobs' own
-# records beside them (fwbench.jobtime says why), read by the study_time rule.
+# records beside them (fwbench.workflow.jobtime says why), read by the study_time rule.
 BENCHMARKS = f"{RESULTS}/benchmarks"
 
 
@@ -82,7 +83,7 @@ def benchmark_file(rule_name, wildcards=""):
 
 
 def job_record(rule_name, wildcards):
-    """The wall-time record a measuring job writes itself (fwbench.jobtime.timed_job)."""
+    """The wall-time record a measuring job writes itself (fwbench.workflow.jobtime.timed_job)."""
     return f"{BENCHMARKS}/{rule_name}/{wildcards or 'job'}.json"
 
 
@@ -94,7 +95,7 @@ GPU_SLOTS = max(
 )
 CELL_THREADS = max(1, workflow.cores // GPU_SLOTS)
 # On a SLURM cluster (profiles/slurm) each benchmark job asks for one GPU (gpu=1 becomes sbatch --gpus=1), its
-# threads as cores, the time its processes may take at most (fwbench.cluster) and, unless cluster.share_nodes, its
+# threads as cores, the time its processes may take at most (fwbench.workflow.cluster) and, unless cluster.share_nodes, its
 # node to itself; its threads and memory come from the profile. Locally these resources mean nothing. Rules marked
 # `localrule: True` (downloads, aggregation, figures, tables, LaTeX) run where Snakemake runs, never as jobs.
 SLURM_EXTRA = cluster.slurm_extra(config)
@@ -136,7 +137,7 @@ def alternatives(names):
 
 
 def inference_group_outputs(model):
-    """One comparison group's cells: every framework in each of its modes (fwbench.grid.group_variants, config
+    """One comparison group's cells: every framework in each of its modes (fwbench.study.grid.group_variants, config
     order) at the rule's {model}/{precision}/bs{batch}; `model` is any model of the rule (they share the modes).
     """
     return [
@@ -212,11 +213,11 @@ LEDGER_CSV = f"{RESULTS}/tables/ledger.csv"
 
 def published_files():
     """The files reference/sources.yaml names: editing one reruns the comparison."""
-    from fwbench.analysis.published import read_sources
+    from fwbench.analysis.published.comparison import read_sources
 
     return [str(source.path) for source in read_sources(PUBLISHED_SOURCES)]
 
 
 def measurement_settings(suite):
-    """What a cell of `suite` measures under (fwbench.params.measurement_settings, as `fwbench run-cell` uses)."""
+    """What a cell of `suite` measures under (fwbench.study.params.measurement_settings, as `fwbench run-cell` uses)."""
     return params.measurement_settings(config, suite)

@@ -3,12 +3,12 @@
 # tensorflow, torch; ...), each trial a fresh, isolated, supervised process, so drift of the machine over time hits
 # the frameworks alike. Adding a batch size or a model runs only the new groups; adding a framework reruns every
 # group, because a comparison needs its cells measured interleaved. With --resources gpu=N up to N groups run at
-# once, each on its own GPU slot (a GPU and 1/N of the cores, see fwbench.slots); with gpu=1 nothing runs beside a
+# once, each on its own GPU slot (a GPU and 1/N of the cores, see fwbench.running.slots); with gpu=1 nothing runs beside a
 # timed cell.
 
 
-# The mode axis (fwbench.modes): torch/eager and torch/compile are cells of the same group. Models outside
-# mode_scope.models measure each framework's first mode only, in a rule of their own (fwbench.grid.comparison_rules).
+# The mode axis (fwbench.study.modes): torch/eager and torch/compile are cells of the same group. Models outside
+# mode_scope.models measure each framework's first mode only, in a rule of their own (fwbench.study.grid.comparison_rules).
 for group_rule, group_models in comparison_rules(
     config, "inference", "inference_group"
 ).items():

@@ -3,7 +3,7 @@
 # precision and batch size runs every framework's cell in interleaved trial rounds, like an inference group; the
 # analysis computes speedups over NumPy with intervals over processes (paired by round; within one process with one
 # trial, labelled so) and the crossover batch sizes from the point estimates, with intervals from resampling each
-# series (fwbench.analysis.micro).
+# series (fwbench.analysis.micro.speedups).
 
 if MICRO:
 
@@ -92,7 +92,7 @@ rule micro_analysis:
     conda:
         ENV
     params:
-        # how the speedups' verdicts are adjusted within each family (fwbench.analysis.verdicts.adjust_verdicts)
+        # how the speedups' verdicts are adjusted within each family (fwbench.analysis.common.verdicts.adjust_verdicts)
         multiplicity=config["analysis"]["multiplicity"],
     script:
         "../scripts/micro_analysis.py"

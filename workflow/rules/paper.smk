@@ -42,7 +42,7 @@ rule paper:
 
 
 # The paper as a reader sees it: its LaTeX log, its sources (report/paper.tex and the generated inputs) and the PDF,
-# every page rendered (fwbench.analysis.pdf_check). A paper with an undefined reference, a "??", an overfull box, an
+# every page rendered (fwbench.analysis.paper.pdf_check). A paper with an undefined reference, a "??", an overfull box, an
 # unreferenced float or text below 7 pt fails here, so a study whose PDF is broken does not finish silently.
 PAPER_CHECK = f"{RESULTS}/report/paper_check.json"
 

@@ -1,6 +1,6 @@
-from fwbench.analysis.aggregate import write_ratio_tables, write_tidy
+from fwbench.analysis.inference.aggregate import write_ratio_tables, write_tidy
 from fwbench.io import read_json
-from fwbench.logs import redirect_to
+from fwbench.workflow.logs import redirect_to
 
 with redirect_to(snakemake.log[0]):
     facts = [row for path in snakemake.input.facts for row in read_json(path)]

@@ -1,5 +1,5 @@
-from fwbench.analysis.training import write_training_tables
-from fwbench.logs import redirect_to
+from fwbench.analysis.training.analysis import write_training_tables
+from fwbench.workflow.logs import redirect_to
 
 with redirect_to(snakemake.log[0]):
     write_training_tables(snakemake.input.cells, snakemake.output.epochs, snakemake.output.step0)

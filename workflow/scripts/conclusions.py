@@ -1,9 +1,9 @@
-"""The paper's generated conclusions and limitations (fwbench.analysis.conclusions)."""
+"""The paper's generated conclusions and limitations (fwbench.analysis.paper.conclusions)."""
 
-from fwbench.analysis.aggregate import read_tidy
-from fwbench.analysis.conclusions import conclusions_section
+from fwbench.analysis.inference.aggregate import read_tidy
+from fwbench.analysis.paper.conclusions import conclusions_section
 from fwbench.io import atomic_write_text
-from fwbench.logs import redirect_to
+from fwbench.workflow.logs import redirect_to
 
 with redirect_to(snakemake.log[0]):
     training = snakemake.input.training

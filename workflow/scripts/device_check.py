@@ -1,7 +1,7 @@
 import sys
 
-from fwbench.devices import DeviceCheckError, check
-from fwbench.logs import redirect_to
+from fwbench.running.devices import DeviceCheckError, check
+from fwbench.workflow.logs import redirect_to
 
 try:
     with redirect_to(snakemake.log[0]):

@@ -1,7 +1,7 @@
 import os
 
-from fwbench.devices import read_record
-from fwbench.threads import pin_threads
+from fwbench.running.devices import read_record
+from fwbench.running.threads import pin_threads
 
 threads = pin_threads(snakemake.threads)  # before torch or jax start their thread pools
 # On the study's device, as every cell: device: cpu hides the GPUs from both frameworks before they start.
@@ -11,9 +11,9 @@ os.environ.update(record["environment"])
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 
 from fwbench.io import atomic_write_json  # noqa: E402
-from fwbench.jobtime import timed_job  # noqa: E402
-from fwbench.logs import redirect_to  # noqa: E402
 from fwbench.trackers.flops import measure_peak, probed_precisions  # noqa: E402
+from fwbench.workflow.jobtime import timed_job  # noqa: E402
+from fwbench.workflow.logs import redirect_to  # noqa: E402
 
 with redirect_to(snakemake.log[0]), timed_job(snakemake.params.job_record, snakemake.rule, {}):
     import torch

@@ -1,6 +1,6 @@
-from fwbench.analysis.aggregate import read_tidy
-from fwbench.analysis.figures import throughput_figure
-from fwbench.logs import redirect_to
+from fwbench.analysis.inference.aggregate import read_tidy
+from fwbench.analysis.inference.figures import throughput_figure
+from fwbench.workflow.logs import redirect_to
 
 with redirect_to(snakemake.log[0]):
     throughput_figure(read_tidy(snakemake.input.csv), snakemake.output.pdf, snakemake.output.png)

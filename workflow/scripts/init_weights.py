@@ -1,5 +1,5 @@
-from fwbench.logs import redirect_to
 from fwbench.models.weights import init_weights
+from fwbench.workflow.logs import redirect_to
 
 with redirect_to(snakemake.log[0]):
     record = init_weights(

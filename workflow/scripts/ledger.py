@@ -1,10 +1,10 @@
-"""The fairness ledger from the cells' own records and the study's parity table (fwbench.analysis.ledger)."""
+"""The fairness ledger from the cells' own records and the study's parity table (fwbench.analysis.fairness.ledger)."""
 
-from fwbench.analysis.aggregate import read_tidy
-from fwbench.analysis.ledger import ledger, ledger_section
+from fwbench.analysis.fairness.ledger import ledger, ledger_section
+from fwbench.analysis.inference.aggregate import read_tidy
 from fwbench.io import atomic_write_text
-from fwbench.logs import redirect_to
 from fwbench.results import load_result
+from fwbench.workflow.logs import redirect_to
 
 with redirect_to(snakemake.log[0]):
     rows = ledger(

@@ -1,7 +1,7 @@
-from fwbench.analysis.aggregate import read_tidy
-from fwbench.analysis.data_report import loader_figure
+from fwbench.analysis.inference.aggregate import read_tidy
+from fwbench.analysis.setup.data_report import loader_figure
 from fwbench.io import read_json
-from fwbench.logs import redirect_to
+from fwbench.workflow.logs import redirect_to
 
 with redirect_to(snakemake.log[0]):
     loader_figure(

@@ -2,8 +2,8 @@ from pathlib import Path
 
 from fwbench.data.throughput import measure_loader
 from fwbench.io import atomic_write_json
-from fwbench.logs import redirect_to
-from fwbench.threads import pin_threads
+from fwbench.running.threads import pin_threads
+from fwbench.workflow.logs import redirect_to
 
 with redirect_to(snakemake.log[0]):
     threads = pin_threads(snakemake.threads)

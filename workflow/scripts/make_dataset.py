@@ -1,7 +1,7 @@
 from pathlib import Path
 
 from fwbench.data.prepare import prepare
-from fwbench.logs import redirect_to
+from fwbench.workflow.logs import redirect_to
 
 with redirect_to(snakemake.log[0]):
     manifest = prepare(

@@ -1,6 +1,6 @@
-from fwbench.analysis.micro_report import micro_section, write_micro_outputs
+from fwbench.analysis.micro.report import micro_section, write_micro_outputs
 from fwbench.io import atomic_write_text
-from fwbench.logs import redirect_to
+from fwbench.workflow.logs import redirect_to
 
 with redirect_to(snakemake.log[0]):
     outputs = dict(snakemake.output.items())

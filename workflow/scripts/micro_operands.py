@@ -1,5 +1,5 @@
-from fwbench.logs import redirect_to
-from fwbench.operations import write_operands
+from fwbench.scenarios.operations import write_operands
+from fwbench.workflow.logs import redirect_to
 
 with redirect_to(snakemake.log[0]):
     record = write_operands(snakemake.output.operands, seed=snakemake.params.seed, **snakemake.params.sizes)

@@ -1,6 +1,6 @@
-from fwbench.analysis.aggregate import read_tidy
-from fwbench.analysis.figures import mode_gain_figure
-from fwbench.logs import redirect_to
+from fwbench.analysis.inference.aggregate import read_tidy
+from fwbench.analysis.inference.figures import mode_gain_figure
+from fwbench.workflow.logs import redirect_to
 
 with redirect_to(snakemake.log[0]):
     mode_gain_figure(read_tidy(snakemake.input.gains), snakemake.output.pdf, snakemake.output.png)

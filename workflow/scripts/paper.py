@@ -7,7 +7,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from fwbench.analysis.study_time import latex_time_macros
+from fwbench.analysis.time.study_time import latex_time_macros
 from fwbench.io import read_json
 
 build = Path(snakemake.params.build_dir)

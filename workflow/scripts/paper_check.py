@@ -1,11 +1,11 @@
-"""Check the built paper as a reader sees it (fwbench.analysis.pdf_check): the report and the page images, and the
+"""Check the built paper as a reader sees it (fwbench.analysis.paper.pdf_check): the report and the page images, and the
 study stops with each problem named when there is any."""
 
 import json
 
-from fwbench.analysis.pdf_check import PaperCheckError, check_paper
+from fwbench.analysis.paper.pdf_check import PaperCheckError, check_paper
 from fwbench.io import atomic_write_json
-from fwbench.logs import redirect_to
+from fwbench.workflow.logs import redirect_to
 
 with redirect_to(snakemake.log[0]):
     report = check_paper(

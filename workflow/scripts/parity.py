@@ -1,12 +1,12 @@
-"""Every framework's study logits against PyTorch's: results/tables/parity.csv (fwbench.models.study_parity)."""
+"""Every framework's study logits against PyTorch's: results/tables/parity.csv (fwbench.scenarios.parity)."""
 
 from pathlib import Path
 
 import numpy as np
 
 from fwbench.io import atomic_write_text, read_json
-from fwbench.logs import redirect_to
-from fwbench.models.study_parity import compare
+from fwbench.scenarios.parity import compare
+from fwbench.workflow.logs import redirect_to
 
 with redirect_to(snakemake.log[0]):
     records, logits = {}, {}

@@ -1,4 +1,4 @@
-"""One framework's eval logits of every model on the study's weights (fwbench.models.study_parity), in this job's
+"""One framework's eval logits of every model on the study's weights (fwbench.scenarios.parity), in this job's
 own process: the fairness ledger compares them with PyTorch's."""
 
 from pathlib import Path
@@ -6,8 +6,8 @@ from pathlib import Path
 import numpy as np
 
 from fwbench.io import atomic_stream, atomic_write_json
-from fwbench.logs import redirect_to
-from fwbench.models.study_parity import framework_logits
+from fwbench.scenarios.parity import framework_logits
+from fwbench.workflow.logs import redirect_to
 
 with redirect_to(snakemake.log[0], native=True):  # the frameworks' C++ logging too
     record, logits = framework_logits(

@@ -1,12 +1,13 @@
-"""Published figures beside this study's matching cells: table, section and figure (fwbench.analysis.published)."""
+"""Published figures beside this study's matching cells: table, section and figure
+(fwbench.analysis.published.comparison)."""
 
 from pathlib import Path
 
-from fwbench.analysis.aggregate import read_tidy
-from fwbench.analysis.published import compare, read_sources, section
-from fwbench.analysis.published_figure import published_figure
+from fwbench.analysis.inference.aggregate import read_tidy
+from fwbench.analysis.published.comparison import compare, read_sources, section
+from fwbench.analysis.published.figure import published_figure
 from fwbench.io import atomic_write_text
-from fwbench.logs import redirect_to
+from fwbench.workflow.logs import redirect_to
 
 with redirect_to(snakemake.log[0]):
     margin = float(snakemake.params.margin)  # analysis.equivalence_margin

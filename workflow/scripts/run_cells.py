@@ -1,14 +1,14 @@
 """Entry point of the measuring rules: one training cell (framework and mode in the wildcards) or one inference or
 micro comparison group (every (framework, mode) of params.variants, in the order of the rule's outputs), run by
-fwbench.runner.run_group. A micro group reads no dataset; its `weights` input is the operands file."""
+fwbench.running.runner.run_group. A micro group reads no dataset; its `weights` input is the operands file."""
 
 from pathlib import Path
 
-from fwbench.config import validate_config
-from fwbench.devices import read_record
-from fwbench.grid import cell_from_wildcards
-from fwbench.jobtime import timed_job
-from fwbench.runner import run_group
+from fwbench.running.devices import read_record
+from fwbench.running.runner import run_group
+from fwbench.study.config import validate_config
+from fwbench.study.grid import cell_from_wildcards
+from fwbench.workflow.jobtime import timed_job
 
 wildcards = dict(snakemake.wildcards.items())
 variants = [(wildcards["framework"], wildcards["mode"])] if "framework" in wildcards else snakemake.params.variants

@@ -1,8 +1,8 @@
-from fwbench.analysis import study_time
-from fwbench.analysis.cells import load_cells
+from fwbench.analysis.common.cells import load_cells
+from fwbench.analysis.time import study_time
 from fwbench.io import atomic_write_json, atomic_write_text
-from fwbench.jobtime import read_jobs
-from fwbench.logs import redirect_to
+from fwbench.workflow.jobtime import read_jobs
+from fwbench.workflow.logs import redirect_to
 
 with redirect_to(snakemake.log[0]):
     jobs = read_jobs(snakemake.params.benchmarks)

@@ -1,5 +1,5 @@
-from fwbench.analysis.paper_inputs import write_paper_inputs
-from fwbench.logs import redirect_to
+from fwbench.analysis.paper.inputs import write_paper_inputs
+from fwbench.workflow.logs import redirect_to
 
 with redirect_to(snakemake.log[0]):
     write_paper_inputs(

@@ -1,5 +1,5 @@
-from fwbench.analysis.training import training_figure
-from fwbench.logs import redirect_to
+from fwbench.analysis.training.analysis import training_figure
+from fwbench.workflow.logs import redirect_to
 
 with redirect_to(snakemake.log[0]):
     training_figure(snakemake.input.cells, snakemake.output.pdf, snakemake.output.png)

@@ -6,8 +6,8 @@ import importlib
 
 from fwbench.backends.base import Framework
 
-# NumPy is the micro suite's baseline (no models): fwbench.grid.suite_frameworks adds it there. Each framework's
-# execution modes are registered in fwbench.modes (no framework import there: the grid and the schema use it).
+# NumPy is the micro suite's baseline (no models): fwbench.study.grid.suite_frameworks adds it there. Each framework's
+# execution modes are registered in fwbench.study.modes (no framework import there: the grid and the schema use it).
 FRAMEWORKS = {
     "torch": "fwbench.backends.torch:TorchBackend",
     "jax": "fwbench.backends.jax:JaxBackend",

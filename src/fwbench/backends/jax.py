@@ -13,10 +13,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from fwbench import autotune, launch_cache
+from fwbench.backends import launch_cache
 from fwbench.backends.base import Arrays, Backend
 from fwbench.backends.driver_identity import DriverIdentity
 from fwbench.models import flax_host_variables
+from fwbench.study import autotune
 
 
 def _cache_state() -> dict[str, Any]:

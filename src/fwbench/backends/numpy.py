@@ -11,8 +11,8 @@ from typing import Any
 
 import numpy as np
 
-from fwbench import autotune
 from fwbench.backends.base import Arrays, Framework
+from fwbench.study import autotune
 
 
 class NumpyArrays(Arrays):

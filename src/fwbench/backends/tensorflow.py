@@ -21,10 +21,11 @@ from typing import Any
 
 import numpy as np
 
-from fwbench import autotune, launch_cache
+from fwbench.backends import launch_cache
 from fwbench.backends.base import Arrays, Backend
 from fwbench.backends.driver_identity import DriverIdentity
-from fwbench.tensorflow_import import keras, tf
+from fwbench.models.tensorflow_import import keras, tf
+from fwbench.study import autotune
 from fwbench.training.firstcall import first_call_extra
 
 

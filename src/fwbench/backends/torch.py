@@ -12,9 +12,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from fwbench import autotune
 from fwbench.backends.base import Arrays, Backend
 from fwbench.models import torch_model, torchvision_defs
+from fwbench.study import autotune
 
 
 class CudaEventTimer:
@@ -113,7 +113,7 @@ class TorchBackend(Backend):
         torch.set_float32_matmul_precision("high" if tf32 else "highest")
         torch.backends.cuda.matmul.allow_tf32 = tf32
         torch.backends.cudnn.allow_tf32 = tf32
-        # cuDNN's autotuning follows the study's `autotune` (fwbench.autotune); the fallback ladder's
+        # cuDNN's autotuning follows the study's `autotune` (fwbench.study.autotune); the fallback ladder's
         # cudnn_benchmark_off rung sets FWBENCH_CUDNN_BENCHMARK=0 for a cell whose cuDNN autotuning crashed
         # (recorded as that cell's deviation).
         self.compile_mode = self.compile_options.get("torch_mode", "default") if self.mode == "compile" else None

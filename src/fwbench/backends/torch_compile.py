@@ -12,7 +12,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from fwbench import launch_cache
+from fwbench.backends import launch_cache
 
 INDUCTOR_CACHE_ENV = "TORCHINDUCTOR_CACHE_DIR"
 # Set by the worker when the study keeps no Inductor cache (compile.inductor_cache: null): the process's cache

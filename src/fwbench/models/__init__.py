@@ -160,7 +160,7 @@ def tf_forward(
 ) -> np.ndarray:
     """Logits of the Keras twin with the given torch weights on an NCHW float32 batch, compiled with XLA as the study
     runs it; train=True is train mode with batch statistics and no randomness (running statistics untouched)."""
-    from fwbench.tensorflow_import import tf
+    from fwbench.models.tensorflow_import import tf
 
     model = tf_model(name, state_dict, num_classes=num_classes, image_size=image_size)
     forward = tf.function(lambda x: model(x, training=train), jit_compile=True)

@@ -15,7 +15,7 @@ import numpy as np
 
 from fwbench.models.convert import PACKED_PARTS, _flatten, _unflatten, flax_to_torch, torch_source, torch_to_flax
 from fwbench.models.keras_layers import Module, Twin, modules, root
-from fwbench.tensorflow_import import tf
+from fwbench.models.tensorflow_import import tf
 
 Path = tuple[str, ...]
 PART_NAMES = {index: name.removeprefix("in_proj_") for name, index in PACKED_PARTS.items()}

@@ -28,7 +28,7 @@ import math
 from collections.abc import Callable, Iterator
 from typing import NamedTuple
 
-from fwbench.tensorflow_import import keras, tf
+from fwbench.models.tensorflow_import import keras, tf
 
 # Counter-based RNG named explicitly: "auto_select" leaves the choice to the device, and a seed should draw the same
 # masks wherever a twin runs.

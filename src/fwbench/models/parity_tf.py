@@ -12,7 +12,7 @@ from fwbench.models import keras_model, load_torch_weights, tf_forward
 from fwbench.models.keras_convert import arrays_to_torch, keras_to_torch
 from fwbench.models.keras_layers import update_running_statistics
 from fwbench.models.parity_core import eval_parity_of, train_step_parity_of
-from fwbench.tensorflow_import import tf
+from fwbench.models.tensorflow_import import tf
 
 tf.config.experimental.enable_tensor_float_32_execution(False)
 

@@ -16,7 +16,7 @@ from fwbench.models.keras_layers import (
     global_average_pool,
 )
 from fwbench.models.resnet_shape import BN_EPS, BN_MOMENTUM, EXPANSION, PLANES, RESNET50_BLOCKS
-from fwbench.tensorflow_import import tf
+from fwbench.models.tensorflow_import import tf
 
 
 def _bn(name: str, features: int) -> BatchNorm:

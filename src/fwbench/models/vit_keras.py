@@ -22,8 +22,8 @@ from fwbench.models.keras_layers import (
     gelu,
     normal_init,
 )
+from fwbench.models.tensorflow_import import tf
 from fwbench.models.vit_shape import LN_EPS, VIT_B_16, ViTConfig, check_image_size
-from fwbench.tensorflow_import import tf
 
 
 class SelfAttention(Module):

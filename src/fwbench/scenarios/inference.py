@@ -1,4 +1,4 @@
-"""The inference scenario: forward passes of one model at one batch size, timed in bursts (fwbench.blocks)."""
+"""The inference scenario: forward passes of one model at one batch size, timed in bursts (fwbench.scenarios.blocks)."""
 
 from __future__ import annotations
 
@@ -9,12 +9,12 @@ from typing import Any
 
 import numpy as np
 
-from fwbench import blocks
 from fwbench.backends.base import Backend
 from fwbench.data.inputs import batch_of, normalize
 from fwbench.data.store import load_split
-from fwbench.grid import Cell
-from fwbench.operations import digest
+from fwbench.scenarios import blocks
+from fwbench.scenarios.operations import digest
+from fwbench.study.grid import Cell
 from fwbench.trackers.energy import BurstWindows, energy_meter, idle_baseline
 from fwbench.trackers.latency import DEVICE_PASS_ITERS, device_pass, timing_metrics
 from fwbench.trackers.memory import LOAD_INTERVAL_S, TIMED_INTERVAL_S, RssSampler, peak_rss_mb, rss_mb
@@ -182,8 +182,8 @@ def run(
     noisy = timing.pop("noisy")
     metrics = {
         **timing,
-        # The cell's throughput is over its bursts (see fwbench.blocks.summarise); the median-step rate of all its
-        # iterations is kept beside it.
+        # The cell's throughput is over its bursts (see fwbench.scenarios.blocks.summarise); the median-step rate of all
+        # its iterations is kept beside it.
         "throughput_img_s_median_step": timing["throughput_img_s"],
         "throughput_img_s": timed["throughput_img_s"],
         "ci95": timed["ci95"],

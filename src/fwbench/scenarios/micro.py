@@ -1,4 +1,5 @@
-"""The micro suite: one operation (fwbench.operations) at one batch size, timed per call in bursts (fwbench.blocks).
+"""The micro suite: one operation (fwbench.scenarios.operations) at one batch size, timed per call in bursts
+(fwbench.scenarios.blocks).
 
 What is timed, for every framework alike: each call of the operation on inputs and weights already on the device,
 followed by a synchronise (variant "resident"); and, with `include_transfer`, the host-to-device copy of the input
@@ -20,10 +21,10 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from fwbench import blocks
 from fwbench.backends.base import Arrays, Framework
-from fwbench.grid import Cell
-from fwbench.operations import check_agreement, digest, input_rows, load_operands, operation, reference
+from fwbench.scenarios import blocks
+from fwbench.scenarios.operations import check_agreement, digest, input_rows, load_operands, operation, reference
+from fwbench.study.grid import Cell
 from fwbench.trackers.latency import timing_metrics
 from fwbench.trackers.memory import peak_rss_mb
 

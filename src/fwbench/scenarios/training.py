@@ -20,19 +20,20 @@ from typing import Any
 
 import numpy as np
 
-from fwbench.backends.base import Backend, Trainer
+from fwbench.backends.base import Backend
 from fwbench.data.inputs import normalize
 from fwbench.data.loader import Loader, pad_rows, to_layout
 from fwbench.data.store import load_split
-from fwbench.grid import Cell
 from fwbench.io import atomic_write_json, read_json
-from fwbench.operations import digest
 from fwbench.scenarios.inference import load_weights
+from fwbench.scenarios.operations import digest
+from fwbench.study.grid import Cell
 from fwbench.trackers.energy import energy_meter, idle_baseline
 from fwbench.trackers.memory import LOAD_INTERVAL_S, TIMED_INTERVAL_S, RssSampler, peak_rss_mb, rss_mb
 from fwbench.trackers.nvml import NvmlDevice, open_device
 from fwbench.training import checkpoint
 from fwbench.training.recipe import Recipe, learning_rates
+from fwbench.training.trainer import Trainer
 
 WAIT_FLAG = 0.05  # a cell that spends more than this fraction of its step time waiting for data is flagged
 SKIP_STEPS = 2  # steps at the start of each epoch left out of the steady-state rate (pipeline fill, first call)

@@ -1,7 +1,7 @@
 """What every framework's timing shares: the device-time pass and the throughput and latency summaries of raw
-samples. The timed iterations themselves run in bursts (fwbench.blocks): each iteration is bracketed by a device
-synchronise, so the host clock measures completed work, and nothing but the step and the synchronise falls between
-the two clock reads, for every framework. Device time (CUDA events) is measured in its own pass after the bursts
+samples. The timed iterations themselves run in bursts (fwbench.scenarios.blocks): each iteration is bracketed by a
+device synchronise, so the host clock measures completed work, and nothing but the step and the synchronise falls
+between the two clock reads, for every framework. Device time (CUDA events) is measured in its own pass after the bursts
 (`device_pass`), so the event records never enter the host-timed samples.
 """
 

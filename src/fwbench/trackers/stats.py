@@ -29,7 +29,7 @@ NOISE_IQR_FRACTION = 0.10  # a cell whose IQR exceeds 10% of its median is flagg
 class Interval:
     """An estimate with its 95% interval. A t interval on logs also keeps its standard error on the log scale and its
     degrees of freedom, from which a verdict can be drawn at another level (a multiplicity-adjusted one, an
-    equivalence test: fwbench.analysis.verdicts); a bootstrap interval has neither."""
+    equivalence test: fwbench.analysis.common.verdicts); a bootstrap interval has neither."""
 
     estimate: float
     low: float

@@ -14,13 +14,13 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from fwbench.backends.base import STATISTICS, Trainer
 from fwbench.io import atomic_stream
 from fwbench.models import flax_host_variables
 from fwbench.models.layers import MOMENTS
 from fwbench.training.checkpoint import read_arrays, write_arrays
 from fwbench.training.firstcall import first_call_extra
 from fwbench.training.recipe import Recipe
+from fwbench.training.trainer import STATISTICS, Trainer
 
 
 def adam(recipe: Recipe) -> optax.GradientTransformation:

@@ -17,12 +17,12 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from fwbench.backends.base import STATISTICS, Trainer
 from fwbench.io import atomic_stream
-from fwbench.tensorflow_import import tf
+from fwbench.models.tensorflow_import import tf
 from fwbench.training.checkpoint import read_arrays, write_arrays
 from fwbench.training.firstcall import first_call_extra
 from fwbench.training.recipe import Recipe
+from fwbench.training.trainer import STATISTICS, Trainer
 
 OPTIMIZER = (
     "torch.optim.Adam's update in TensorFlow ops inside the XLA train step (L2 weight decay into the gradient, "

@@ -20,10 +20,10 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from fwbench.backends.base import STATISTICS, Trainer
 from fwbench.io import atomic_stream
 from fwbench.training.firstcall import first_call_extra
 from fwbench.training.recipe import Recipe
+from fwbench.training.trainer import STATISTICS, Trainer
 
 ADAM_IMPLEMENTATIONS = ("fused", "foreach", "single-tensor")
 

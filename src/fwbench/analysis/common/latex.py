@@ -1,0 +1,144 @@
+"""Small LaTeX helpers shared by the table and macro writers."""
+
+from __future__ import annotations
+
+import math
+import re
+
+_SPECIAL = {
+    "\\": r"\textbackslash{}",
+    "&": r"\&",
+    "%": r"\%",
+    "$": r"\$",
+    "#": r"\#",
+    "_": r"\_",
+    "{": r"\{",
+    "}": r"\}",
+    "~": r"\textasciitilde{}",
+    "^": r"\textasciicircum{}",
+}
+
+# The paper's name for each framework; its order is the paper's order (PyTorch, the baseline of every ratio, first).
+FRAMEWORK_LABELS = {"torch": "PyTorch", "jax": "JAX/Flax", "tensorflow": "TensorFlow/Keras"}
+# Short names where a table header or a ratio's name must stay narrow ("JAX/PT [95% CI]", "TF compile s").
+SHORT_LABELS = {"torch": "PT", "jax": "JAX", "tensorflow": "TF"}
+# Every ratio is a framework's throughput over PyTorch's (fwbench.analysis.inference.aggregate.speedups).
+BASELINE = "torch"
+
+
+def label(framework: str) -> str:
+    """The paper's name for a framework (its own name for one the label map does not know)."""
+    return FRAMEWORK_LABELS.get(framework, framework)
+
+
+def short_label(framework: str) -> str:
+    return SHORT_LABELS.get(framework, framework)
+
+
+def ratio_label(framework: str) -> str:
+    """The name of a framework's ratio to the baseline in prose, e.g. "JAX/PyTorch" or "TF/PyTorch"."""
+    return f"{short_label(framework)}/{label(BASELINE)}"
+
+
+def ordered_frameworks(frameworks) -> list[str]:
+    """The distinct frameworks in the paper's order (FRAMEWORK_LABELS), any other after them by name: tables and
+    macros list frameworks the same way whatever order the cells came in."""
+    known = list(FRAMEWORK_LABELS)
+    distinct = {str(f) for f in frameworks}
+    return sorted(distinct, key=lambda f: (known.index(f) if f in known else len(known), f))
+
+
+# How each execution mode (fwbench.study.modes) reads in tables and prose; compiled modes are what the ratios pair.
+MODE_LABELS = {"eager": "eager", "compile": "compiled", "jit": "jit", "xla": "XLA"}
+MODE_SHORT = {"eager": "e", "compile": "c", "jit": "", "xla": ""}
+
+
+def mode_label(mode: str) -> str:
+    return MODE_LABELS.get(mode, mode)
+
+
+def variant_label(framework: str, mode: str, *, alone: bool = False) -> str:
+    """A framework in one execution mode: "PyTorch (eager)", "PyTorch (compiled)", "JAX/Flax (jit)". `alone`: the
+    framework has no other mode in this study, so its name alone is unambiguous ("JAX/Flax")."""
+    return label(framework) if alone else f"{label(framework)} ({mode_label(mode)})"
+
+
+def variant_short(framework: str, mode: str) -> str:
+    """Narrow form for headers and ratio names: "PT-eager", "PT-compiled", "JAX", "TF" (a framework's only, always
+    compiled mode needs no suffix)."""
+    if framework in ("jax", "tensorflow") and mode in ("jit", "xla"):
+        return short_label(framework)
+    return f"{short_label(framework)}-{mode_label(mode)}"
+
+
+def pairing_label(framework: str, mode: str, baseline_mode: str) -> str:
+    """A ratio to the baseline in prose with the modes it pairs: "JAX/PyTorch-compiled", "TF/PyTorch-eager" (the
+    numerator as `variant_short` names it, the baseline spelt out with its mode)."""
+    return f"{variant_short(framework, mode)}/{label(BASELINE)}-{mode_label(baseline_mode)}"
+
+
+def ordered_variants(variants) -> list[tuple[str, str]]:
+    """Distinct (framework, mode) pairs in the paper's order: frameworks as ordered_frameworks, then each
+    framework's modes in registry order (eager before compiled)."""
+    from fwbench.study.modes import MODES
+
+    distinct = {(str(f), str(m)) for f, m in variants}
+    frameworks = ordered_frameworks(f for f, _ in distinct)
+
+    def key(variant):
+        framework, mode = variant
+        order = MODES.get(framework, ())
+        return (frameworks.index(framework), order.index(mode) if mode in order else len(order), mode)
+
+    return sorted(distinct, key=key)
+
+
+def others(frameworks) -> list[str]:
+    """The frameworks compared against the baseline, in the paper's order."""
+    return [f for f in ordered_frameworks(frameworks) if f != BASELINE]
+
+
+def join_words(items: list[str]) -> str:
+    """ "a", "a and b", "a, b and c": the frameworks a sentence names."""
+    return " and ".join(items) if len(items) < 3 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def default_title(frameworks) -> str:
+    """The paper's title when the study gives none: its frameworks, so a study of two never claims three."""
+    return f"{join_words([label(f) for f in ordered_frameworks(frameworks)])}, measured side by side"
+
+
+def escape(text: object) -> str:
+    return "".join(_SPECIAL.get(ch, ch) for ch in str(text))
+
+
+def literal(text: object) -> str:
+    """`escape(text)` with every hyphen printed as typed: LaTeX sets "--" as an en dash, so a command-line flag
+    (--xla_gpu_autotune_level=0) would print as one that does not work when copied."""
+    return re.sub(r"-(?=-)", "-{}", escape(text))
+
+
+def number(value: float | None, digits: int = 3) -> str:
+    """Significant-figure formatting; a missing value is an em dash, never 0."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "---"
+    if value == 0:
+        return "0"
+    magnitude = math.floor(math.log10(abs(value)))
+    decimals = max(0, digits - 1 - magnitude)
+    return f"{value:,.{decimals}f}".replace(",", "{,}")
+
+
+def define_macros(values: dict[str, str]) -> str:
+    """`\\newcommand` lines for {macro name: value}, one per line."""
+    return "".join(rf"\newcommand{{\{name}}}{{{value}}}" + "\n" for name, value in values.items())
+
+
+def macro_name(*parts: str) -> str:
+    """A valid LaTeX macro name (letters only) from parts like ('speedup', 'small_cnn')."""
+    words = re.split(r"[^A-Za-z0-9]+", " ".join(parts))
+    digits = dict(
+        zip("0123456789", ["Zero", "One", "Two", "Three", "Four", "Five", "Six", "Seven", "Eight", "Nine"], strict=True)
+    )
+    out = "".join(w[:1].upper() + w[1:] for w in words if w)
+    return "fwb" + "".join(digits.get(ch, ch) for ch in out)

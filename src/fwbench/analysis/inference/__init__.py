@@ -1,0 +1,1 @@
+"""The paper's inference section: the ratio tables (speedups, mode gains), their tables, figures and macros."""

@@ -1,0 +1,67 @@
+"""Everything the paper \\input{}s, written in one place so the workflow script stays a thin call."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from fwbench.analysis.inference.aggregate import read_tidy
+from fwbench.analysis.inference.macros import include_deviating, macros
+from fwbench.analysis.inference.tables import (
+    environment_table,
+    failure_macros,
+    failures_table,
+    inference_table,
+    models_table,
+)
+from fwbench.analysis.setup.data_report import dataset_table, loader_macros, loader_table
+from fwbench.analysis.setup.provenance import study_environment
+from fwbench.analysis.training.analysis import training_macros, training_section
+from fwbench.analysis.training.reference import read_published
+from fwbench.io import atomic_write_text, read_json
+
+
+def write_paper_inputs(
+    *,
+    csv: str | Path,
+    speedups_csv: str | Path,
+    mode_gains_csv: str | Path,
+    cell_paths: Iterable[str | Path],
+    facts: Iterable[str | Path],
+    weights: Iterable[str | Path],
+    manifest: str | Path,
+    preprocess: str | Path,
+    loader: str | Path,
+    training: list[str | Path],
+    config: Mapping[str, Any],
+    outputs: Mapping[str, str],
+    training_reference: str | Path | None = None,
+) -> None:
+    """`training_reference`: the published L4 training figures (reference/published-l4-training.csv) the training
+    section sets the small-CNN cells beside; without it the section has no such table. `mode_gains_csv`: the
+    compiled-over-eager gains (results/tables/mode_gains.csv)."""
+    frame, ratios, gains = read_tidy(csv), read_tidy(speedups_csv), read_tidy(mode_gains_csv)
+    env = study_environment(cell_paths)
+    atomic_write_text(outputs["inference"], inference_table(frame, list(config["frameworks"]), ratios))
+    atomic_write_text(outputs["environment"], environment_table(env))
+    loader_result = read_json(loader)
+    extra = loader_macros(loader_result, frame)
+    include = include_deviating(dict(config))
+    epochs = None
+    if training:
+        epochs, agreement = read_tidy(training[0]), read_tidy(training[1])
+        extra |= training_macros(epochs, agreement, include)
+        published = read_published(training_reference) if training_reference is not None else None
+        atomic_write_text(outputs["training"], training_section(epochs, agreement, include, published))
+    else:
+        atomic_write_text(outputs["training"], training_section(None, None))
+    # Deviations and failures of every suite (the training table has one row per epoch, a failed cell one row).
+    atomic_write_text(outputs["failures"], failures_table(frame, epochs))
+    extra |= failure_macros(frame, epochs)
+    atomic_write_text(outputs["macros"], macros(frame, ratios, env, dict(config), extra, gains))
+    atomic_write_text(outputs["dataset"], dataset_table(read_json(manifest), read_json(preprocess)))
+    atomic_write_text(outputs["loader"], loader_table(loader_result, frame))
+    starts = {record["model"]: record["description"] for record in map(read_json, weights)}
+    rows = [row for path in facts for row in read_json(path)]
+    atomic_write_text(outputs["models"], models_table(rows, starts))

@@ -1,0 +1,1 @@
+"""The paper's reproducibility section: where the study's wall time went."""

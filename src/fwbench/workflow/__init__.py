@@ -1,0 +1,2 @@
+"""Supporting the Snakemake workflow: its state, job times, logs, the cluster profile, scheduler status, the HTML report
+check."""
