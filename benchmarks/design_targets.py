@@ -21,7 +21,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from fwbench.analysis.compare.ratios import FLIPPED, compare_runs, finite
+from fwbench.analysis.compare.change import FLIPPED, finite
+from fwbench.analysis.compare.ratios import compare_runs
 
 PARITY = 0.05
 TARGETS = {

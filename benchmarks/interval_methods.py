@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from fwbench.analysis.inference.aggregate import speedups
+from fwbench.analysis.inference.ratios import speedups
 from fwbench.results import load_result
 from fwbench.trackers.stats import bootstrap_ratio_of_medians
 

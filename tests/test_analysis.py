@@ -11,19 +11,16 @@ import pandas as pd
 import pytest
 
 from fwbench.analysis.common.latex import escape, macro_name, number
-from fwbench.analysis.inference.aggregate import (
-    VERDICT_COLUMNS,
-    adjust_verdicts,
-    geometric_summary,
-    quoted_interval,
-    speedups,
-    write_speedups,
-    write_tidy,
-)
+from fwbench.analysis.common.verdicts import VERDICT_COLUMNS, adjust_verdicts
+from fwbench.analysis.failures.report import failures_table
 from fwbench.analysis.inference.figures import throughput_figure
 from fwbench.analysis.inference.macros import macros
-from fwbench.analysis.inference.tables import environment_table, failures_table, inference_table
+from fwbench.analysis.inference.ratios import speedups, write_speedups
+from fwbench.analysis.inference.summary import geometric_summary, quoted_interval
+from fwbench.analysis.inference.tables import inference_table
+from fwbench.analysis.inference.tidy import write_tidy
 from fwbench.analysis.setup.provenance import study_environment
+from fwbench.analysis.setup.tables import environment_table
 from fwbench.io import atomic_write_json
 from fwbench.results import load_result
 from fwbench.study.config import validate_config
@@ -445,7 +442,7 @@ def test_a_summary_over_one_model_is_a_range_and_over_one_pair_its_own_interval(
 
 
 def test_the_ratio_table_bolds_the_adjusted_verdict_and_marks_a_ratio_resolved_only_alone():
-    from fwbench.analysis.inference.tables import _ratio, ratio_notes
+    from fwbench.analysis.inference.marks import _ratio, ratio_notes
 
     row = {"ratio": 1.2, "ci_low": 1.01, "ci_high": 1.4, "ci_scope": "paired_rounds", "multiplicity": "holm"}
     alone = pd.Series(row | {"resolved": True, "resolved_adjusted": False})

@@ -1,5 +1,5 @@
 """`fwbench compare RUN_A RUN_B`: two results directories compared ratio by ratio (fwbench.analysis.compare.ratios,
-run_facts and compare_report).
+runs, change, run_facts and report).
 
 Fast: tables and cells are built by hand and written to temporary directories (one test writes them with the
 study's own aggregation from the hand-built cells of tests/test_mode_analysis.py); no framework, no workflow."""
@@ -14,10 +14,12 @@ import pandas as pd
 import pytest
 
 from fwbench.analysis.common import verdicts
-from fwbench.analysis.compare.ratios import ratios as compare
-from fwbench.analysis.compare.ratios import run_facts
-from fwbench.analysis.inference import aggregate
-from fwbench.analysis.inference.aggregate import SPEEDUP_COLUMNS
+from fwbench.analysis.compare import ratios as compare
+from fwbench.analysis.compare import run_facts
+from fwbench.analysis.compare.change import change_between, side_estimate
+from fwbench.analysis.compare.runs import CompareError
+from fwbench.analysis.inference import ratios as inference_ratios
+from fwbench.analysis.inference.ratios import SPEEDUP_COLUMNS
 from fwbench.analysis.micro.speedups import SPEEDUP_COLUMNS as MICRO_SPEEDUP_COLUMNS
 from fwbench.cli import main
 from fwbench.trackers.stats import paired_ratio_interval
@@ -346,7 +348,7 @@ def test_a_number_column_holding_text_is_an_error_naming_the_file(tmp_path):
     table = pd.read_csv(b / "tables" / "speedups.csv").astype({"ratio": object})
     table.loc[1, "ratio"] = "0.5x"
     table.to_csv(b / "tables" / "speedups.csv", index=False)
-    with pytest.raises(compare.CompareError, match=r"speedups.csv: column 'ratio' holds '0.5x' in data row 2"):
+    with pytest.raises(CompareError, match=r"speedups.csv: column 'ratio' holds '0.5x' in data row 2"):
         compare.compare_runs(a, b)
 
 
@@ -411,7 +413,7 @@ def test_the_study_s_own_tables_compare_with_themselves(tmp_path):
             ("tensorflow", "xla", [0.5, 0.5, 0.6]),
         )
     ]
-    ratios, gains = aggregate.speedups(results), aggregate.mode_gains(results)
+    ratios, gains = inference_ratios.speedups(results), inference_ratios.mode_gains(results)
     for name in ("a", "b"):
         (tmp_path / name / "tables").mkdir(parents=True)
         ratios.to_csv(tmp_path / name / "tables" / "speedups.csv", index=False)
@@ -438,11 +440,11 @@ def test_the_change_interval_covers_the_true_change_95_percent_of_the_time():
             framework = torch * truth * np.exp(rng.normal(0.0, noise, rounds))
             interval = paired_ratio_interval(framework, torch)
             sides.append(
-                compare.side_estimate(
+                side_estimate(
                     interval.estimate, interval.low, interval.high, interval.se_log, interval.df, "paired_rounds", "A"
                 )
             )
-        change = compare.change_between(*sides)
+        change = change_between(*sides)
         covered += change.low <= true_b / true_a <= change.high
     assert 0.93 <= covered / simulations <= 0.97
 

@@ -10,9 +10,11 @@ import pandas as pd
 import pytest
 
 from fwbench.analysis.common import verdicts
-from fwbench.analysis.inference.aggregate import adjust_verdicts
-from fwbench.analysis.paper import conclusions as cc
-from fwbench.analysis.published.comparison import COLUMNS as PUBLISHED_COLUMNS
+from fwbench.analysis.common.verdicts import adjust_verdicts
+from fwbench.analysis.paper import findings
+from fwbench.analysis.paper.conclusions import conclusions_section
+from fwbench.analysis.paper.limitations import limitations
+from fwbench.analysis.published.matching import COLUMNS as PUBLISHED_COLUMNS
 from tests.test_published import _epochs
 
 T975 = {2: 4.302652729911275, 4: 2.7764451051977987}
@@ -58,7 +60,7 @@ RATIOS = _table(
 
 
 def test_inference_sentences_count_the_adjusted_verdicts_and_quote_the_geometric_mean():
-    (sentence,) = cc.inference_sentences(RATIOS, ["torch", "jax"])
+    (sentence,) = findings.inference_sentences(RATIOS, ["torch", "jax"])
     assert (
         "faster than PyTorch in 2 and slower in 1 of 4 model and batch-size pairs (3 resolved by the paired test "
         "after Holm's adjustment within each framework pair)" in sentence
@@ -88,18 +90,18 @@ def test_a_difference_in_significance_is_not_a_claim_about_the_batch_size():
     rows = [_ratio("resnet50", 1, 1.3, 1.05, 1.61), _ratio("resnet50", 32, 1.1, 0.9, 1.35)]
     ratios = _table(rows, "none")
     assert bool(ratios.iloc[0]["resolved_adjusted"]) and not bool(ratios.iloc[1]["resolved_adjusted"])
-    (difference,) = cc.batch_differences(ratios, "none")
+    (difference,) = findings.batch_differences(ratios, "none")
     assert difference.p_adjusted > 0.05 and difference.difference.low < 1 < difference.difference.high
-    text = cc.batch_sentence(ratios, "JAX/Flax", "none")
+    text = findings.batch_sentence(ratios, "JAX/Flax", "none")
     assert "depends" not in text
     assert "JAX/Flax's ratio on resnet50 does not differ resolvedly between batch 1 and 32 (a test of the" in text
     # without a paired interval at two batch sizes nothing is said at all
-    assert cc.batch_sentence(ratios.iloc[:1], "JAX/Flax", "none") == ""
+    assert findings.batch_sentence(ratios.iloc[:1], "JAX/Flax", "none") == ""
 
 
 def test_a_single_model_gets_a_range_not_an_interval():
     ratios = _table([_ratio("resnet50", 1, 1.5, 1.2, 1.8), _ratio("resnet50", 32, 0.5, 0.4, 0.6)])
-    (sentence,) = cc.inference_sentences(ratios, ["torch", "jax"])
+    (sentence,) = findings.inference_sentences(ratios, ["torch", "jax"])
     assert "is 0.866 (one model: range 0.500--1.50, no interval)" in sentence
 
 
@@ -132,14 +134,14 @@ LEDGER = pd.DataFrame([{"control": "Device to itself", "status": "not measured",
 
 def test_limitations_come_from_the_results():
     empty = pd.DataFrame(columns=PUBLISHED_COLUMNS)
-    items = cc.limitations(_inference(), None, empty, LEDGER, CONFIG)
+    items = limitations(_inference(), None, empty, LEDGER, CONFIG)
     text = "; ".join(items)
     assert "every cell ran on a CPU (AMD EPYC)" in text
     assert "3 processes" in text and "2 degrees of freedom" in text
     assert "49.0" in text and "synthetic" in text and "only fp32" in text
     assert "energy was not measured: no RAPL here" in text and "device memory" not in text
     assert "could not check device to itself" in text
-    gpu = cc.limitations(
+    gpu = limitations(
         _inference(platform="gpu", trials=1, noisy=True, energy_j_per_image=2.0),
         None,
         empty,
@@ -156,7 +158,7 @@ def test_the_section_is_generated_from_its_inputs(trained):
     epochs = _epochs({"torch": (1.0, 1.0), "jax": (2.0, 2.0)}, time_to_target_s={"torch": 2.0, "jax": None})
     agreement = pd.DataFrame([{"rel_diff_loss_after_step": 3e-7, "flagged": False}])
     config = {**CONFIG, "suites": ["inference", "training"] if trained else ["inference"]}
-    text = cc.conclusions_section(
+    text = conclusions_section(
         ratios=RATIOS,
         inference=_inference(),
         epochs=epochs if trained else None,

@@ -14,13 +14,18 @@ import pytest
 from fwbench.analysis.common.latex import number
 from fwbench.analysis.common.partners import check_placement
 from fwbench.analysis.fairness import ledger as lg
-from fwbench.analysis.inference.aggregate import SPEEDUP_COLUMNS, read_tidy, write_speedups, write_tidy
+from fwbench.analysis.fairness.rows import HELD, NOT_HELD, NOT_MEASURED
 from fwbench.analysis.inference.macros import macros
+from fwbench.analysis.inference.ratios import SPEEDUP_COLUMNS, write_speedups
 from fwbench.analysis.inference.tables import inference_table
-from fwbench.analysis.paper.conclusions import conclusions_section, training_sentences
-from fwbench.analysis.published.comparison import comparison as pub
+from fwbench.analysis.inference.tidy import read_tidy, write_tidy
+from fwbench.analysis.paper.conclusions import conclusions_section
+from fwbench.analysis.paper.findings import training_sentences
+from fwbench.analysis.published.judgement import FAILED
+from fwbench.analysis.published.matching import COLUMNS as PUBLISHED_COLUMNS
+from fwbench.analysis.published.matching import compare
 from fwbench.analysis.setup.provenance import study_environment
-from fwbench.analysis.training.analysis import write_training_tables
+from fwbench.analysis.training.epochs import write_training_tables
 from fwbench.scenarios.parity import PARITY_COLUMNS
 from fwbench.study.config import validate_config
 from tests.test_multi_framework_analysis import THREE, _inference, _macro, _training, _write
@@ -217,7 +222,7 @@ def _conclusions(ratios, frame):
         inference=frame,
         epochs=None,
         agreement=None,
-        published=pd.DataFrame(columns=pub.COLUMNS),
+        published=pd.DataFrame(columns=PUBLISHED_COLUMNS),
         ledger=LEDGER,
         config=CONFIG,
     )
@@ -278,8 +283,8 @@ def _ledger(results):
 
 def test_the_ledger_reads_device_models_and_nodes_per_pair():
     one_node = _ledger(_cluster())
-    assert one_node["Same node for each pair"] == (lg.HELD, "every cell ran on 1 node (gpu01)", "")
-    assert one_node["Same device and settings"][0] == lg.HELD
+    assert one_node["Same node for each pair"] == (HELD, "every cell ran on 1 node (gpu01)", "")
+    assert one_node["Same device and settings"][0] == HELD
     assert one_node["Same device and settings"][1].endswith("; one device model in 2 of 2 comparison pairs")
 
     # each comparison on one node, the two comparisons on two nodes: held
@@ -288,21 +293,21 @@ def test_the_ledger_reads_device_models_and_nodes_per_pair():
         if result["status"] == "ok":
             _on(result, "gpu02")
     assert _ledger(apart)["Same node for each pair"] == (
-        lg.HELD,
+        HELD,
         "2 nodes; 2 of 2 comparison pairs each on one node",
         "",
     )
 
     across = _ledger(_cluster(jax_node="gpu02"))
     assert across["Same node for each pair"] == (
-        lg.NOT_HELD,
+        NOT_HELD,
         "2 nodes; 1 of 2 comparison pairs each on one node",
         "nodes differ within inference small_cnn fp32 bs1 (torch gpu01, jax gpu02, tensorflow gpu01)",
     )
-    assert across["Same device and settings"][0] == lg.HELD
+    assert across["Same device and settings"][0] == HELD
 
     status, _, where = _ledger(_cluster(jax_node="gpu02", jax_gpu=H100))["Same device and settings"]
-    assert status == lg.NOT_HELD
+    assert status == NOT_HELD
     assert (
         where
         == f"device models differ within inference small_cnn fp32 bs1 (torch {A100}, jax {H100}, tensorflow {A100})"
@@ -313,13 +318,13 @@ def test_the_ledger_checks_training_pairs_and_old_cells():
     training = [_on(_training(framework), "gpu01") for framework in THREE]
     _on(training[2], "gpu02")
     status, _, where = _ledger(_cluster() + training)["Same node for each pair"]
-    assert status == lg.NOT_HELD
+    assert status == NOT_HELD
     assert where == "nodes differ within training small_cnn fp32 bs32 (torch gpu01, jax gpu01, tensorflow gpu02)"
     old = _cluster()
     for result in old:
         if result["status"] == "ok":
             result["provenance"]["placement"] = None
-    assert _ledger(old)["Same node for each pair"][0] == lg.NOT_MEASURED
+    assert _ledger(old)["Same node for each pair"][0] == NOT_MEASURED
 
 
 def test_a_refused_ratio_is_not_set_beside_a_published_one(tmp_path):
@@ -328,8 +333,8 @@ def test_a_refused_ratio_is_not_set_beside_a_published_one(tmp_path):
     )
     inference = pd.DataFrame([_cell("torch", "resnet50", 1, 80.0), _cell("jax", "resnet50", 1, 100.0)])
     speedups = pd.DataFrame([_published_ratio("resnet50", 1, 1.0, 1.0, 1.0) | {"ratio": math.nan, "refused": REFUSED}])
-    (row,) = pub.compare(sources, inference=inference, speedups=speedups, training=None, image_size=32).itertuples()
-    assert row.verdict == pub.FAILED and row.reason == f"ratio refused, {REFUSED}"
+    (row,) = compare(sources, inference=inference, speedups=speedups, training=None, image_size=32).itertuples()
+    assert row.verdict == FAILED and row.reason == f"ratio refused, {REFUSED}"
 
 
 def test_the_setup_table_names_the_scheduler_and_the_nodes(tmp_path):
@@ -357,9 +362,9 @@ def test_a_training_time_ratio_across_device_models_is_not_set_beside_a_publishe
     placed = {"device": {"torch": A100, "jax": H100}, "platform": {"torch": "cuda", "jax": "cuda"}}
     epochs = _epochs({"torch": (1.0, 1.0), "jax": (1.0, 3.0)}, **placed)
     inference = pd.DataFrame([_cell("torch", "small_cnn", 1, 1.0)])
-    rows = pub.compare(sources[1:], inference=inference, speedups=pd.DataFrame(), training=epochs, image_size=224)
+    rows = compare(sources[1:], inference=inference, speedups=pd.DataFrame(), training=epochs, image_size=224)
     row = rows.iloc[0]
-    assert row["verdict"] == pub.FAILED and row["reason"] == f"ratio refused, {REFUSED}", row.to_dict()
+    assert row["verdict"] == FAILED and row["reason"] == f"ratio refused, {REFUSED}", row.to_dict()
     same = _epochs({"torch": (1.0, 1.0), "jax": (1.0, 3.0)}, device={"torch": A100, "jax": A100})
-    kept = pub.compare(sources[1:], inference=inference, speedups=pd.DataFrame(), training=same, image_size=224)
+    kept = compare(sources[1:], inference=inference, speedups=pd.DataFrame(), training=same, image_size=224)
     assert kept.iloc[0]["ratio"] == pytest.approx(0.5)

@@ -9,10 +9,15 @@ import pandas as pd
 import pytest
 
 from fwbench.analysis.common.partners import deviation_set, deviations_differ
-from fwbench.analysis.inference.aggregate import read_tidy, speedups, write_speedups, write_tidy
+from fwbench.analysis.failures.report import failure_macros, failures_table, largest_batch_table
 from fwbench.analysis.inference.macros import macros
-from fwbench.analysis.inference.tables import failure_macros, failures_table, inference_table, largest_batch_table
-from fwbench.analysis.training.analysis import epoch_rows, step0_agreement, training_macros, training_section
+from fwbench.analysis.inference.ratios import speedups, write_speedups
+from fwbench.analysis.inference.tables import inference_table
+from fwbench.analysis.inference.tidy import read_tidy, write_tidy
+from fwbench.analysis.training.epochs import epoch_rows
+from fwbench.analysis.training.macros import training_macros
+from fwbench.analysis.training.section import training_section
+from fwbench.analysis.training.step0 import step0_agreement
 from fwbench.io import atomic_write_json
 from fwbench.results import load_result
 from fwbench.study.config import validate_config

@@ -17,8 +17,9 @@ import pytest
 import yaml
 
 import fwbench
-from fwbench.analysis.inference.aggregate import write_ratio_tables, write_tidy
-from fwbench.analysis.training.analysis import write_training_tables
+from fwbench.analysis.inference.ratios import write_ratio_tables
+from fwbench.analysis.inference.tidy import write_tidy
+from fwbench.analysis.training.epochs import write_training_tables
 from fwbench.io import atomic_write_json
 from tests.test_mode_analysis import _cell as mode_analysis_cell
 from tests.test_multi_framework_analysis import _training

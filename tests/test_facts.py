@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from fwbench.analysis.inference.tables import models_table
+from fwbench.analysis.setup.tables import models_table
 from fwbench.io import read_json
 from fwbench.models.facts import compare, write_facts
 

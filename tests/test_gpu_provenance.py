@@ -6,8 +6,8 @@ from __future__ import annotations
 import pandas as pd
 
 from fwbench import HARNESS_VERSION
-from fwbench.analysis.inference.aggregate import tidy
 from fwbench.analysis.inference.tables import inference_table
+from fwbench.analysis.inference.tidy import tidy
 from fwbench.analysis.setup.provenance import study_environment
 from fwbench.io import atomic_write_json
 

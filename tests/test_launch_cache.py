@@ -65,22 +65,22 @@ def test_a_process_records_cold_then_warm_and_whose_cache(tmp_path, monkeypatch)
 
 
 def test_the_runner_gives_the_cache_to_launched_workers_only(tmp_path, monkeypatch):
-    from fwbench.running import runner
+    from fwbench.running.context import CellRun, Context
     from fwbench.study.grid import Cell
 
     made = []
-    monkeypatch.setattr(runner, "Child", lambda *args, **kwargs: made.append((args, kwargs)))
+    monkeypatch.setattr("fwbench.running.context.Child", lambda *args, **kwargs: made.append((args, kwargs)))
     cell = Cell(
         suite="inference", framework="jax", mode="jit", model="small_cnn", precision="fp32", batch_size=1, image_size=32
     )
-    context = runner._Context([cell], _settings(), tmp_path, [tmp_path / "spec0.json"], [None], (), None, 0.0, ())
-    context.child(0, runner._CellRun(env={"A": "1"}), "served", serve=True)
-    context.child(0, runner._CellRun(), "plain")
+    context = Context([cell], _settings(), tmp_path, [tmp_path / "spec0.json"], [None], (), None, 0.0, ())
+    context.child(0, CellRun(env={"A": "1"}), "served", serve=True)
+    context.child(0, CellRun(), "plain")
     (served_args, _), (plain_args, _) = made
     assert served_args[7] == {"A": "1", launch_cache.LAUNCH_CACHE_ENV: str(tmp_path / "cache-0")}
     assert launch_cache.LAUNCH_CACHE_ENV not in plain_args[7]
-    off = runner._Context([cell], {"trials": 3}, tmp_path, [tmp_path / "s.json"], [None], (), None, 0.0, ())
-    off.child(0, runner._CellRun(), "served", serve=True)
+    off = Context([cell], {"trials": 3}, tmp_path, [tmp_path / "s.json"], [None], (), None, 0.0, ())
+    off.child(0, CellRun(), "served", serve=True)
     assert launch_cache.LAUNCH_CACHE_ENV not in made[-1][0][7]
 
 
@@ -91,8 +91,8 @@ def test_paths_are_plain_strings(tmp_path):
 
 
 def test_a_workaround_empties_the_cells_cache_so_its_next_launch_compiles_cold(tmp_path):
-    from fwbench.running import runner
     from fwbench.running.children import Outcome
+    from fwbench.running.context import CellRun, Context
     from fwbench.running.failures import Failure, Workaround
     from fwbench.study.grid import Cell
 
@@ -100,12 +100,12 @@ def test_a_workaround_empties_the_cells_cache_so_its_next_launch_compiles_cold(t
         suite="inference", framework="jax", mode="jit", model="small_cnn", precision="fp32", batch_size=1, image_size=32
     )
     rung = Workaround(name="no_triton", kinds=("compiler",), pattern="boom", env={"X": "1"})
-    context = runner._Context([cell], _settings(), tmp_path, [tmp_path / "s.json"], [None], (), None, 0.0, (rung,))
+    context = Context([cell], _settings(), tmp_path, [tmp_path / "s.json"], [None], (), None, 0.0, (rung,))
     cache = tmp_path / "cache-0" / "jax"
     cache.mkdir(parents=True)
     (cache / "program").write_bytes(b"compiled without the workaround")
     outcomes = iter([Outcome(None, Failure("compiler", "boom"), "boom"), Outcome({}, None, "")])
-    run = runner._CellRun()
+    run = CellRun()
     outcome, attempts = context.attempt(0, run, 1, "launch 1", lambda attempt: next(outcomes))
     assert attempts == 2 and outcome.failure is None and run.env == {"X": "1"}
     assert not (tmp_path / "cache-0").exists()

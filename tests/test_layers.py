@@ -149,6 +149,6 @@ def test_no_module_over_500_lines():
 def test_the_floor_test_catches_an_upward_import(tmp_path):
     """The check itself can fail: a study module importing the runner is an upward import."""
     assert floor_of("fwbench.study.grid") < floor_of("fwbench.running.runner")
-    assert floor_of("fwbench.analysis.paper.inputs") > floor_of("fwbench.analysis.micro.report")
-    assert unit_of("fwbench.analysis.micro.report") == "fwbench.analysis.micro"
+    assert floor_of("fwbench.analysis.paper.inputs") > floor_of("fwbench.analysis.micro.section")
+    assert unit_of("fwbench.analysis.micro.section") == "fwbench.analysis.micro"
     assert unit_of("fwbench.running.runner") == "fwbench.running"

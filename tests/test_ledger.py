@@ -9,6 +9,10 @@ import pandas as pd
 import pytest
 
 from fwbench.analysis.fairness import ledger as lg
+from fwbench.analysis.fairness.input_checks import blas_core_row
+from fwbench.analysis.fairness.outcome_checks import noise_row
+from fwbench.analysis.fairness.placement_checks import order_row
+from fwbench.analysis.fairness.rows import HELD, NOT_HELD, NOT_MEASURED
 from fwbench.running import order as trial_order
 from fwbench.scenarios.parity import PARITY_COLUMNS
 
@@ -102,8 +106,8 @@ def _statuses(results, parity=None):
 
 def test_a_fair_study_holds_every_control_it_can_measure():
     statuses = _statuses(CELLS)
-    assert statuses.pop("Device to itself")[0] == lg.NOT_MEASURED  # a CPU has no NVML process list
-    assert {s for s, _, _ in statuses.values()} == {lg.HELD}, statuses
+    assert statuses.pop("Device to itself")[0] == NOT_MEASURED  # a CPU has no NVML process list
+    assert {s for s, _, _ in statuses.values()} == {HELD}, statuses
     assert "JAX/Flax 1.0e-06 (resnet50)" in statuses["Same weights in every framework"][1]
     assert "input batches equal in 1 of 1 groups" in statuses["Same input bytes and order"][1]
     assert statuses["Same node for each pair"][1] == "every cell ran on 1 node (box)"
@@ -116,23 +120,23 @@ def test_differing_inputs_are_named():
     cells = copy.deepcopy(CELLS)
     cells[2]["metrics"]["input_sha256"] = "other"
     status, _, where = _statuses(cells)["Same input bytes and order"]
-    assert status == lg.NOT_HELD and "inference resnet50 fp32 bs1" in where
+    assert status == NOT_HELD and "inference resnet50 fp32 bs1" in where
 
 
 def test_a_missing_digest_is_not_measured_not_held():
     cells = copy.deepcopy(CELLS)
     del cells[0]["metrics"]["input_sha256"]
     status, _, where = _statuses(cells)["Same input bytes and order"]
-    assert status == lg.NOT_MEASURED and "no digest recorded in inference torch compile resnet50" in where
+    assert status == NOT_MEASURED and "no digest recorded in inference torch compile resnet50" in where
 
 
 def test_parity_beyond_the_bound_or_missing_does_not_hold():
     status, _, where = _statuses(CELLS, _parity(errors={"jax": 3e-3}))["Same weights in every framework"]
-    assert status == lg.NOT_HELD and "resnet50 in JAX/Flax: 3.0e-03" in where
+    assert status == NOT_HELD and "resnet50 in JAX/Flax: 3.0e-03" in where
     status, _, where = _statuses(CELLS, _parity(missing={"tensorflow": "tensorflow: ValueError: x"}))[
         "Same weights in every framework"
     ]
-    assert status == lg.NOT_HELD and "ValueError" in where
+    assert status == NOT_HELD and "ValueError" in where
 
 
 @pytest.mark.parametrize(
@@ -171,7 +175,7 @@ def test_each_broken_control_names_where(control, change, expected):
     cells = copy.deepcopy(CELLS)
     change(cells[1])  # the JAX cell
     status, _, where = _statuses(cells)[control]
-    assert status == lg.NOT_HELD and expected in where
+    assert status == NOT_HELD and expected in where
 
 
 def test_failures_and_single_trials():
@@ -180,8 +184,8 @@ def test_failures_and_single_trials():
     for r in cells:
         r["metrics"]["trials"] = r["metrics"]["trials"][:1]
     statuses = _statuses(cells)
-    assert statuses["Every cell measured"][0] == lg.NOT_HELD and "1 timeout" in statuses["Every cell measured"][2]
-    assert statuses["Interleaved, balanced trial order"][0] == lg.NOT_MEASURED
+    assert statuses["Every cell measured"][0] == NOT_HELD and "1 timeout" in statuses["Every cell measured"][2]
+    assert statuses["Interleaved, balanced trial order"][0] == NOT_MEASURED
 
 
 def test_the_table_escapes_and_bolds_what_did_not_hold():
@@ -196,8 +200,8 @@ def test_the_lead_sentence_escapes_the_controls_it_names():
     """A control's name holds "%" (the noise control): unescaped, LaTeX dropped the rest of the sentence."""
     rows = lg.ledger(CELLS, _parity(), INFERENCE)
     noisy = rows["control"].str.startswith("Not noisy")
-    rows.loc[noisy, "status"] = lg.NOT_HELD
-    rows.loc[rows["control"] == "CI target reached", "status"] = lg.NOT_MEASURED
+    rows.loc[noisy, "status"] = NOT_HELD
+    rows.loc[rows["control"] == "CI target reached", "status"] = NOT_MEASURED
     sentence = lg.ledger_sentence(rows)
     assert "did not: not noisy (each trial's IQR at most 10\\% of its median);" in sentence, sentence
     assert "could not be measured here: CI target reached and" in sentence, sentence
@@ -253,8 +257,8 @@ def test_the_design_is_balanced_with_enough_rounds_and_the_ledger_says_so(n, see
         assert balance.positions_balanced and balance.carry_balanced and balance.problems() == []
         assert {balance.carry[pair] for pair in balance.pairs()} == {rounds // n}
         assert {count for counts in balance.positions.values() for count in counts.values()} == {rounds // n}
-        status, measured, where = _row(lg.order_row(_designed_group(n, rounds, seed)))
-        assert status == lg.HELD and where == "", where
+        status, measured, where = _row(order_row(_designed_group(n, rounds, seed)))
+        assert status == HELD and where == "", where
         assert measured == (
             f"inference: 1 group in {rounds} rounds; balanced (positions and carry-over) in 1 of 1 groups"
         )
@@ -264,8 +268,8 @@ def test_the_default_studys_three_rounds_leave_the_order_unbalanced_and_the_ledg
     """The default study runs 3 rounds: for 2 variants one runs first twice, for 3 a Latin square balances the
     positions but each variant always follows the same one, for 4 one variant never runs first."""
     cells = _designed_group(2, 3) + _designed_group(3, 3, batch=8) + _designed_group(4, 3, batch=32)
-    status, measured, where = _row(lg.order_row(cells))
-    assert status == lg.NOT_HELD
+    status, measured, where = _row(order_row(cells))
+    assert status == NOT_HELD
     assert measured.endswith("balanced (positions and carry-over) in 0 of 3 groups"), measured
     assert (
         "3 rounds for 2 variants (a balanced order needs a multiple of 2): first position unequal: torch/compile in "
@@ -285,8 +289,8 @@ def test_the_default_studys_three_rounds_leave_the_order_unbalanced_and_the_ledg
 def test_the_rotation_fwbench_ran_before_is_not_called_balanced():
     """Three rounds of a rotation for three frameworks (the cells record positions only, no round order): every
     position alike, which the old row called held, but jax always ran right after torch."""
-    status, _, where = _row(lg.order_row([_result(f) for f in ("torch", "jax", "tensorflow")]))
-    assert status == lg.NOT_HELD and "carry-over unbalanced (3 of 6 ordered pairs never adjacent)" in where
+    status, _, where = _row(order_row([_result(f) for f in ("torch", "jax", "tensorflow")]))
+    assert status == NOT_HELD and "carry-over unbalanced (3 of 6 ordered pairs never adjacent)" in where
 
 
 def test_a_cell_that_failed_and_left_unbalances_the_order_of_the_others():
@@ -296,8 +300,8 @@ def test_a_cell_that_failed_and_left_unbalances_the_order_of_the_others():
         for trial in cell["metrics"]["trials"][2:]:
             trial["round_order"] = [name for name in trial["round_order"] if name != "tensorflow/xla"]
             trial["order"] = trial["round_order"].index(_order_name(cell)) + 1
-    status, _, where = _row(lg.order_row([*cells, failed | {"status": "failed", "metrics": None}]))
-    assert status == lg.NOT_HELD and "6 rounds for 2 variants" in where, where
+    status, _, where = _row(order_row([*cells, failed | {"status": "failed", "metrics": None}]))
+    assert status == NOT_HELD and "6 rounds for 2 variants" in where, where
 
 
 def _order_name(cell) -> str:
@@ -306,29 +310,29 @@ def _order_name(cell) -> str:
 
 def test_micro_groups_are_checked_and_one_trial_is_named():
     micro = _designed_group(4, 4, suite="micro")
-    status, measured, where = _row(lg.order_row(_designed_group(2, 2) + micro))
-    assert status == lg.HELD and "micro: 1 group in 4 rounds" in measured
+    status, measured, where = _row(order_row(_designed_group(2, 2) + micro))
+    assert status == HELD and "micro: 1 group in 4 rounds" in measured
     for cell in micro:
         cell["metrics"]["trials"] = cell["metrics"]["trials"][:1]
-    status, measured, where = _row(lg.order_row(_designed_group(2, 2) + micro))
-    assert status == lg.NOT_HELD and where == "one trial in 1 group (micro resnet50 fp32 bs1)", where
+    status, measured, where = _row(order_row(_designed_group(2, 2) + micro))
+    assert status == NOT_HELD and where == "one trial in 1 group (micro resnet50 fp32 bs1)", where
     assert measured.startswith("inference: 1 group in 2 rounds; micro: 1 group in 1 round;"), measured
-    assert _row(lg.order_row(micro))[0] == lg.NOT_MEASURED
+    assert _row(order_row(micro))[0] == NOT_MEASURED
 
 
 def test_the_noise_row_counts_cells_whose_trials_are_noisy():
     cells = copy.deepcopy(CELLS)
     for cell in cells:
         cell["metrics"]["noisy_trials"] = 0
-    status, measured, where = _row(lg.noise_row(cells))
-    assert status == lg.HELD and measured == "0 of 3 cells had a noisy trial (0 of 18 trials noisy)"
+    status, measured, where = _row(noise_row(cells))
+    assert status == HELD and measured == "0 of 3 cells had a noisy trial (0 of 18 trials noisy)"
     cells[1]["metrics"].update(noisy_trials=1, flags={**cells[1]["metrics"]["flags"], "noisy": True})
-    status, measured, where = _row(lg.noise_row(cells))
-    assert status == lg.NOT_HELD and measured == "1 of 3 cells had a noisy trial (1 of 18 trials noisy)"
+    status, measured, where = _row(noise_row(cells))
+    assert status == NOT_HELD and measured == "1 of 3 cells had a noisy trial (1 of 18 trials noisy)"
     assert where == "inference jax jit resnet50 fp32 bs1 (1 of 6 trials)"
     del cells[2]["metrics"]["noisy_trials"]  # a result from before per-trial flags: its pooled flag
     cells[2]["metrics"]["flags"]["noisy"] = True
-    status, measured, where = _row(lg.noise_row(cells))
+    status, measured, where = _row(noise_row(cells))
     assert measured.endswith("; 1 cell recorded only the pooled samples' flag (before per-trial flags)"), measured
     assert "inference tensorflow xla resnet50 fp32 bs1 (pooled samples)" in where
 
@@ -357,8 +361,8 @@ FORCED_BLAS = {"forced_core_type": "Haswell", "core_type_forced": True, "forced_
 
 def test_a_numpy_baseline_under_a_forced_core_type_is_flagged_with_the_value():
     cells = [_numpy_baseline(b, FORCED_ENV, FORCED_BLAS, isa="AVX-512 (BF16)") for b in (1, 64)]
-    status, measured, where = _row(lg.blas_core_row(CELLS + cells))
-    assert status == lg.NOT_HELD
+    status, measured, where = _row(blas_core_row(CELLS + cells))
+    assert status == NOT_HELD
     assert measured == (
         "OPENBLAS_CORETYPE=Haswell in 2 of 2 NumPy cells, OPENBLAS_L2_SIZE=1048576; OpenBLAS ran its Haswell "
         "kernels; set by the machine, recorded and not changed"
@@ -375,22 +379,22 @@ def test_a_numpy_baseline_under_a_forced_core_type_is_flagged_with_the_value():
 
 def test_a_result_from_before_the_blas_record_is_read_from_its_environment():
     cells = [_numpy_baseline(1, {"OPENBLAS_CORETYPE": "Zen"}), _numpy_baseline(4, {})]
-    status, measured, where = _row(lg.blas_core_row(cells))
-    assert status == lg.NOT_HELD and measured.startswith("OPENBLAS_CORETYPE=Zen in 1 of 2 NumPy cells;")
+    status, measured, where = _row(blas_core_row(cells))
+    assert status == NOT_HELD and measured.startswith("OPENBLAS_CORETYPE=Zen in 1 of 2 NumPy cells;")
     assert where.endswith("; forced in micro numpy eager matmul fp32 bs1"), where
 
 
 def test_an_unforced_numpy_baseline_holds_and_no_numpy_means_no_row():
     cells = [_numpy_baseline(b, {"OMP_NUM_THREADS": "2"}) for b in (1, 64)]
-    assert _row(lg.blas_core_row(cells)) == (
-        lg.HELD,
+    assert _row(blas_core_row(cells)) == (
+        HELD,
         "OPENBLAS_CORETYPE unset in 2 of 2 NumPy cells; OpenBLAS ran its Haswell kernels",
         "",
     )
     del cells[1]["provenance"]["env"]
-    status, _, where = _row(lg.blas_core_row(cells))
-    assert status == lg.NOT_MEASURED and where == "no environment recorded in micro numpy eager matmul fp32 bs64"
-    assert lg.blas_core_row(CELLS) is None
+    status, _, where = _row(blas_core_row(cells))
+    assert status == NOT_MEASURED and where == "no environment recorded in micro numpy eager matmul fp32 bs64"
+    assert blas_core_row(CELLS) is None
     assert "NumPy baseline on its CPU's own BLAS kernels" not in set(lg.ledger(CELLS, _parity(), INFERENCE)["control"])
 
 
@@ -424,14 +428,13 @@ def test_warm_workers_in_balanced_blocks_without_steal_or_busy_waiting_hold():
     variants = [f"{f}/{MODES[f]}" for f in ("torch", "jax", "tensorflow")]
     statuses = _statuses(_in_blocks(CELLS, _williams_blocks(variants)))
     assert statuses["Balanced block order within each launch"][:2] == (
-        lg.HELD,
+        HELD,
         "balanced in 2 of 2 launches of 1 groups",
     )
-    assert statuses["No steal time in the bursts"][0] == lg.HELD
-    assert statuses["No other load on the machine in the bursts"][0] == lg.HELD
+    assert statuses["No steal time in the bursts"][0] == HELD
+    assert statuses["No other load on the machine in the bursts"][0] == HELD
     assert (
-        statuses["Waiting workers idle"][0] == lg.HELD
-        and "at most 0.2% of a core" in statuses["Waiting workers idle"][1]
+        statuses["Waiting workers idle"][0] == HELD and "at most 0.2% of a core" in statuses["Waiting workers idle"][1]
     )
     assert "Balanced block order within each launch" not in _statuses(CELLS), "no cell in blocks: the rows do not apply"
 
@@ -443,13 +446,13 @@ def test_unbalanced_blocks_steal_and_a_spinning_worker_are_named():
     cells = _in_blocks(CELLS, ran, steal={"jax": 3}, idle={"tensorflow": 0.4})
     statuses = _statuses(cells)
     status, measured, where = statuses["Balanced block order within each launch"]
-    assert status == lg.NOT_HELD and measured == "balanced in 1 of 2 launches of 1 groups"
+    assert status == NOT_HELD and measured == "balanced in 1 of 2 launches of 1 groups"
     assert where.startswith("inference resnet50 fp32 bs1 launch 1 (")
     status, measured, where = statuses["No steal time in the bursts"]
-    assert status == lg.NOT_HELD and measured.startswith("3 of 36 bursts above 5% steal (worst 20.0%), in 1 of 3")
+    assert status == NOT_HELD and measured.startswith("3 of 36 bursts above 5% steal (worst 20.0%), in 1 of 3")
     assert where == "jax/jit resnet50 bs1 (3)"
     status, measured, where = statuses["Waiting workers idle"]
-    assert status == lg.NOT_HELD and "40.0% of a core" in measured and where == "tensorflow/xla resnet50 bs1"
+    assert status == NOT_HELD and "40.0% of a core" in measured and where == "tensorflow/xla resnet50 bs1"
 
 
 def test_a_long_where_is_cut_after_a_whole_item_in_the_papers_table():
@@ -457,7 +460,7 @@ def test_a_long_where_is_cut_after_a_whole_item_in_the_papers_table():
         [
             {
                 "control": "Order",
-                "status": lg.NOT_HELD,
+                "status": NOT_HELD,
                 "measured": "m",
                 "where": "; ".join(f"group {i}" for i in range(80)),
             }
@@ -474,9 +477,9 @@ def test_bursts_beside_other_processes_are_named_and_older_cells_not_measured():
     variants = [f"{f}/{MODES[f]}" for f in ("torch", "jax", "tensorflow")]
     cells = _in_blocks(CELLS, _williams_blocks(variants), load={"torch": 4})
     status, measured, where = _statuses(cells)["No other load on the machine in the bursts"]
-    assert status == lg.NOT_HELD and where == f"torch/{MODES['torch']} resnet50 bs1 (4)"
+    assert status == NOT_HELD and where == f"torch/{MODES['torch']} resnet50 bs1 (4)"
     assert measured.startswith("4 of 36 bursts with other processes above 25% of the machine, in 1 of 3 cells")
     assert "at most 30.0%" in measured
     for cell in cells:
         del cell["metrics"]["blocks"]["other_load_share"]
-    assert _statuses(cells)["No other load on the machine in the bursts"][0] == lg.NOT_MEASURED
+    assert _statuses(cells)["No other load on the machine in the bursts"][0] == NOT_MEASURED

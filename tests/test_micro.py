@@ -211,7 +211,9 @@ def test_the_analysis_pairs_real_cells_by_the_round_each_trial_ran_in(micro_grou
     """NumPy's and JAX's trials of the runner's group, paired round by round: a t interval over 2 rounds (1 df)."""
     import json
 
-    from fwbench.analysis.micro.speedups import PAIRED, load_micro_cells, micro_speedups
+    from fwbench.analysis.micro.cells import load_micro_cells
+    from fwbench.analysis.micro.speedups import micro_speedups
+    from fwbench.analysis.micro.vocabulary import PAIRED
 
     paths = []
     for name in ("numpy", "jax"):

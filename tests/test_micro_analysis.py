@@ -15,21 +15,42 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from fwbench.analysis.micro import analysis as micro_analysis
+from fwbench.analysis.micro import reference as micro_reference
+from fwbench.analysis.micro import section as micro_section_module
+from fwbench.analysis.micro import speedups as micro
+from fwbench.analysis.micro import tables as micro_tables
+from fwbench.analysis.micro.cells import load_micro_cells
+from fwbench.analysis.micro.crossovers import (
+    UNVERIFIED_MARK,
+    Crossover,
+    crossover,
+    crossover_interval,
+    crossover_text,
+    from_row,
+    interval_text,
+    micro_crossovers,
+    shown,
+)
 from fwbench.analysis.micro.figure import (
     micro_figure,
 )
+from fwbench.analysis.micro.frame import FRAME_COLUMNS, micro_frame
+from fwbench.analysis.micro.macros import micro_macros
+from fwbench.analysis.micro.outputs import write_micro_outputs
 from fwbench.analysis.micro.reference import (
     agreement,
     published_crossovers,
     published_micro,
     reference_flatness,
 )
-from fwbench.analysis.micro.report import (
-    micro_macros,
-    micro_section,
-    write_micro_outputs,
-)
+from fwbench.analysis.micro.section import micro_section
 from fwbench.analysis.micro.speedups import (
+    adjusted,
+    micro_speedups,
+    speedup_interval,
+)
+from fwbench.analysis.micro.vocabulary import (
     FASTER,
     NOT_RESOLVED,
     PAIRED,
@@ -37,22 +58,7 @@ from fwbench.analysis.micro.speedups import (
     UNPAIRED,
     WITHIN,
     WITHIN_ONLY,
-    Crossover,
-    adjusted,
-    crossover,
-    crossover_interval,
-    crossover_text,
-    interval_text,
-    load_micro_cells,
-    micro_crossovers,
-    micro_frame,
-    micro_speedups,
-    shown,
-    speedup_interval,
 )
-from fwbench.analysis.micro.speedups import reference as micro_reference
-from fwbench.analysis.micro.speedups import report as micro_report
-from fwbench.analysis.micro.speedups import speedups as micro
 from fwbench.study.modes import primary
 from fwbench.trackers.stats import paired_ratio_interval
 from tests.test_analysis import BASE
@@ -240,7 +246,7 @@ def test_a_missing_batch_above_the_crossover_makes_it_unverified():
     result = crossover([1, 4, 16, 64, 256], [0.5, 1.5, None, 2.0, float("nan")])
     assert (result.kind, result.batch, result.below) == ("crossover", 4, 1)
     assert result.missing == (16, 256) and result.unverified == (16, 256)
-    assert crossover_text(result).endswith(micro.UNVERIFIED_MARK)
+    assert crossover_text(result).endswith(UNVERIFIED_MARK)
 
 
 def test_a_missing_batch_below_widens_the_bracket_but_is_not_unverified():
@@ -464,7 +470,7 @@ FLAT = [0.8, 0.9, 0.95, 0.98, 1.03, 1.06, 1.1]  # crosses at 256, close to 1 thr
 
 
 def _round_bootstrap(log_ratios: np.ndarray, rng: np.random.Generator, resamples: int) -> tuple[float, float]:
-    """The alternative rejected in fwbench.analysis.micro.speedups.crossover_draws: resample each batch size's rounds
+    """The alternative rejected in fwbench.analysis.micro.crossovers.crossover_draws: resample each batch size's rounds
     (NumPy and the framework together) with replacement, the crossover of each resampled series, its 2.5% and 97.5%
     quantiles (batch sizes, inf for never)."""
     batches, rounds = log_ratios.shape
@@ -521,7 +527,7 @@ def test_the_crossover_interval_covers_the_true_crossover(curve):
 def test_tidy_frame_has_a_row_per_cell_and_variant(tmp_path):
     paths = _study(tmp_path, failed={("jax", 4): "XLA ran out of memory"})
     frame = micro_frame(paths)
-    assert list(frame.columns) == micro.FRAME_COLUMNS
+    assert list(frame.columns) == FRAME_COLUMNS
     torch = frame[(frame["framework"] == "torch") & (frame["batch_size"] == 16)]
     assert sorted(torch["variant"]) == ["resident", "transfer"]
     resident = torch[torch["variant"] == "resident"].iloc[0]
@@ -551,14 +557,14 @@ def test_a_numpy_baseline_under_a_forced_blas_core_type_is_said_in_one_sentence(
     numpy = frame[frame["framework"] == "numpy"].iloc[0]
     assert numpy["blas_core_type"] == "Haswell" and numpy["blas"] == "openblas 0.3.30, Haswell kernels, 2 threads"
     assert frame.loc[frame["framework"] == "torch", "blas_core_type"].isna().all()
-    text = micro_report._threads_text(frame)
+    text = micro_section_module._threads_text(frame)
     sentence = text.split(" threads (the frameworks' own pools: PyTorch 2).")[1]
     assert sentence == (
         r" NumPy ran under OPENBLAS\_CORETYPE=Haswell, a BLAS core type this machine forces, which slows current "
         "NumPy and so flatters every speedup over it; the study records the setting and does not change it."
     )
     unforced = frame.assign(blas_core_type=None)
-    assert "CORETYPE" not in micro_report._threads_text(unforced)
+    assert "CORETYPE" not in micro_section_module._threads_text(unforced)
 
 
 def test_speedups_and_crossovers_from_cells(tmp_path):
@@ -604,7 +610,7 @@ def test_trials_paired_by_round_give_t_intervals_verdicts_and_crossover_interval
     assert row["shown"] == "slower at 1--16; faster from 64 on"
     jax = crossovers.loc[("jax", "resident")]
     assert jax["kind"] == "never" and jax["crossover_ci_low"] == math.inf and jax["shown"] == "slower at 1--256"
-    assert micro.from_row(jax).interval_bracket() == (256.0, math.inf)
+    assert from_row(jax).interval_bracket() == (256.0, math.inf)
 
 
 def test_rounds_of_different_groups_are_not_paired(tmp_path):
@@ -636,7 +642,7 @@ def test_identical_true_curves_give_equal_crossovers_on_both_sides(tmp_path, tri
         paths.append(_write(tmp_path, _result("numpy", "mlp", batch, ms=speedup, trials=trials, spread=0.002)))
         paths.append(_write(tmp_path, _result("jax", "mlp", batch, ms=1.0, trials=trials, spread=0.002)))
     reference = _reference_csv(tmp_path / "reference.csv", curve)
-    analysis = micro_report.analyse_micro(paths, reference, resamples=RESAMPLES)
+    analysis = micro_analysis.analyse_micro(paths, reference, resamples=RESAMPLES)
     ours = analysis.comparison[analysis.comparison["kind"] != "not measured"].iloc[0]
     assert ours["reference"] == "jax" and ours["crossover_batch"] == ours["published_crossover_batch"] == 256
     assert ours["below_batch"] == ours["published_below_batch"] == 64
@@ -724,7 +730,7 @@ def test_a_foreign_reference_file_is_named(tmp_path):
 def test_torch_is_compared_with_the_reference_series_of_its_platform(tmp_path):
     paths = [_write(tmp_path, _result("numpy", "matmul", b, ms=NUMPY_MS[b], trials=3)) for b in BATCHES]
     paths += [_write(tmp_path, _result("torch", "matmul", b, ms=0.05, platform="cuda", trials=3)) for b in BATCHES]
-    analysis = micro_report.analyse_micro(paths, REFERENCE_CSV, resamples=RESAMPLES)
+    analysis = micro_analysis.analyse_micro(paths, REFERENCE_CSV, resamples=RESAMPLES)
     comparison = analysis.comparison
     ours = comparison[comparison["framework"].eq("torch") & comparison["kind"].ne("not measured")].iloc[0]
     assert ours["reference"] == "torch_cuda" and ours["reference_device"] == "NVIDIA T4"
@@ -775,7 +781,7 @@ def test_write_micro_outputs_end_to_end(tmp_path):
 
 
 def test_the_section_states_the_definitions_for_trials_over_processes(tmp_path):
-    analysis = micro_report.analyse_micro(_study(tmp_path, trials=3, spread=0.02), REFERENCE_CSV, resamples=RESAMPLES)
+    analysis = micro_analysis.analyse_micro(_study(tmp_path, trials=3, spread=0.02), REFERENCE_CSV, resamples=RESAMPLES)
     section = micro_section(analysis)
     for needle in (
         "Each cell runs in 3 fresh processes (trials)",
@@ -788,7 +794,7 @@ def test_the_section_states_the_definitions_for_trials_over_processes(tmp_path):
     ):
         assert needle in section, needle
     assert "one process" not in _results_and_comparison(section)
-    table = micro_report.micro_table(analysis.frame, analysis.speedups)
+    table = micro_tables.micro_table(analysis.frame, analysis.speedups)
     assert len(re.findall(r"\\textbf\{[0-9]", table)) == 2, "bold: torch at 64 and 256 only"
     defs = micro_macros(analysis)
     assert defs["fwbMicroCrossoverIntervalTorchMatmulFpThreeTwoResident"] == "[64]"
@@ -803,16 +809,16 @@ def _results_and_comparison(section: str) -> str:
 
 
 def test_with_one_trial_the_section_claims_nothing_resolved(tmp_path):
-    analysis = micro_report.analyse_micro(_study(tmp_path), REFERENCE_CSV, resamples=RESAMPLES)
+    analysis = micro_analysis.analyse_micro(_study(tmp_path), REFERENCE_CSV, resamples=RESAMPLES)
     section = micro_section(analysis)
     assert "Each cell runs in one fresh process (one trial)" in section
     assert "it leaves out the variation between processes, so it resolves no difference and no crossover" in section
     assert "have intervals within one process only (one trial per cell)" in section
     assert "set against the reference's by point estimates only" in section and "95\\% interval [" not in section
-    table = micro_report.micro_table(analysis.frame, analysis.speedups)
+    table = micro_tables.micro_table(analysis.frame, analysis.speedups)
     assert not re.findall(r"\\textbf\{[0-9]", table), "nothing bold from one process"
     assert "CI within one process: one trial per cell" in section
-    crossovers = micro_report.crossover_table(analysis.comparison)
+    crossovers = micro_tables.crossover_table(analysis.comparison)
     assert r"{\scriptsize no interval}" in crossovers and ", no interval" in crossovers
     assert micro_macros(analysis)["fwbMicroNumSame"] == "0"
 
@@ -826,15 +832,15 @@ def test_a_study_with_one_trial_at_some_batch_sizes_marks_those_cis(tmp_path):
         _write(tmp_path, _result("torch", "matmul", batch, ms=TORCH_MS[batch], trials=trials))
         for batch, trials in ((16, 1), (64, 3))
     ]
-    analysis = micro_report.analyse_micro(paths, REFERENCE_CSV, resamples=RESAMPLES)
-    table = micro_report.micro_table(analysis.frame, analysis.speedups)
-    assert table.count(micro_report.WITHIN_MARK) == 1 and r"\textbf{2" in table
+    analysis = micro_analysis.analyse_micro(paths, REFERENCE_CSV, resamples=RESAMPLES)
+    table = micro_tables.micro_table(analysis.frame, analysis.speedups)
+    assert table.count(micro_tables.WITHIN_MARK) == 1 and r"\textbf{2" in table
     row = analysis.crossovers.iloc[0]
     assert row["crossover_batch"] == 64 and pd.isna(row["crossover_ci_high"]), "no interval from a mixed series"
 
 
 def test_macros_are_valid_latex_names_and_values(tmp_path):
-    analysis = micro_report.analyse_micro(_study(tmp_path), REFERENCE_CSV, resamples=RESAMPLES)
+    analysis = micro_analysis.analyse_micro(_study(tmp_path), REFERENCE_CSV, resamples=RESAMPLES)
     defs = micro_macros(analysis)
     assert all(name.isalpha() and name.startswith("fwbMicro") for name in defs)
     assert defs["fwbMicroNumCrossovers"] == "2" and defs["fwbMicroNumNever"] == "1"
@@ -860,7 +866,7 @@ def test_figure_and_section_in_degenerate_studies(tmp_path, case):
     analysis = write_micro_outputs(paths, REFERENCE_CSV, outputs=outputs, resamples=RESAMPLES)
     assert Path(outputs["png"]).stat().st_size > 0
     section = Path(outputs["section"]).read_text()
-    table = micro_report.micro_table(analysis.frame, analysis.speedups)
+    table = micro_tables.micro_table(analysis.frame, analysis.speedups)
     assert section.startswith("\\section{Micro-benchmarks}") and table in section
     if case == "numpy only":
         assert "No framework besides NumPy was measured" in section and r"\cmidrule" not in table
@@ -868,11 +874,11 @@ def test_figure_and_section_in_degenerate_studies(tmp_path, case):
     if case == "one batch":
         assert "JAX/Flax \\texttt{mlp} from $\\le$ 8" in section
     if case == "all failed":
-        assert "no successful pair of cells" in section and table.count(micro.FAILED) == 3
+        assert "no successful pair of cells" in section and table.count(micro_tables.FAILED) == 3
 
 
 def test_figure_marks_crossovers_and_reference_points(tmp_path, monkeypatch):
-    analysis = micro_report.analyse_micro(_study(tmp_path), REFERENCE_CSV, resamples=RESAMPLES)
+    analysis = micro_analysis.analyse_micro(_study(tmp_path), REFERENCE_CSV, resamples=RESAMPLES)
     drawn = {}
 
     def keep(fig, pdf, png):

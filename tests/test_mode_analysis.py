@@ -12,23 +12,21 @@ import re
 import pandas as pd
 import pytest
 
-from fwbench.analysis.inference.aggregate import (
-    KEY_COLUMNS,
+from fwbench.analysis.inference.figures import mode_gain_figure, throughput_figure
+from fwbench.analysis.inference.macros import macros
+from fwbench.analysis.inference.ratios import (
     MODE_GAIN_COLUMNS,
     SPEEDUP_COLUMNS,
     mode_gains,
-    off_pairing,
-    pairings,
-    read_tidy,
     speedups,
     write_ratio_tables,
     write_speedups,
-    write_tidy,
 )
-from fwbench.analysis.inference.figures import mode_gain_figure, throughput_figure
-from fwbench.analysis.inference.macros import macros
-from fwbench.analysis.inference.tables import environment_table, inference_table, throughput_table
+from fwbench.analysis.inference.summary import off_pairing, pairings
+from fwbench.analysis.inference.tables import inference_table, throughput_table
+from fwbench.analysis.inference.tidy import KEY_COLUMNS, read_tidy, write_tidy
 from fwbench.analysis.setup.provenance import study_environment
+from fwbench.analysis.setup.tables import environment_table
 from fwbench.io import atomic_write_json
 from fwbench.results import load_result
 from fwbench.study.config import validate_config
@@ -452,19 +450,20 @@ Tables~\ref{tab:inference}, \ref{tab:inference-latency} and~\ref{tab:environment
 def test_a_published_eager_ratio_gets_the_paired_interval_of_the_eager_cells(study, tmp_path):
     """The H100 source states no modes (taken as PyTorch eager); the study's ratio table pairs JAX with compiled
     PyTorch. The eager cells of the same interleaved group still give a paired interval, from the cells."""
-    from fwbench.analysis.published.comparison import comparison as pub
+    from fwbench.analysis.published.judgement import DIRECTION_ONLY, REPRODUCED, SAME, UNPAIRED_SCOPE
+    from fwbench.analysis.published.matching import compare
     from tests.test_published import _published_row, _sources
 
     paths, frame, ratios, _ = study
     rows = [_published_row("small_cnn", "pytorch", 1, 500.0), _published_row("small_cnn", "jax", 1, 750.0)]
     sources = _sources(tmp_path, rows)
     kwargs = {"inference": frame, "speedups": ratios, "training": None, "image_size": 32}
-    without = pub.compare(sources, **kwargs).iloc[0]
-    assert without["ci_scope"] == pub.UNPAIRED_SCOPE
-    assert (without["verdict"], without["direction"]) == (pub.DIRECTION_ONLY, pub.SAME)
-    row = pub.compare(sources, cell_paths=paths, **kwargs).iloc[0]
+    without = compare(sources, **kwargs).iloc[0]
+    assert without["ci_scope"] == UNPAIRED_SCOPE
+    assert (without["verdict"], without["direction"]) == (DIRECTION_ONLY, SAME)
+    row = compare(sources, cell_paths=paths, **kwargs).iloc[0]
     assert (row["ours_torch_mode"], row["ours_other_mode"]) == ("eager", "jit")
     # JAX ran at 1.5x PyTorch eager in every round: the paired ratio and its interval, resolved, same direction
     assert row["ratio"] == pytest.approx(1.5) and row["ci_scope"] == "paired_rounds"
     assert row["ci_low"] == pytest.approx(1.5) and row["ci_high"] == pytest.approx(1.5)
-    assert (row["verdict"], row["direction"], bool(row["agrees"])) == (pub.REPRODUCED, pub.SAME, True)
+    assert (row["verdict"], row["direction"], bool(row["agrees"])) == (REPRODUCED, SAME, True)

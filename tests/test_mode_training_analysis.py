@@ -12,23 +12,26 @@ import pytest
 
 from fwbench.analysis.common.partners import check_placement, flag_deviations
 from fwbench.analysis.fairness import ledger as lg
-from fwbench.analysis.inference.aggregate import read_tidy
-from fwbench.analysis.micro.report import micro_macros, micro_section, micro_table, write_micro_outputs
-from fwbench.analysis.paper.conclusions import inference_sentences, training_sentences
-from fwbench.analysis.published.comparison import comparison as pub
+from fwbench.analysis.fairness.rows import HELD, NOT_HELD, NOT_MEASURED
+from fwbench.analysis.inference.tidy import read_tidy
+from fwbench.analysis.micro.macros import micro_macros
+from fwbench.analysis.micro.outputs import write_micro_outputs
+from fwbench.analysis.micro.section import micro_section
+from fwbench.analysis.micro.tables import micro_table
+from fwbench.analysis.paper.findings import inference_sentences, training_sentences
+from fwbench.analysis.published.judgement import DIRECTION_ONLY, SAME, UNPAIRED_SCOPE
+from fwbench.analysis.published.matching import compare
+from fwbench.analysis.published.section import OTHER_MODE_MARK, comparison_table, modes_sentence
 from fwbench.analysis.setup.data_report import fastest_consumer
 from fwbench.analysis.setup.provenance import study_environment
 from fwbench.analysis.time.study_time import breakdown, process_rows
 from fwbench.analysis.time.study_time import macros as time_macros
-from fwbench.analysis.training.analysis import (
-    step0_table,
-    training_figure,
-    training_macros,
-    training_section,
-    training_table,
-    write_training_tables,
-)
+from fwbench.analysis.training.epochs import write_training_tables
+from fwbench.analysis.training.figure import training_figure
+from fwbench.analysis.training.macros import training_macros
 from fwbench.analysis.training.reference import comparison_section, read_published
+from fwbench.analysis.training.section import training_section
+from fwbench.analysis.training.tables import step0_table, training_table
 from fwbench.workflow.jobtime import JobTime
 from tests.test_ledger import _parity
 from tests.test_ledger import _result as _ledger_cell
@@ -256,28 +259,28 @@ def _speedups(mixed: list[bool]) -> pd.DataFrame:
 def test_the_pairing_control_counts_mixed_ratios_and_whether_they_are_marked():
     cells = [_ledger_cell("torch", mode="eager"), _ledger_cell("jax")]
     status, measured, where = _ledger(cells, _speedups([True, False]))["Ratios pair compiled with compiled"]
-    assert status == lg.HELD
+    assert status == HELD
     assert measured == (
         "inference: 1 of 2 ratios pair compiled with compiled, 1 set a compiled program against an eager one "
         "(each marked in its table)"
     )
     assert where == "inference: inference jax resnet50 fp32 bs1"
     status, measured, _ = _ledger(cells)["Ratios pair compiled with compiled"]
-    assert status == lg.NOT_MEASURED and "not given" in measured, "derived from the cells, the marks not read"
+    assert status == NOT_MEASURED and "not given" in measured, "derived from the cells, the marks not read"
     compiled = [_ledger_cell("torch"), _ledger_cell("torch", mode="eager"), _ledger_cell("jax")]
     assert _ledger(compiled)["Ratios pair compiled with compiled"] == (
-        lg.HELD,
+        HELD,
         "inference: 1 of 1 ratios pair compiled with compiled",
         "",
     ), "compiled PyTorch is the ratio mode; its eager cell is not a ratio between frameworks"
     training = [_ledger_cell(f, suite="training", mode=m) for f, m in (("torch", "eager"), ("jax", "jit"))]
     status, measured, _ = _ledger(training)["Ratios pair compiled with compiled"]
-    assert status == lg.HELD and "each named as such in the conclusions" in measured
+    assert status == HELD and "each named as such in the conclusions" in measured
 
 
 def test_the_autotune_control():
     cells = [_ledger_cell(f) for f in ("torch", "jax", "tensorflow")]
-    assert _ledger(cells)["Autotuning alike"][0] == lg.HELD
+    assert _ledger(cells)["Autotuning alike"][0] == HELD
     on_gpu = copy.deepcopy(cells)
     for cell in on_gpu:
         cell["provenance"]["framework"]["settings"]["autotune"] = {"setting": "on", "in_effect": True}
@@ -286,10 +289,10 @@ def test_the_autotune_control():
     )
     on_gpu[1]["provenance"]["framework"]["settings"]["autotune"]["in_effect"] = False
     status, _, where = _ledger(on_gpu)["Autotuning alike"]
-    assert status == lg.NOT_HELD and where == "in effect in some frameworks only"
+    assert status == NOT_HELD and where == "in effect in some frameworks only"
     del cells[0]["provenance"]["framework"]["settings"]["autotune"]
     status, _, where = _ledger(cells)["Autotuning alike"]
-    assert status == lg.NOT_MEASURED and "no autotune record in inference torch compile" in where
+    assert status == NOT_MEASURED and "no autotune record in inference torch compile" in where
 
 
 def test_compile_time_and_graph_breaks_per_mode():
@@ -301,7 +304,7 @@ def test_compile_time_and_graph_breaks_per_mode():
     )
     cells[1]["metrics"]["compile_report"] = {"graphs": 3, "graph_breaks": 2, "graph_break_reasons": ["print"]}
     status, measured, where = _ledger(cells)["No recompilation or graph break while timed"]
-    assert status == lg.NOT_HELD and measured.endswith("; 1 of 1 torch.compile cells had graph breaks")
+    assert status == NOT_HELD and measured.endswith("; 1 of 1 torch.compile cells had graph breaks")
     assert where == "graph breaks in inference torch compile resnet50 fp32 bs1 (2)"
 
 
@@ -321,9 +324,7 @@ def test_published_ratios_are_matched_in_the_published_modes(tmp_path):
     speedups = pd.DataFrame(
         [_ratio("resnet50", 1, 0.625, 0.6, 0.65) | {"numerator_mode": "jit", "denominator_mode": "compile"}]
     )
-    unstated = pub.compare(
-        _sources(tmp_path, rows), inference=inference, speedups=speedups, training=None, image_size=32
-    )
+    unstated = compare(_sources(tmp_path, rows), inference=inference, speedups=speedups, training=None, image_size=32)
     row = unstated.iloc[0]
     assert (row["published_torch_mode"], row["published_other_mode"], bool(row["modes_stated"])) == (
         "eager",
@@ -331,31 +332,29 @@ def test_published_ratios_are_matched_in_the_published_modes(tmp_path):
         False,
     )
     assert (row["ours_torch_mode"], row["ours_other_mode"], bool(row["modes_match"])) == ("eager", "jit", True)
-    assert row["ratio"] == pytest.approx(100.0 / 80.0) and row["ci_scope"] == pub.UNPAIRED_SCOPE
-    assert (row["verdict"], row["direction"]) == (pub.DIRECTION_ONLY, pub.SAME)
-    sentence = pub.modes_sentence(unstated)
+    assert row["ratio"] == pytest.approx(100.0 / 80.0) and row["ci_scope"] == UNPAIRED_SCOPE
+    assert (row["verdict"], row["direction"]) == (DIRECTION_ONLY, SAME)
+    sentence = modes_sentence(unstated)
     assert sentence.startswith("The published figures are taken as PyTorch eager and JAX/Flax jit (no source states")
     assert "compared with this study's cells in those modes." in sentence
     assert (
         "Modes of the published figures (not stated by the source, so each framework's primary one): PT eager; JAX jit"
-        in pub.comparison_table(unstated, _sources(tmp_path, rows)[0])
+        in comparison_table(unstated, _sources(tmp_path, rows)[0])
     )
 
     (tmp_path / "stated").mkdir()
     stated = _sources(tmp_path / "stated", rows, modes={"pytorch": "compile", "jax": "jit"})
-    compiled = pub.compare(stated, inference=inference, speedups=speedups, training=None, image_size=32).iloc[0]
+    compiled = compare(stated, inference=inference, speedups=speedups, training=None, image_size=32).iloc[0]
     assert bool(compiled["modes_stated"]) and compiled["ours_torch_mode"] == "compile"
     assert compiled["ratio"] == pytest.approx(0.625) and compiled["ci_scope"] == "paired_rounds"
 
     only_compiled = inference[inference["mode"] != "eager"]
-    other = pub.compare(
-        _sources(tmp_path, rows), inference=only_compiled, speedups=speedups, training=None, image_size=32
-    )
+    other = compare(_sources(tmp_path, rows), inference=only_compiled, speedups=speedups, training=None, image_size=32)
     row = other.iloc[0]
     assert row["ours_torch_mode"] == "compile" and not bool(row["modes_match"]), "no eager cell: compiled stands in"
-    assert "except in 1 row (marked" in pub.modes_sentence(other)
-    table = pub.comparison_table(other, _sources(tmp_path, rows)[0])
-    assert "resnet50" + pub.OTHER_MODE_MARK in table and "so the cells here ran PT compiled, JAX jit." in table
+    assert "except in 1 row (marked" in modes_sentence(other)
+    table = comparison_table(other, _sources(tmp_path, rows)[0])
+    assert "resnet50" + OTHER_MODE_MARK in table and "so the cells here ran PT compiled, JAX jit." in table
 
 
 def test_an_unknown_published_mode_is_refused(tmp_path):

@@ -11,7 +11,7 @@ import pytest
 from scipy import special, stats
 
 from fwbench.analysis.common import moderation
-from fwbench.analysis.inference.aggregate import PAIRED, UNPAIRED, speedups
+from fwbench.analysis.inference.ratios import PAIRED, UNPAIRED, speedups
 
 RATIOS, LAUNCHES = 20, 3
 

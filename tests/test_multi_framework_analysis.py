@@ -13,21 +13,20 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from fwbench.analysis.common.latex import number
-from fwbench.analysis.inference.aggregate import read_tidy, speedups, write_speedups, write_tidy
+from fwbench.analysis.common.latex import number, stacked_header
 from fwbench.analysis.inference.figures import throughput_figure
 from fwbench.analysis.inference.macros import macros
-from fwbench.analysis.inference.tables import inference_table, latency_table, stacked_header, throughput_table
+from fwbench.analysis.inference.ratios import speedups, write_speedups
+from fwbench.analysis.inference.tables import inference_table, latency_table, throughput_table
+from fwbench.analysis.inference.tidy import read_tidy, write_tidy
 from fwbench.analysis.setup.provenance import study_environment
-from fwbench.analysis.training.analysis import (
-    step0_agreement,
-    step0_table,
-    training_figure,
-    training_macros,
-    training_section,
-    write_training_tables,
-)
+from fwbench.analysis.training.epochs import write_training_tables
+from fwbench.analysis.training.figure import training_figure
+from fwbench.analysis.training.macros import training_macros
 from fwbench.analysis.training.reference import comparison, comparison_section, read_published
+from fwbench.analysis.training.section import training_section
+from fwbench.analysis.training.step0 import step0_agreement
+from fwbench.analysis.training.tables import step0_table
 from fwbench.io import atomic_write_json
 from fwbench.results import load_result
 from fwbench.study.config import validate_config

@@ -11,9 +11,11 @@ import pandas as pd
 import pytest
 
 from fwbench.analysis.common.latex import literal
-from fwbench.analysis.inference.tables import environment_table, failures_table, inference_table
+from fwbench.analysis.failures.report import failures_table
+from fwbench.analysis.inference.tables import inference_table
 from fwbench.analysis.paper import pdf_check
 from fwbench.analysis.paper.pdf_check import Problem
+from fwbench.analysis.setup.tables import environment_table
 
 needs_latex = pytest.mark.skipif(
     not all(shutil.which(tool) for tool in ("latexmk", "pdflatex", "pdftotext", "pdftoppm", "pdfinfo")),

@@ -11,8 +11,29 @@ import yaml
 from scipy import stats
 
 from fwbench.analysis.common import verdicts
-from fwbench.analysis.published.comparison import comparison as pub
 from fwbench.analysis.published.figure import published_figure
+from fwbench.analysis.published.judgement import (
+    DEFAULT_MARGIN,
+    DIFFERENT,
+    DIRECTION_ONLY,
+    FAILED,
+    HIGHER,
+    INCONCLUSIVE,
+    LOWER,
+    ONE_RUN,
+    OPPOSITE,
+    REPRODUCED,
+    SAME,
+    UNRESOLVED,
+    VERDICTS,
+    agreeing,
+    judge,
+    verdict_counts,
+)
+from fwbench.analysis.published.matching import COLUMNS as PUBLISHED_COLUMNS
+from fwbench.analysis.published.matching import compare
+from fwbench.analysis.published.section import comparison_table, rule_sentence, section, summary_sentence
+from fwbench.analysis.published.sources import read_published, read_sources
 from tests.conftest import REPO
 
 
@@ -21,42 +42,42 @@ def _se(lo: float, hi: float, df: float) -> float:
     return math.log(hi / lo) / (2 * stats.t.ppf(0.975, df))
 
 
-def _judge(published, ratio, lo, hi, df=2, scope="paired_rounds", margin=pub.DEFAULT_MARGIN):
+def _judge(published, ratio, lo, hi, df=2, scope="paired_rounds", margin=DEFAULT_MARGIN):
     se = _se(lo, hi, df) if lo is not None else None
-    return pub.judge(published, ratio, scope=scope, ci_low=lo, ci_high=hi, se_log=se, df=df, margin=margin)
+    return judge(published, ratio, scope=scope, ci_low=lo, ci_high=hi, se_log=se, df=df, margin=margin)
 
 
 @pytest.mark.parametrize(
     ("published", "ratio", "lo", "hi", "df", "scope", "verdict", "direction", "side"),
     [
         # narrow, around the published ratio: shown equivalent within a factor of 1.1
-        (1.5, 1.5, 1.45, 1.55, 2, "paired_rounds", pub.REPRODUCED, pub.SAME, None),
+        (1.5, 1.5, 1.45, 1.55, 2, "paired_rounds", REPRODUCED, SAME, None),
         # the issue's case: [0.73, 2.99] contains the published ratio and says nothing about sameness
-        (1.6, 1.48, 0.73, 2.99, 2, "paired_rounds", pub.INCONCLUSIVE, pub.UNRESOLVED, None),
-        (1.5, 1.4, 1.2, 1.6, 2, "paired_rounds", pub.INCONCLUSIVE, pub.SAME, None),
-        (1.5, 3.0, 2.5, 3.5, 2, "paired_rounds", pub.DIFFERENT, pub.SAME, pub.HIGHER),
-        (1.5, 0.5, 0.4, 0.6, 2, "paired_rounds", pub.DIFFERENT, pub.OPPOSITE, pub.LOWER),
-        (0.5, 2.0, 1.5, 2.5, 2, "paired_rounds", pub.DIFFERENT, pub.OPPOSITE, pub.HIGHER),
-        (2.5, 1.1, 0.9, 1.3, 2, "paired_rounds", pub.DIFFERENT, pub.UNRESOLVED, pub.LOWER),
+        (1.6, 1.48, 0.73, 2.99, 2, "paired_rounds", INCONCLUSIVE, UNRESOLVED, None),
+        (1.5, 1.4, 1.2, 1.6, 2, "paired_rounds", INCONCLUSIVE, SAME, None),
+        (1.5, 3.0, 2.5, 3.5, 2, "paired_rounds", DIFFERENT, SAME, HIGHER),
+        (1.5, 0.5, 0.4, 0.6, 2, "paired_rounds", DIFFERENT, OPPOSITE, LOWER),
+        (0.5, 2.0, 1.5, 2.5, 2, "paired_rounds", DIFFERENT, OPPOSITE, HIGHER),
+        (2.5, 1.1, 0.9, 1.3, 2, "paired_rounds", DIFFERENT, UNRESOLVED, LOWER),
         # narrow but 15% off: resolved, different, although close
-        (1.5, 1.3, 1.28, 1.32, 9, "paired_rounds", pub.DIFFERENT, pub.SAME, pub.LOWER),
+        (1.5, 1.3, 1.28, 1.32, 9, "paired_rounds", DIFFERENT, SAME, LOWER),
         # an interval that is not paired over interleaved rounds is not tested, however narrow
-        (1.5, 1.5, 1.49, 1.51, 9, "within_process", pub.DIRECTION_ONLY, pub.SAME, None),
-        (1.5, 1.5, 1.49, 1.51, 9, "unpaired_trials", pub.DIRECTION_ONLY, pub.SAME, None),
-        (1.5, 0.8, None, None, None, pub.ONE_RUN, pub.DIRECTION_ONLY, pub.OPPOSITE, None),
-        (1.5, None, None, None, None, None, pub.FAILED, None, None),
+        (1.5, 1.5, 1.49, 1.51, 9, "within_process", DIRECTION_ONLY, SAME, None),
+        (1.5, 1.5, 1.49, 1.51, 9, "unpaired_trials", DIRECTION_ONLY, SAME, None),
+        (1.5, 0.8, None, None, None, ONE_RUN, DIRECTION_ONLY, OPPOSITE, None),
+        (1.5, None, None, None, None, None, FAILED, None, None),
     ],
 )
 def test_judge(published, ratio, lo, hi, df, scope, verdict, direction, side):
     judged = _judge(published, ratio, lo, hi, df, scope)
     assert (judged.verdict, judged.direction, judged.ours_vs_published) == (verdict, direction, side), judged
-    assert judged.columns()["agrees"] == (verdict == pub.REPRODUCED)
-    if verdict == pub.DIRECTION_ONLY:
+    assert judged.columns()["agrees"] == (verdict == REPRODUCED)
+    if verdict == DIRECTION_ONLY:
         assert judged.text.startswith("direction only, no interval (") and judged.text.endswith(
             f"{direction} direction"
         )
         assert math.isnan(judged.tost_p)
-    if verdict == pub.DIFFERENT:
+    if verdict == DIFFERENT:
         assert f"ours {side} than published" in judged.text
 
 
@@ -66,20 +87,20 @@ def test_a_wide_interval_never_reproduces_a_published_figure():
     for df in (1, 2, 4, 9):
         for half_width in (1.3, 1.5, 2.0, 4.0):  # 95% CI x/÷ this: its 90% CI wider than x/÷ 1.1
             judged = _judge(1.5, 1.5, 1.5 / half_width, 1.5 * half_width, df)
-            assert judged.verdict == pub.INCONCLUSIVE and judged.tost_p >= 0.05, (df, half_width, judged)
+            assert judged.verdict == INCONCLUSIVE and judged.tost_p >= 0.05, (df, half_width, judged)
             assert not judged.columns()["agrees"]
     # the same interval reproduces at a margin wide enough to hold its 90% interval, and not at a narrower one
-    assert _judge(1.5, 1.5, 1.2, 1.875, 9, margin=0.3).verdict == pub.REPRODUCED
-    assert _judge(1.5, 1.5, 1.2, 1.875, 9, margin=0.1).verdict == pub.INCONCLUSIVE
+    assert _judge(1.5, 1.5, 1.2, 1.875, 9, margin=0.3).verdict == REPRODUCED
+    assert _judge(1.5, 1.5, 1.2, 1.875, 9, margin=0.1).verdict == INCONCLUSIVE
 
 
 def test_a_narrow_interval_inside_the_margin_reproduces():
     judged = _judge(1.5, 1.55, 1.52, 1.58, 4)
-    assert judged.verdict == pub.REPRODUCED and judged.tost_p < 0.05
+    assert judged.verdict == REPRODUCED and judged.tost_p < 0.05
     assert 1.5 / 1.1 < judged.ci90_low < judged.ci90_high < 1.5 * 1.1
     assert judged.text == f"reproduced within a factor of 1.1 (TOST p = {judged.tost_p:.2g})"
     # just inside the margin's edge (ratio 1.6 against 1.5 x 1.1 = 1.65) with an interval that crosses it: not shown
-    assert _judge(1.5, 1.6, 1.5, 1.7, 4).verdict == pub.INCONCLUSIVE
+    assert _judge(1.5, 1.6, 1.5, 1.7, 4).verdict == INCONCLUSIVE
 
 
 def _sources(tmp_path, inference_rows, training_rows=None, **override):
@@ -110,7 +131,7 @@ def _sources(tmp_path, inference_rows, training_rows=None, **override):
             "higher_is_better": False,
         }
     (tmp_path / "sources.yaml").write_text(yaml.safe_dump(listing))
-    return pub.read_sources(tmp_path / "sources.yaml")
+    return read_sources(tmp_path / "sources.yaml")
 
 
 def _published_row(model, framework, batch, value, metric="throughput_img_s"):
@@ -175,25 +196,25 @@ def test_only_matching_cells_are_compared_and_absolute_numbers_are_labelled(tmp_
         ]
     )
     speedups = pd.DataFrame([_ratio("resnet50", 1, 1.25, 1.1, 1.4, df=2)])
-    rows = pub.compare(sources, inference=inference, speedups=speedups, training=None, image_size=32)
+    rows = compare(sources, inference=inference, speedups=speedups, training=None, image_size=32)
     assert list(zip(rows["model"], rows["batch_size"], strict=True)) == [("resnet50", 1), ("vit_b_16", 1)]
     resnet, vit = rows.iloc[0], rows.iloc[1]
     assert resnet["published_ratio"] == pytest.approx(1.5)
     # faster than PyTorch as published, but resolved slower than the published 1.5: different, never agreement
-    assert (resnet["verdict"], resnet["direction"], resnet["ours_vs_published"]) == (pub.DIFFERENT, pub.SAME, "lower")
-    assert not bool(resnet["agrees"]) and resnet["margin"] == pub.DEFAULT_MARGIN
+    assert (resnet["verdict"], resnet["direction"], resnet["ours_vs_published"]) == (DIFFERENT, SAME, "lower")
+    assert not bool(resnet["agrees"]) and resnet["margin"] == DEFAULT_MARGIN
     assert resnet["margin_low"] == pytest.approx(1.5 / 1.1) and resnet["margin_high"] == pytest.approx(1.65)
     assert resnet["verdict_text"].endswith("; across device classes (GPU there, CPU here)")
-    assert vit["verdict"] == pub.FAILED and "boom" in vit["reason"]
+    assert vit["verdict"] == FAILED and "boom" in vit["reason"]
     assert not resnet["absolute_comparable"]
     assert "NVIDIA H100 NVL there, AMD EPYC (CPU) here" in resnet["absolute_note"]
     assert "224 px there, 32 px here" in resnet["absolute_note"]
-    sentence = pub.summary_sentence(rows)
+    sentence = summary_sentence(rows)
     assert sentence.startswith("Of the 2 published ratios that match a pair of cells of this study, none is reproduced")
     assert "1 is different (outside this study's 95\\% CI: ours lower in 1)" in sentence
     assert "1 has a failed cell here" in sentence
     assert sentence.endswith("All of them compare ratios across device classes (GPU there, CPU here).")
-    table = pub.comparison_table(rows, sources[0])
+    table = comparison_table(rows, sources[0])
     assert r"\label{tab:published-gpu-inference}" in table and "not comparable" in table
     assert "different: ours lower" in table and "ratios across device classes (GPU there, CPU here)" in table
     # a published CPU figure set beside CPU cells: no note on device classes
@@ -204,10 +225,10 @@ def test_only_matching_cells_are_compared_and_absolute_numbers_are_labelled(tmp_
         device="AMD EPYC",
         device_kind="cpu",
     )
-    same = pub.compare(cpu, inference=inference, speedups=speedups, training=None, image_size=32).iloc[0]
+    same = compare(cpu, inference=inference, speedups=speedups, training=None, image_size=32).iloc[0]
     # 1.25 [1.1, 1.4] from 3 rounds: its 90% CI (x/÷ 1.085) inside the published 1.25 x/÷ 1.1
-    assert same["verdict"] == pub.REPRODUCED and bool(same["agrees"]) and "device classes" not in same["verdict_text"]
-    assert "device classes" not in pub.summary_sentence(pd.DataFrame([same]))
+    assert same["verdict"] == REPRODUCED and bool(same["agrees"]) and "device classes" not in same["verdict_text"]
+    assert "device classes" not in summary_sentence(pd.DataFrame([same]))
 
 
 def _epochs(times: dict[str, tuple[float, ...]], **columns: dict[str, object]) -> pd.DataFrame:
@@ -243,13 +264,13 @@ def test_training_times_compare_as_speed_ratios(tmp_path):
     )
     epochs = _epochs({"torch": (1.0, 1.0), "jax": (1.0, 3.0)})
     inference = pd.DataFrame([_cell("torch", "small_cnn", 1, 1.0)])
-    rows = pub.compare(sources[1:], inference=inference, speedups=pd.DataFrame(), training=epochs, image_size=224)
+    rows = compare(sources[1:], inference=inference, speedups=pd.DataFrame(), training=epochs, image_size=224)
     assert len(rows) == 1
     row = rows.iloc[0]
     assert row["published_ratio"] == pytest.approx(0.5)
     assert row["ratio"] == pytest.approx(0.5)  # 2 s of PyTorch's epochs over JAX's 4 s
     # exactly the published ratio, but from one run each: direction only, never agreement
-    assert (row["verdict"], row["direction"], bool(row["agrees"])) == (pub.DIRECTION_ONLY, pub.SAME, False)
+    assert (row["verdict"], row["direction"], bool(row["agrees"])) == (DIRECTION_ONLY, SAME, False)
     assert row["verdict_text"].startswith("direction only, no interval (one run each): same direction")
     assert math.isnan(row["tost_p"]) and math.isnan(row["ci90_low"])
 
@@ -257,23 +278,23 @@ def test_training_times_compare_as_speed_ratios(tmp_path):
 def test_a_misread_reference_is_refused_with_its_file(tmp_path):
     (tmp_path / "sources.yaml").write_text(yaml.safe_dump({"x": {"file": "x.csv", "suite": "inference"}}))
     with pytest.raises(ValueError, match=r"sources\.yaml: source 'x' lacks .*device"):
-        pub.read_sources(tmp_path / "sources.yaml")
+        read_sources(tmp_path / "sources.yaml")
     sources = _sources(tmp_path, [{"model": "resnet50", "framework": "jax", "batch_size": 1, "img_s": 1.0}])
     with pytest.raises(ValueError, match=r"inf\.csv: expected the columns"):
-        pub.read_published(sources[0])
+        read_published(sources[0])
     sources = _sources(tmp_path, [_published_row("resnet50", "mxnet", 1, 1.0)])
     with pytest.raises(ValueError, match=r"inf\.csv: unknown framework\(s\) mxnet"):
-        pub.read_published(sources[0])
+        read_published(sources[0])
 
 
 def test_the_repository_references_are_read_and_noted():
     """Every listed file is in reference/ (never ../shared/), readable, and named in reference/README.md."""
-    sources = pub.read_sources(REPO / "reference" / "sources.yaml")
+    sources = read_sources(REPO / "reference" / "sources.yaml")
     readme = (REPO / "reference" / "README.md").read_text()
     assert {s.suite for s in sources} == {"inference", "training"}
     for source in sources:
         assert source.path.parent == REPO / "reference"
-        assert len(pub.read_published(source)) > 0
+        assert len(read_published(source)) > 0
         assert source.path.name in readme
 
 
@@ -281,14 +302,14 @@ def test_the_section_says_what_matches_and_what_does_not(tmp_path):
     sources = _sources(
         tmp_path, [_published_row("resnet50", "pytorch", 1, 1.0), _published_row("resnet50", "jax", 1, 2.0)]
     )
-    empty = pub.compare(
+    empty = compare(
         sources,
         inference=pd.DataFrame([_cell("torch", "small_cnn", 1, 1.0)]),
         speedups=pd.DataFrame(),
         training=None,
         image_size=32,
     )
-    text = pub.section(empty, sources, "published_vs_reproduced")
+    text = section(empty, sources, "published_vs_reproduced")
     assert "none of it is shown" in text and r"\begin{table" not in text and "includegraphics" not in text
     assert "No published figure matches" in text
 
@@ -321,14 +342,14 @@ def _one_comparison(tmp_path, published_ratio=1.5):
 def test_a_row_without_an_interval_never_agrees(tmp_path, speedup, why):
     sources, inference = _one_comparison(tmp_path)
     speedups = pd.DataFrame([speedup] if speedup else [])
-    rows = pub.compare(sources, inference=inference, speedups=speedups, training=None, image_size=32)
+    rows = compare(sources, inference=inference, speedups=speedups, training=None, image_size=32)
     (row,) = rows.itertuples()
     assert row.ratio == pytest.approx(1.5)
-    assert (row.verdict, row.direction, bool(row.agrees)) == (pub.DIRECTION_ONLY, pub.SAME, False)
+    assert (row.verdict, row.direction, bool(row.agrees)) == (DIRECTION_ONLY, SAME, False)
     assert row.verdict_text.startswith(f"direction only, no interval ({why}")
-    assert pub.verdict_counts(rows)[pub.REPRODUCED] == 0 and not pub.agreeing(rows).any()
-    assert "direction only, no interval: same" in pub.comparison_table(rows, sources[0])
-    assert "1.50 [" not in pub.comparison_table(rows, sources[0]), "a direction-only row's interval is not printed"
+    assert verdict_counts(rows)[REPRODUCED] == 0 and not agreeing(rows).any()
+    assert "direction only, no interval: same" in comparison_table(rows, sources[0])
+    assert "1.50 [" not in comparison_table(rows, sources[0]), "a direction-only row's interval is not printed"
 
 
 def test_the_summary_never_counts_direction_only_rows_as_agreement(tmp_path):
@@ -339,33 +360,33 @@ def test_the_summary_never_counts_direction_only_rows_as_agreement(tmp_path):
         "reproduced": _judge(1.5, 1.5, 1.45, 1.55),
         "different": _judge(1.5, 3.0, 2.5, 3.5),
         "inconclusive": _judge(1.5, 1.48, 0.73, 2.99),
-        "same": _judge(1.5, 1.5, None, None, None, pub.ONE_RUN),
+        "same": _judge(1.5, 1.5, None, None, None, ONE_RUN),
         "same2": _judge(1.5, 1.5, 1.49, 1.51, 9, "within_process"),
-        "opposite": _judge(1.5, 0.5, None, None, None, pub.ONE_RUN),
+        "opposite": _judge(1.5, 0.5, None, None, None, ONE_RUN),
     }
     rows = pd.DataFrame(
         [
-            {"source": "gpu-inference", "framework": "jax", "published_ratio": 1.5, "margin": pub.DEFAULT_MARGIN}
+            {"source": "gpu-inference", "framework": "jax", "published_ratio": 1.5, "margin": DEFAULT_MARGIN}
             | j.columns()
             | {"published_device_kind": "gpu", "ours_device_kind": "gpu"}
             for j in judged.values()
         ],
-        columns=pub.COLUMNS,
+        columns=PUBLISHED_COLUMNS,
     )
     path = tmp_path / "published.csv"
     rows.to_csv(path, index=False)
     back = pd.read_csv(path)
-    counts = pub.verdict_counts(back)
+    counts = verdict_counts(back)
     assert counts == {
-        pub.REPRODUCED: 1,
-        pub.DIFFERENT: 1,
-        pub.INCONCLUSIVE: 1,
-        pub.DIRECTION_ONLY: 3,
-        pub.FAILED: 0,
+        REPRODUCED: 1,
+        DIFFERENT: 1,
+        INCONCLUSIVE: 1,
+        DIRECTION_ONLY: 3,
+        FAILED: 0,
     }
     assert back["agrees"].astype(str).tolist() == ["True", "False", "False", "False", "False", "False"]
-    assert pub.agreeing(back).sum() == 1
-    sentence = pub.summary_sentence(back)
+    assert agreeing(back).sum() == 1
+    sentence = summary_sentence(back)
     assert sentence == (
         "Of the 6 published ratios that match a pair of cells of this study, 1 is reproduced (shown equivalent within "
         "a factor of 1.1 by two one-sided tests at 5\\%), 1 is different (outside this study's 95\\% CI: ours higher "
@@ -397,7 +418,7 @@ def test_published_csv_never_claims_agreement_for_an_interval_wider_than_its_mar
             speedup_rows.append(_ratio(model, 1, ratio, ratio / half, ratio * half, df=df, scope=scope))
         (tmp_path / str(margin)).mkdir()
         sources = _sources(tmp_path / str(margin), published_rows)
-        rows = pub.compare(
+        rows = compare(
             sources,
             inference=pd.DataFrame(inference_rows),
             speedups=pd.DataFrame(speedup_rows),
@@ -407,19 +428,19 @@ def test_published_csv_never_claims_agreement_for_an_interval_wider_than_its_mar
         )
         rows.to_csv(tmp_path / "published.csv", index=False)
         back = pd.read_csv(tmp_path / "published.csv")
-        assert set(back["verdict"]) <= set(pub.VERDICTS) and (back["margin"] == margin).all()
-        claimed = back[(back["verdict"] == pub.REPRODUCED) | (back["agrees"].astype(str) == "True")]
+        assert set(back["verdict"]) <= set(VERDICTS) and (back["margin"] == margin).all()
+        claimed = back[(back["verdict"] == REPRODUCED) | (back["agrees"].astype(str) == "True")]
         assert len(claimed) > 5, "the construction reproduces some"
-        assert (claimed["verdict"] == pub.REPRODUCED).all() and (claimed["ci_scope"] == "paired_rounds").all()
+        assert (claimed["verdict"] == REPRODUCED).all() and (claimed["ci_scope"] == "paired_rounds").all()
         assert (claimed["ci90_low"] >= claimed["published_ratio"] / (1 + margin) - 1e-12).all()
         assert (claimed["ci90_high"] <= claimed["published_ratio"] * (1 + margin) + 1e-12).all()
         assert (claimed["ci90_high"] / claimed["ci90_low"] <= (1 + margin) ** 2).all()
         wide = back[np.log(back["ci90_high"] / back["ci90_low"]) > 2 * np.log1p(margin)]
-        assert len(wide) and not (wide["verdict"] == pub.REPRODUCED).any(), "wider than the band: never reproduced"
+        assert len(wide) and not (wide["verdict"] == REPRODUCED).any(), "wider than the band: never reproduced"
         tested = back[back["ci_scope"] == "paired_rounds"]
         contains = (tested["ci_low"] <= tested["published_ratio"]) & (tested["published_ratio"] <= tested["ci_high"])
-        assert (tested.loc[~contains & (tested["verdict"] != pub.REPRODUCED), "verdict"] == pub.DIFFERENT).all()
-        assert (back.loc[back["ci_scope"] == "within_process", "verdict"] == pub.DIRECTION_ONLY).all()
+        assert (tested.loc[~contains & (tested["verdict"] != REPRODUCED), "verdict"] == DIFFERENT).all()
+        assert (back.loc[back["ci_scope"] == "within_process", "verdict"] == DIRECTION_ONLY).all()
 
 
 def test_the_margin_is_checked_recorded_and_printed(tmp_path):
@@ -427,23 +448,23 @@ def test_the_margin_is_checked_recorded_and_printed(tmp_path):
     speedups = pd.DataFrame([_ratio("resnet50", 1, 1.5, 1.45, 1.55, df=2)])
     for margin in (0, 1.5, -0.1):
         with pytest.raises(ValueError, match="equivalence margin"):
-            pub.compare(sources, inference=inference, speedups=speedups, training=None, image_size=32, margin=margin)
-    rows = pub.compare(sources, inference=inference, speedups=speedups, training=None, image_size=32, margin=0.2)
-    assert rows.iloc[0]["margin"] == 0.2 and rows.iloc[0]["verdict"] == pub.REPRODUCED
-    text = pub.section(rows, sources, "published_vs_reproduced")
-    rule = pub.rule_sentence(0.2)
+            compare(sources, inference=inference, speedups=speedups, training=None, image_size=32, margin=margin)
+    rows = compare(sources, inference=inference, speedups=speedups, training=None, image_size=32, margin=0.2)
+    assert rows.iloc[0]["margin"] == 0.2 and rows.iloc[0]["verdict"] == REPRODUCED
+    text = section(rows, sources, "published_vs_reproduced")
+    rule = rule_sentence(0.2)
     assert rule in text and "within a factor of 1.2" in rule and "equivalence margin 0.2" in rule
     assert rule.startswith("A published ratio counts as reproduced only when two one-sided tests at the 5\\% level")
     assert rule.count(". ") == 0 and rule.endswith(".")  # one sentence
     assert "never as agreement" in rule and "within a factor of 1.2 by two one-sided tests" in text
-    assert pub.rule_sentence(0.1) in pub.section(rows, sources, None, margin=0.1)
+    assert rule_sentence(0.1) in section(rows, sources, None, margin=0.1)
 
 
 def test_the_figure_draws_tested_and_direction_only_ratios(tmp_path):
     sources, inference = _one_comparison(tmp_path)
     rows = pd.concat(
         [
-            pub.compare(
+            compare(
                 sources,
                 inference=inference,
                 speedups=pd.DataFrame([speedup]),
@@ -457,6 +478,6 @@ def test_the_figure_draws_tested_and_direction_only_ratios(tmp_path):
         ],
         ignore_index=True,
     )
-    assert rows["verdict"].tolist() == [pub.REPRODUCED, pub.DIRECTION_ONLY]
+    assert rows["verdict"].tolist() == [REPRODUCED, DIRECTION_ONLY]
     published_figure(rows, tmp_path / "f.pdf", tmp_path / "f.png")
     assert (tmp_path / "f.pdf").stat().st_size > 0 and (tmp_path / "f.png").stat().st_size > 0

@@ -10,11 +10,13 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from fwbench.analysis.inference.aggregate import speedups, tidy
 from fwbench.analysis.inference.macros import macros
+from fwbench.analysis.inference.ratios import speedups
 from fwbench.analysis.inference.tables import inference_table, throughput_table
+from fwbench.analysis.inference.tidy import tidy
 from fwbench.io import atomic_write_json
-from fwbench.running.runner import merge_trials, run_group
+from fwbench.running.merge import merge_trials
+from fwbench.running.runner import run_group
 from fwbench.study.config import validate_config
 from fwbench.study.grid import Cell
 from fwbench.trackers.latency import timing_metrics

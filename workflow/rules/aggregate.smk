@@ -1,6 +1,6 @@
 # Aggregation: all cell JSONs -> one tidy table, plus the environment summary the paper prints.
 
-# The compiled-over-eager gain within a framework (fwbench.analysis.inference.aggregate.mode_gains): its own table and figure.
+# The compiled-over-eager gain within a framework (fwbench.analysis.inference.ratios.mode_gains): its own table and figure.
 MODE_GAINS_CSV = f"{RESULTS}/tables/mode_gains.csv"
 
 

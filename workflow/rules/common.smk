@@ -213,7 +213,7 @@ LEDGER_CSV = f"{RESULTS}/tables/ledger.csv"
 
 def published_files():
     """The files reference/sources.yaml names: editing one reruns the comparison."""
-    from fwbench.analysis.published.comparison import read_sources
+    from fwbench.analysis.published.sources import read_sources
 
     return [str(source.path) for source in read_sources(PUBLISHED_SOURCES)]
 

@@ -3,7 +3,7 @@
 # precision and batch size runs every framework's cell in interleaved trial rounds, like an inference group; the
 # analysis computes speedups over NumPy with intervals over processes (paired by round; within one process with one
 # trial, labelled so) and the crossover batch sizes from the point estimates, with intervals from resampling each
-# series (fwbench.analysis.micro.speedups).
+# series (fwbench.analysis.micro.speedups, fwbench.analysis.micro.crossovers).
 
 if MICRO:
 

@@ -1,4 +1,5 @@
-from fwbench.analysis.inference.aggregate import write_ratio_tables, write_tidy
+from fwbench.analysis.inference.ratios import write_ratio_tables
+from fwbench.analysis.inference.tidy import write_tidy
 from fwbench.io import read_json
 from fwbench.workflow.logs import redirect_to
 

@@ -1,4 +1,4 @@
-from fwbench.analysis.training.analysis import write_training_tables
+from fwbench.analysis.training.epochs import write_training_tables
 from fwbench.workflow.logs import redirect_to
 
 with redirect_to(snakemake.log[0]):

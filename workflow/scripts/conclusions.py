@@ -1,6 +1,6 @@
 """The paper's generated conclusions and limitations (fwbench.analysis.paper.conclusions)."""
 
-from fwbench.analysis.inference.aggregate import read_tidy
+from fwbench.analysis.inference.tidy import read_tidy
 from fwbench.analysis.paper.conclusions import conclusions_section
 from fwbench.io import atomic_write_text
 from fwbench.workflow.logs import redirect_to

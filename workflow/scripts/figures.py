@@ -1,5 +1,5 @@
-from fwbench.analysis.inference.aggregate import read_tidy
 from fwbench.analysis.inference.figures import throughput_figure
+from fwbench.analysis.inference.tidy import read_tidy
 from fwbench.workflow.logs import redirect_to
 
 with redirect_to(snakemake.log[0]):

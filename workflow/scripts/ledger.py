@@ -1,7 +1,7 @@
 """The fairness ledger from the cells' own records and the study's parity table (fwbench.analysis.fairness.ledger)."""
 
 from fwbench.analysis.fairness.ledger import ledger, ledger_section
-from fwbench.analysis.inference.aggregate import read_tidy
+from fwbench.analysis.inference.tidy import read_tidy
 from fwbench.io import atomic_write_text
 from fwbench.results import load_result
 from fwbench.workflow.logs import redirect_to

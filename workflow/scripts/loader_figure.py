@@ -1,4 +1,4 @@
-from fwbench.analysis.inference.aggregate import read_tidy
+from fwbench.analysis.inference.tidy import read_tidy
 from fwbench.analysis.setup.data_report import loader_figure
 from fwbench.io import read_json
 from fwbench.workflow.logs import redirect_to

@@ -1,4 +1,5 @@
-from fwbench.analysis.micro.report import micro_section, write_micro_outputs
+from fwbench.analysis.micro.outputs import write_micro_outputs
+from fwbench.analysis.micro.section import micro_section
 from fwbench.io import atomic_write_text
 from fwbench.workflow.logs import redirect_to
 

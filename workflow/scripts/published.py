@@ -1,11 +1,13 @@
 """Published figures beside this study's matching cells: table, section and figure
-(fwbench.analysis.published.comparison)."""
+(fwbench.analysis.published: sources, matching, section, figure)."""
 
 from pathlib import Path
 
-from fwbench.analysis.inference.aggregate import read_tidy
-from fwbench.analysis.published.comparison import compare, read_sources, section
+from fwbench.analysis.inference.tidy import read_tidy
 from fwbench.analysis.published.figure import published_figure
+from fwbench.analysis.published.matching import compare
+from fwbench.analysis.published.section import section
+from fwbench.analysis.published.sources import read_sources
 from fwbench.io import atomic_write_text
 from fwbench.workflow.logs import redirect_to
 

@@ -1,4 +1,4 @@
-from fwbench.analysis.training.analysis import training_figure
+from fwbench.analysis.training.figure import training_figure
 from fwbench.workflow.logs import redirect_to
 
 with redirect_to(snakemake.log[0]):

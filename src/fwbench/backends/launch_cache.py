@@ -1,6 +1,6 @@
 """A cell's own compile cache across its launches: the first launch compiles cold, later ones reuse its programs.
 
-A cell of the inference or micro suite runs in `trials` launches (fresh worker processes, fwbench.running.runner), so
+A cell of the inference or micro suite runs in `trials` launches (fresh worker processes, fwbench.running.launches), so
 that the variation between processes is estimable. Compiling cold in every launch measures nothing new (the programs are
 the same) and costs the default study minutes (torch.compile alone took a quarter of it). So, with
 `compile.launch_cache` (default true), the runner gives every cell a cache directory of its own, kept for the

@@ -3,7 +3,7 @@
 A failure is a finding: the paper groups failures by kind (an out-of-memory is a property of the model, batch size
 and device; a compiler crash is a bug with a known workaround; a timeout says the cell is too slow for its limit), so
 the runner classifies each one from what it can observe: the exit status, whether it killed the child itself, the
-memory limit's OOM counter and the child's output. Nothing here retries anything; `fwbench.running.runner` decides.
+memory limit's OOM counter and the child's output. Nothing here retries anything; `fwbench.running.context` decides.
 """
 
 from __future__ import annotations

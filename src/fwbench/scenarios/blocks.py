@@ -4,9 +4,9 @@ A VM's speed drifts by tens of percent over minutes, so one process timing a loo
 its own, compares two frameworks at two different speeds of the machine. Instead every variant of a comparison
 group runs in a process of its own that imports, builds, compiles and warms up once (a *launch*), and then times
 short *bursts* of a fixed number of iterations, calibrated to about `burst_s` seconds, when the controller asks
-(fwbench.running.runner). One *block* runs one burst of every variant, in the order of a Williams design; drift slower
+(fwbench.running.launches). One *block* runs one burst of every variant, in the order of a Williams design; drift slower
 than a block cancels from the ratio within the block. Each launch serves `blocks` blocks; `trials` launches per
-variant keep the variation between processes estimable (the interval is over launches, fwbench.running.runner).
+variant keep the variation between processes estimable (the interval is over launches, fwbench.running.merge).
 
 Per burst the worker records, beside the wall time of every iteration: the process's CPU time (all threads), the
 machine's steal time (/proc/stat: time the hypervisor gave to other guests, which a burst cannot tell from its own

@@ -3,7 +3,7 @@
 Every JAX cell is an XLA program and every TensorFlow cell an XLA-compiled function, while PyTorch runs eagerly
 unless it is compiled with torch.compile. A ratio between an eager and a compiled program measures the compiler as
 much as the framework, so the mode is part of every cell's identity and path, and the analysis pairs modes
-explicitly (fwbench.analysis.inference.aggregate). This table is the registry the config schema, the grid and the
+explicitly (fwbench.analysis.inference.ratios). This table is the registry the config schema, the grid and the
 backends share; it imports no framework. A framework's first mode is its primary one: measured for every model and
 suite; the others where `mode_scope` says (fwbench.study.grid).
 """

@@ -22,7 +22,7 @@ _SPECIAL = {
 FRAMEWORK_LABELS = {"torch": "PyTorch", "jax": "JAX/Flax", "tensorflow": "TensorFlow/Keras"}
 # Short names where a table header or a ratio's name must stay narrow ("JAX/PT [95% CI]", "TF compile s").
 SHORT_LABELS = {"torch": "PT", "jax": "JAX", "tensorflow": "TF"}
-# Every ratio is a framework's throughput over PyTorch's (fwbench.analysis.inference.aggregate.speedups).
+# Every ratio is a framework's throughput over PyTorch's (fwbench.analysis.inference.ratios.speedups).
 BASELINE = "torch"
 
 
@@ -142,3 +142,21 @@ def macro_name(*parts: str) -> str:
     )
     out = "".join(w[:1].upper() + w[1:] for w in words if w)
     return "fwb" + "".join(digits.get(ch, ch) for ch in out)
+
+
+def stacked(*lines: str, align: str = "c", position: str = "b") -> str:
+    """A table cell of several lines (a header "RSS max (MB)" as "RSS max" over "(MB)"), aligned `align` (l, c, r):
+    tables stay narrow enough for 8 pt without scaling. `position` "b" (a header) puts the last line on the row's
+    baseline, "t" (a body cell) the first."""
+    return rf"\begin{{tabular}}[{position}]{{@{{}}{align}@{{}}}}" + r" \\ ".join(lines) + r"\end{tabular}"
+
+
+def stacked_header(*lines: str, align: str = "r") -> str:
+    """A bold header of several lines (`stacked`)."""
+    return r"\textbf{" + stacked(*lines, align=align) + "}"
+
+
+def breakable(text: str) -> str:
+    """LaTeX-escaped `text`, hyphens as typed, that may break after "/", "=", ",", ";", ":" or "_" (unbroken tokens
+    such as XLA_FLAGS or a UUID would otherwise overrun a narrow column)."""
+    return re.sub(r"(\\_|[/=,;:])", r"\1\\allowbreak{}", literal(text))

@@ -1,7 +1,7 @@
 """Launch-to-launch variances moderated across a table's ratios (empirical Bayes; Smyth 2004, limma's eBayes).
 
-A ratio's interval is over its launches (fwbench.aggregate.ratio_interval): with the default 3 launches, its
-variance has 2 degrees of freedom and its t quantile is 4.30, so even a ratio whose launches agree to 2% gets an
+A ratio's interval is over its launches (fwbench.analysis.inference.ratios.ratio_interval): with the default 3 launches,
+its variance has 2 degrees of freedom and its t quantile is 4.30, so even a ratio whose launches agree to 2% gets an
 interval of ±5% or more, and one whose three launches happened to agree closely gets one far too narrow. Every ratio
 of a table is measured the same way on the same machine, so their launch variances say something about each other:
 each is taken as a draw from one scaled inverse-chi-squared prior (d0 degrees of freedom around s0²), estimated from
@@ -106,7 +106,7 @@ def estimate_prior(variances: Sequence[float], dfs: Sequence[float]) -> Prior | 
 
 
 def moderate(frame, paired_scope: str):
-    """A ratio table (fwbench.analysis.inference.aggregate: ratio, ci_low, ci_high, ci_scope, pairs, se_log, df,
+    """A ratio table (fwbench.analysis.inference.ratios: ratio, ci_low, ci_high, ci_scope, pairs, se_log, df,
     p_value, resolved, method) with the paired ratios' intervals recomputed from moderated launch variances; other rows,
     and a table with fewer than MIN_RATIOS paired ratios, unchanged. `df_own` keeps each ratio's own degrees of freedom
     and `ci_low_own`/`ci_high_own` its own interval, so the moderation is visible beside what it replaced."""

@@ -1,8 +1,9 @@
 """`fwbench compare` for a reader: the comparison in print (`render`), as compare.csv and compare.json
 (`as_json`, `write_outputs`), and as a plot of every ratio's change (`plot_changes`).
 
-It exists apart from `fwbench.analysis.compare.ratios` so that how a comparison is shown can change without touching how
-it is made: everything here reads a finished `Comparison` and decides nothing about it.
+It exists apart from `fwbench.analysis.compare.ratios` (and the `runs` and `change` it gathers) so that how a
+comparison is shown can change without touching how it is made: everything here reads a finished `Comparison` and
+decides nothing about it.
 
 matplotlib only in `plot_changes`, imported there.
 """
@@ -17,7 +18,7 @@ from typing import Any
 
 import pandas as pd
 
-from fwbench.analysis.compare.ratios import (
+from fwbench.analysis.compare.change import (
     CHANGED,
     FLIPPED,
     LEVEL,
@@ -25,12 +26,11 @@ from fwbench.analysis.compare.ratios import (
     MISSING_IN_B,
     NO_INTERVAL,
     SAME,
-    TABLES,
-    CompareError,
-    Comparison,
     finite,
 )
+from fwbench.analysis.compare.ratios import Comparison
 from fwbench.analysis.compare.run_facts import CATEGORIES, NOT_RECORDED
+from fwbench.analysis.compare.runs import TABLES, CompareError
 from fwbench.io import atomic_write_json, atomic_write_text
 
 # --------------------------------------------------------------------------------------------------------------------

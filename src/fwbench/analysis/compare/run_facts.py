@@ -6,7 +6,8 @@ the same machine, software and settings, from the cells' provenance alone; the r
 part in it. `environment_differences` gives, for each recorded fact, the set of values each run's cells record, and
 the facts whose sets differ; `fwbench.analysis.compare.ratios` puts them in its `Comparison`.
 
-Pure: the standard library only. It must not import `fwbench.analysis.compare.ratios`, which imports it.
+Pure: the standard library only. It must not import `fwbench.analysis.compare.runs` or
+`fwbench.analysis.compare.ratios`, which import it.
 """
 
 from __future__ import annotations

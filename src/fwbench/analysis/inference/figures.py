@@ -15,7 +15,7 @@ import seaborn as sns  # noqa: E402
 
 from fwbench.analysis.common.latex import label, ordered_variants, variant_label, variant_short  # noqa: E402
 from fwbench.analysis.common.partners import multi_mode, with_modes  # noqa: E402
-from fwbench.analysis.inference.aggregate import refused, resolved_adjusted  # noqa: E402
+from fwbench.analysis.inference.summary import refused, resolved_adjusted  # noqa: E402
 from fwbench.study.modes import MODES  # noqa: E402
 
 # One colour per framework label, the same in every figure (inference, training, micro).
@@ -31,7 +31,7 @@ def save_figure(fig: plt.Figure, pdf: str | Path, png: str | Path) -> None:
         os.replace(tmp, path)
 
 
-# The micro suite's NumPy baseline, which has no label of the paper's (fwbench.analysis.micro.speedups names it).
+# The micro suite's NumPy baseline, which has no label of the paper's (fwbench.analysis.micro.vocabulary names it).
 OTHER_COLOURS = {"numpy": "#333333"}
 SHADE = 0.45  # how far towards white a framework's later modes are drawn, per mode after its first
 
@@ -153,11 +153,11 @@ def _not_measured(ax: plt.Axes) -> None:
 
 
 def mode_gain_figure(gains: pd.DataFrame, pdf: str | Path, png: str | Path) -> None:
-    """The eager-vs-compiled gain within a framework (`aggregate.mode_gains`): the compiled cell's throughput over
+    """The eager-vs-compiled gain within a framework (`ratios.mode_gains`): the compiled cell's throughput over
     the eager one's with its 95% CI, one row per model and batch size (and precision, and mode pair, where they
     vary), on a log axis symmetric around 1 with a line at 1, so a gain and a loss of the same factor look alike.
     Filled: resolved (the paired test over interleaved rounds, adjusted within the framework's gains:
-    `aggregate.resolved_adjusted`); hollow: not. Refused gains (cells on different device models) are left out. A
+    `summary.resolved_adjusted`); hollow: not. Refused gains (cells on different device models) are left out. A
     study with no framework in two modes gets a figure that says so."""
     sns.set_theme(context="paper", style="whitegrid", font_scale=0.9)
     gains = gains[~refused(gains) & gains["ratio"].notna()] if not gains.empty else gains

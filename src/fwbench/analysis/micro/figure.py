@@ -19,7 +19,7 @@ from fwbench.analysis.micro.reference import (
     SERIES,
     reference_for,
 )
-from fwbench.analysis.micro.speedups import (
+from fwbench.analysis.micro.vocabulary import (
     NUMPY,
     frame_modes,
     is_measured,

@@ -15,17 +15,15 @@ from typing import Any
 import pandas as pd
 
 from fwbench.analysis.common.partners import cell_mode
-from fwbench.analysis.micro.speedups import (
+from fwbench.analysis.micro.crossovers import (
     CROSSOVER_COLUMNS,
     CROSSOVER_FIELDS,
     Crossover,
     crossover,
     crossover_columns,
     from_row,
-    integers,
-    is_measured_text,
-    label,
 )
+from fwbench.analysis.micro.vocabulary import integers, is_measured_text, label
 from fwbench.study.modes import primary
 
 REFERENCE_STUDY = "T4 report"

@@ -16,7 +16,7 @@ from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter  # noqa: 
 
 from fwbench.analysis.common.latex import label  # noqa: E402
 from fwbench.analysis.inference.figures import PALETTE, save_figure  # noqa: E402
-from fwbench.analysis.published.comparison import TESTED  # noqa: E402
+from fwbench.analysis.published.judgement import TESTED  # noqa: E402
 
 
 def published_figure(rows: pd.DataFrame, pdf: str | Path, png: str | Path) -> None:

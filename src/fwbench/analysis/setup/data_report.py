@@ -9,10 +9,9 @@ from typing import Any
 
 import pandas as pd
 
-from fwbench.analysis.common.latex import escape, number
+from fwbench.analysis.common.latex import escape, number, stacked_header
 from fwbench.analysis.common.partners import cell_mode
 from fwbench.analysis.inference.figures import save_figure
-from fwbench.analysis.inference.tables import stacked_header
 
 TARGET_FACTOR = 3.0  # the loader must sustain this multiple of the fastest consumer
 

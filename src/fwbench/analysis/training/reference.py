@@ -20,9 +20,16 @@ from pathlib import Path
 
 import pandas as pd
 
-from fwbench.analysis.common.latex import escape, join_words, label, mode_label, number, ordered_frameworks
+from fwbench.analysis.common.latex import (
+    escape,
+    join_words,
+    label,
+    mode_label,
+    number,
+    ordered_frameworks,
+    stacked_header,
+)
 from fwbench.analysis.common.partners import cell_mode, multi_mode, with_modes
-from fwbench.analysis.inference.tables import stacked_header
 from fwbench.study.modes import MODES
 from fwbench.trackers.memory import MB
 

@@ -1,0 +1,232 @@
+"""The generated body of the paper's "Deviations and failures" section (`failures_table`): a sentence counting
+failed cells by kind and cells that ran with a workaround (`failure_summary`, also as macros: `failure_macros`),
+the table of every such cell of every suite (`deviations_table`), and the largest batch size that fit
+(`largest_batch_table`).
+
+It reads the inference tidy table and the training one alike (`study_cells`: one row per cell, with the failure and
+deviation columns), so it is a section of its own rather than part of either suite's."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from fwbench.analysis.common.latex import FRAMEWORK_LABELS, escape, label, macro_name, short_label, stacked_header
+from fwbench.analysis.inference.tidy import present
+from fwbench.running.failures import KINDS
+
+KIND_LABELS = {
+    "device_oom": "device out of memory",
+    "host_oom": "host out of memory",
+    "compiler": "compiler error",
+    "crash": "crash",
+    "timeout": "timeout",
+    "exception": "exception",
+    "no_result": "no result",
+}
+OUT_OF_MEMORY = ("device_oom", "host_oom")
+FAILURE_COLUMNS = ["failure_kind", "workarounds_tried", "deviations", "deviation_detail", "deviation_first_failure"]
+CELL_COLUMNS = ["suite", "framework", "model", "precision", "batch_size", "status", "reason", *FAILURE_COLUMNS]
+
+
+def study_cells(frame: pd.DataFrame, training: pd.DataFrame | None = None) -> pd.DataFrame:
+    """One row per cell of every suite: the inference tidy table (one row per cell) and the training one (one row
+    per epoch, a failed cell one row), with the failure and deviation columns (absent columns read as none)."""
+    parts = [frame.assign(suite=frame.get("suite", "inference"))]
+    if training is not None and not training.empty:
+        cells = training.drop_duplicates("path") if "path" in training else training
+        parts.append(cells.assign(suite="training"))
+    rows = pd.concat([part.reindex(columns=CELL_COLUMNS) for part in parts], ignore_index=True)
+    rows = rows.astype({column: object for column in FAILURE_COLUMNS + ["reason"]})
+    return rows.where(rows.notna(), None)
+
+
+def _deviating(cells: pd.DataFrame) -> pd.Series:
+    return (cells["status"] == "ok") & cells["deviations"].map(present)
+
+
+def failure_counts(cells: pd.DataFrame) -> tuple[dict[str, int], int]:
+    """Failed cells per kind (every kind of the closed set, in its order; "unclassified" for a failed cell without
+    a kind) and the number of successful cells that ran with a workaround."""
+    failed = cells[cells["status"] != "ok"]
+    kinds = failed["failure_kind"].map(lambda kind: kind if present(kind) else "unclassified")
+    counts = {kind: int((kinds == kind).sum()) for kind in (*KINDS, "unclassified")}
+    return counts, int(_deviating(cells).sum())
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}" + ("" if count == 1 else "s")
+
+
+def failure_summary(cells: pd.DataFrame) -> str:
+    """One sentence: how many cells failed, by kind, and how many ran with a workaround."""
+    counts, deviating = failure_counts(cells)
+    failed = sum(counts.values())
+    if failed == 0 and deviating == 0:
+        return "No cell failed and none needed a workaround."
+    parts = []
+    if failed:
+        kinds = ", ".join(f"{n} {KIND_LABELS.get(kind, kind)}" for kind, n in counts.items() if n)
+        parts.append(f"{_plural(failed, 'cell')} failed ({kinds})")
+    if deviating:
+        parts.append(f"{_plural(deviating, 'cell')} ran with a workaround from the fallback ladder")
+    elif failed:
+        parts.append("no cell needed a workaround")
+    return "Over all suites, " + " and ".join(parts) + "."
+
+
+def failure_macros(frame: pd.DataFrame, training: pd.DataFrame | None = None) -> dict[str, str]:
+    """Macros counting failures and deviations over every suite: fwbFailureSummary (a sentence),
+    fwbNumFailedCells, fwbNumDeviatingCells and fwbNumFailed<Kind> for each kind (e.g. fwbNumFailedDeviceOom)."""
+    cells = study_cells(frame, training)
+    counts, deviating = failure_counts(cells)
+    defs = {
+        "fwbFailureSummary": escape(failure_summary(cells)),
+        "fwbNumFailedCells": str(sum(counts.values())),
+        "fwbNumDeviatingCells": str(deviating),
+    }
+    defs |= {macro_name("NumFailed", kind): str(n) for kind, n in counts.items() if kind in KINDS}
+    return defs
+
+
+def _names(value: Any) -> str:
+    return ", ".join(rf"\texttt{{{escape(name)}}}" for name in str(value).split("+")) if present(value) else "---"
+
+
+def _shorten(text: Any, limit: int = 200) -> str:
+    text = str(text) if present(text) else "---"
+    return escape(text if len(text) <= limit else text[: limit - 3].rstrip() + "...")
+
+
+# A reason spans the table's eight columns, indented, as wide as the page allows.
+REASON_ROW = r"\multicolumn{8}{@{\hspace{\tabcolsep}\quad}p{\dimexpr\textwidth-2\tabcolsep-1em\relax}}"
+
+
+def deviations_table(cells: pd.DataFrame) -> str:
+    """The tabular of every failed or deviating cell (see `failures_table`)."""
+    listed = cells[(cells["status"] != "ok") | _deviating(cells)]
+    listed = listed.sort_values(["suite", "model", "precision", "batch_size", "framework"], kind="stable")
+    # Eight columns, each cell's reason on a row of its own across the table: the table fits the page at 8 pt.
+    lines = [
+        r"\begin{tabular}{l l l l r l l >{\raggedright\arraybackslash}p{3.5cm}}",
+        r"\toprule",
+        r"\textbf{Suite} & \textbf{Framework} & \textbf{Model} & \textbf{Prec.} & \textbf{BS} & \textbf{Status} & "
+        r"\textbf{Failure kind} & \textbf{Workaround} \\",
+        r"\multicolumn{8}{l}{\textbf{Reason}} \\",
+        r"\midrule",
+    ]
+    for _, row in listed.iterrows():
+        framework = FRAMEWORK_LABELS.get(row["framework"], row["framework"])
+        head = (
+            f"{escape(row['suite'])} & {escape(framework)} & {escape(row['model'])} & {escape(row['precision'])} & "
+            f"{row['batch_size']}"
+        )
+        if row["status"] != "ok":
+            tried = present(row["workarounds_tried"])
+            workaround = f"tried {_names(row['workarounds_tried'])}" if tried else "---"
+            status, kind, reason = "failed", _names(row["failure_kind"]), _shorten(row["reason"])
+        else:
+            status, workaround = r"ok$^{d}$", _names(row["deviations"])
+            kind = _names(row["deviation_first_failure"])  # one kind per workaround, in the order they applied
+            reason = _shorten(row["deviation_detail"], 300)
+        lines.append(f"{head} & {status} & {kind} & {workaround} \\\\ {REASON_ROW}{{{reason}}} \\\\[2pt]")
+    lines += [r"\bottomrule", r"\end{tabular}"]
+    return "\n".join(lines) + "\n"
+
+
+def _framework_order(framework: str) -> tuple[int, str]:
+    order = list(FRAMEWORK_LABELS)
+    return (order.index(framework) if framework in order else len(order), framework)
+
+
+def _short_names(frameworks: list[str]) -> str:
+    """The caption's key to short framework names, e.g. "Frameworks: PT PyTorch, JAX JAX/Flax." after a space."""
+    names = [f"{escape(short_label(f))} {escape(label(f))}" for f in frameworks if short_label(f) != label(f)]
+    return f" Frameworks: {', '.join(names)}." if names else ""
+
+
+def largest_batch_table(frame: pd.DataFrame) -> str:
+    """Largest batch size that fit, per model x precision x framework of the inference suite: the largest batch
+    size whose cell succeeded and the smallest that ran out of device or host memory. Out-of-memory is never worked
+    around (the batch size is an axis of the study), so this is how the paper reports it. Only when some cell ran
+    out of memory; otherwise one sentence with the largest batch size measured."""
+    cells = study_cells(frame)
+    cells = cells[cells["suite"] == "inference"]
+    oom = cells[(cells["status"] != "ok") & cells["failure_kind"].isin(OUT_OF_MEMORY)]
+    ok = cells[cells["status"] == "ok"]
+    if oom.empty:
+        if ok.empty:
+            return "No inference cell ran out of memory, and none succeeded.\n"
+        return (
+            f"No inference cell ran out of memory; the largest batch size measured was {int(ok['batch_size'].max())}.\n"
+        )
+    lines = [
+        f"{_plural(len(oom), 'inference cell')} ran out of memory. Table~\\ref{{tab:largest_batch}} gives, for each "
+        "model, precision and framework, the largest batch size whose cell succeeded and the smallest that ran out "
+        "of memory.",
+        "",
+        r"\begin{table}[t]",
+        r"\centering",
+        r"\caption{Largest batch size that fit: the largest batch size whose inference cell succeeded and the "
+        r"smallest that ran out of device or host memory (never worked around: the batch size is an axis)."
+        + _short_names(sorted(set(cells["framework"]), key=_framework_order))
+        + "}",
+        r"\label{tab:largest_batch}",
+        r"\footnotesize",
+        r"\setlength{\tabcolsep}{4pt}",  # with the longest model name, the table fits its column at 8 pt
+        r"\begin{tabular}{l l l r l}",
+        r"\toprule",
+        r"\textbf{Model} & \textbf{Prec.} & "
+        + stacked_header("Frame-", "work", align="l")
+        + " & "
+        + stacked_header("Largest", "OK")
+        + " & "
+        + stacked_header("Smallest", "OOM", align="l")
+        + r" \\",
+        r"\midrule",
+    ]
+    for (model, precision, framework), group in cells.groupby(["model", "precision", "framework"], sort=True):
+        fits = group.loc[group["status"] == "ok", "batch_size"]
+        out = group[(group["status"] != "ok") & group["failure_kind"].isin(OUT_OF_MEMORY)].sort_values("batch_size")
+        largest = str(int(fits.max())) if not fits.empty else "---"
+        smallest = "---"
+        if not out.empty:
+            first = out.iloc[0]
+            smallest = f"{int(first['batch_size'])} ({'device' if first['failure_kind'] == 'device_oom' else 'host'})"
+        # short framework names (the caption spells them out): the table fits its column at 8 pt
+        lines.append(
+            f"{escape(model)} & {escape(precision)} & {escape(short_label(framework))} & {largest} & {smallest} \\\\"
+        )
+    lines += [r"\bottomrule", r"\end{tabular}", r"\end{table}"]
+    return "\n".join(lines) + "\n"
+
+
+def failures_table(frame: pd.DataFrame, training: pd.DataFrame | None = None) -> str:
+    """The generated body of the paper's "Deviations and failures" section: a sentence counting failed cells by
+    kind and cells that ran with a workaround; the table of every such cell of every suite (suite, framework,
+    model, precision, batch; status; the failure's kind, or for a deviation the kind of the failure that made the
+    workaround apply; the workarounds applied or tried; the recorded reason, or why each workaround applied); and
+    the largest batch size that fit (`largest_batch_table`). When no cell failed or deviated the first part is
+    the single sentence "No cell failed and none needed a workaround."
+    """
+    cells = study_cells(frame, training)
+    summary = failure_summary(cells)
+    listed = (cells["status"] != "ok") | _deviating(cells)
+    if not listed.any():
+        return summary + "\n\n" + largest_batch_table(frame)
+    lines = [
+        escape(summary) + r" Table~\ref{tab:failures} lists every such cell.",
+        "",
+        r"\begin{table*}[t]",
+        r"\centering",
+        r"\caption{Deviations and failures: every cell, of every suite, that failed (its failure kind and recorded "
+        r"reason) or succeeded only with a workaround from the fallback ladder (ok$^{d}$: the workaround, the kind "
+        r"of the failure that made it apply and why it applied).}",
+        r"\label{tab:failures}",
+        r"\footnotesize",
+        deviations_table(cells).rstrip(),
+        r"\end{table*}",
+        "",
+    ]
+    return "\n".join(lines) + "\n" + largest_batch_table(frame)

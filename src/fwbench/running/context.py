@@ -1,0 +1,162 @@
+"""What every child of a group shares, and the spec each child reads.
+
+A group's cells run in children of their own (fwbench.running.children), in rounds of fresh processes
+(fwbench.running.rounds) or launches of warm workers (fwbench.running.launches). Both start their children through the
+group's `Context`: its settings, where the children's files go, the group's slot and the workaround ladder
+(fwbench.running.failures), which retries a failed child with the next workaround that fits its failure and records
+it as a deviation. A cell's `CellRun` gathers its trials, outputs, schedule and the failure that ended it, which the
+runner (fwbench.running.runner) writes as the cell's result.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import shutil
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from fwbench.backends import launch_cache
+from fwbench.io import atomic_write_json
+from fwbench.running.children import Child, Outcome
+from fwbench.running.failures import Failure, Workaround, next_workaround
+from fwbench.running.slots import Slot
+from fwbench.study.grid import Cell
+
+
+def now() -> str:
+    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+
+
+@dataclass
+class CellRun:
+    parts: list[dict[str, Any]] = field(default_factory=list)
+    schedule: list[dict[str, Any]] = field(default_factory=list)  # per trial: round, order, started_s, duration_s
+    outputs: list[str] = field(default_factory=list)
+    failure: dict[str, Any] | None = None  # the failure that ended the cell (schema: failure)
+    deviations: list[dict[str, Any]] = field(default_factory=list)  # workarounds it runs with (schema: deviations)
+    env: dict[str, str] = field(default_factory=dict)  # the workarounds' environment, for every later child
+    memory_limit: dict[str, Any] | None = None
+    started_at: str | None = None
+    finished_at: str | None = None
+
+    @property
+    def reason(self) -> str | None:
+        return None if self.failure is None else self.failure["reason"]
+
+    def applied(self) -> list[str]:
+        return [deviation["name"] for deviation in self.deviations]
+
+
+@dataclass
+class Context:
+    """What every child of a group shares: the settings, where its files go, its slot and the workaround ladder."""
+
+    cells: list[Cell]
+    settings: Mapping[str, Any]
+    tmp: Path
+    specs: list[Path]
+    state_dirs: list[str | Path | None]
+    worker_cmd: Sequence[str]
+    slot: Slot | None
+    t0: float
+    ladder: Sequence[Workaround]
+    log: list[str] = field(default_factory=list)
+    headers: bool = True
+
+    def attempt(
+        self, index: int, run: CellRun, trial: int, label: str, start: Callable[[int], Outcome]
+    ) -> tuple[Outcome, int]:
+        """`start(attempts)` (one child, ended or ready) until it does not fail, or the ladder has no workaround
+        for its failure: each failure that has one is recorded as the deviation the next attempt runs with.
+        Returns the last outcome and the number of attempts."""
+        cell, attempts = self.cells[index], 0
+        while True:
+            attempts += 1
+            outcome = start(attempts)
+            if outcome.failure is None:
+                return outcome, attempts
+            self.record(run, f"{label}, attempt {attempts}" if attempts > 1 else label, outcome)
+            rung = next_workaround(self.ladder, run.applied(), outcome.failure, outcome.output, cell.framework)
+            if rung is None:
+                return outcome, attempts
+            workaround, because = rung
+            # Recorded before the retry, so that a cell whose workaround fails too still names what was tried.
+            run.deviations.append(
+                {
+                    "name": workaround.name,
+                    "applied_because": because,
+                    "first_failure": outcome.failure.as_dict(trial=trial),
+                    "changes": workaround.changes(),
+                }
+            )
+            run.env = workaround.apply(run.env)
+            # Programs compiled before the workaround were compiled without it: the next launch compiles cold.
+            shutil.rmtree(self.tmp / f"cache-{index}", ignore_errors=True)
+            if cell.suite == "training" and self.state_dirs[index] is not None:
+                # The whole run under one setting: no resuming from epochs trained without the workaround.
+                shutil.rmtree(self.state_dirs[index], ignore_errors=True)
+
+    def record(self, run: CellRun, header: str, outcome: Outcome) -> None:
+        """A child's end in the cell's record and the group's log."""
+        run.outputs.append(outcome.output)
+        run.memory_limit = outcome.memory_limit
+        header += f" with {'+'.join(run.applied())} ===" if run.applied() else " ==="
+        self.log.append(f"=== {header}\n{outcome.output}" if self.headers else outcome.output)
+
+    def child(self, index: int, run: CellRun, name: str, *, serve: bool = False) -> Child:
+        env = dict(run.env)
+        if serve and launch_cache.enabled(self.settings):  # the cell's own compile cache across its launches
+            env[launch_cache.LAUNCH_CACHE_ENV] = str(self.tmp / f"cache-{index}")
+        return Child(
+            self.worker_cmd,
+            self.specs[index],
+            self.tmp / f"part-{name}.json",
+            self.tmp / f"{name}.log",
+            self.settings,
+            self.cells[index].suite,
+            self.slot,
+            env,
+            serve=serve,
+        )
+
+    def finish(self, run: CellRun, trial: int, trials: int, schedule: dict[str, Any], outcome: Outcome) -> None:
+        run.finished_at = now()
+        run.schedule.append(schedule)
+        if outcome.failure is not None:
+            run.failure = _cell_failure(outcome.failure, trial, trials, run.applied())
+            run.deviations = []  # a failed cell ran with nothing: what was tried is in failure.workarounds_tried
+        else:
+            run.parts.append(outcome.part)
+
+
+def write_specs(cells, settings, tmp, data_dir, weights_path, num_classes, threads, state_dirs, slot, device_record):
+    """One spec file per cell, what its worker reads (fwbench.running.worker)."""
+    specs = []
+    for index, (cell, state_dir) in enumerate(zip(cells, state_dirs, strict=True)):
+        spec = {
+            "cell": cell.as_dict(),
+            "settings": dict(settings),
+            "data_dir": str(data_dir) if data_dir is not None else None,
+            "weights_path": str(weights_path),
+            "num_classes": num_classes,
+            "threads": threads,
+            "state_dir": str(state_dir) if state_dir is not None else None,
+        }
+        if slot is not None:
+            spec["cpus"] = slot.cpus
+            spec["device"] = {
+                "record": device_record,
+                "expected_name": None if slot.gpu is None else slot.gpu.get("name"),
+            }
+        specs.append(Path(tmp, f"spec{index}.json"))
+        atomic_write_json(specs[-1], spec)
+    return specs
+
+
+def _cell_failure(failure: Failure, trial: int, trials: int, tried: list[str]) -> dict[str, Any]:
+    reason = failure.reason if trials == 1 else f"trial {trial} of {trials}: {failure.reason}"
+    if tried:
+        reason += f" (also with workaround{'s' if len(tried) > 1 else ''} {', '.join(tried)})"
+    return {**failure.as_dict(trial=trial), "reason": reason, "workarounds_tried": list(tried)}
