@@ -45,7 +45,8 @@ def _record(framework: str, mode: str, model: str, batch: int, image_size: int, 
     compile_s = time.perf_counter() - started
     for _ in range(3):  # warm-up with the profiled shape
         backend.synchronize(backend.forward(inputs))
-    stem = f"{framework}-{mode}-{model}-bs{batch}"
+    stem = f"{framework}-{mode}-{model}-bs{batch}-{image_size}px"
+    hlo_file, profiled_s = None, None
     started = time.perf_counter()
     if framework == "torch":
         import torch
@@ -74,13 +75,21 @@ def _record(framework: str, mode: str, model: str, batch: int, image_size: int, 
             for _ in range(steps):
                 backend.synchronize(backend.forward(inputs))
             tf.profiler.experimental.stop()
+        profiled_s = time.perf_counter() - started
         raw = next(logdir.rglob("*.xplane.pb"))
         target = out / f"{stem}.xplane.pb.gz"
-    profiled_s = time.perf_counter() - started
+        hlo = backend.compiled_hlo_text()  # what each fusion fuses, for the reducer (xla_ops.HloIndex)
+        if hlo:
+            hlo_file = f"{stem}.hlo.txt.gz"
+            with gzip.open(out / hlo_file, "wt", encoding="utf-8") as dst:
+                dst.write(hlo)
+    if profiled_s is None:
+        profiled_s = time.perf_counter() - started
     with raw.open("rb") as src, gzip.open(target, "wb") as dst:
         shutil.copyfileobj(src, dst)
     return {
         "file": target.name,
+        "hlo_file": hlo_file,
         "framework": framework,
         "mode": mode,
         "model": model,

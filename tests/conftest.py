@@ -43,6 +43,16 @@ def write_study(root: Path, config: dict) -> Path:
 with contextlib.suppress(ImportError):  # a torch without Triton: nothing to order
     import torch._dynamo  # noqa: F401
 
+# The fast tier (`-m "not slow"`, CONTRIBUTING.md) keeps every check at its smallest model; the same check at the
+# large models, where each case costs tens of seconds to minutes of CPU, runs in the full suite.
+FAST_MODELS = frozenset({"small_cnn"})
+
+
+def large_models_slow(names):
+    """`names` as parametrize values, those outside FAST_MODELS marked slow."""
+    return [name if name in FAST_MODELS else pytest.param(name, marks=pytest.mark.slow) for name in names]
+
+
 TINY_CONFIG = {
     "study": "tiny",
     "frameworks": ["torch", "jax"],

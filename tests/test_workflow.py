@@ -53,6 +53,7 @@ NEW_BATCH_SIZE_JOBS = {
     "paper_tables": 1,
     # the generated sections read the new cells too (the parity logits read only data and weights: not rerun)
     "published_comparison": 1,
+    "op_profile": 1,
     "fairness_ledger": 1,
     "conclusions": 1,
     "study_time": 1,
@@ -69,7 +70,11 @@ def workdir(tmp_path_factory, venv_bin):
     root = tmp_path_factory.mktemp("clone")
     copy_workflow(root)
     # Two trials: every comparison group runs interleaved rounds, as the default study's do.
-    config = {**TINY_CONFIG, "inference": {**TINY_CONFIG["inference"], "trials": 2}}
+    # and the profiling pass at batch 2 (docs/op-profile.md), as the default study profiles one batch size
+    config = {
+        **TINY_CONFIG,
+        "inference": {**TINY_CONFIG["inference"], "trials": 2, "profile": {"batch_sizes": [2], "steps": 2}},
+    }
     write_study(root, config)
     _run_study(root, venv_bin)
     return root
@@ -111,6 +116,18 @@ def test_full_run_produces_the_paper(workdir):
         assert (workdir / "results" / "figures" / name).stat().st_size > 0
     macros = (workdir / "results" / "tables" / "macros.tex").read_text()
     assert r"\newcommand{\fwbNumCells}{4}" in macros
+    # where the time goes: the batch-2 cells were profiled after their launches, the batch-1 cells were not
+    for framework in ("torch/eager", "jax/jit"):
+        metrics = {
+            b: load_result(workdir / f"results/cells/inference/{framework}/small_cnn/fp32/bs{b}.json")["metrics"]
+            for b in (1, 2)
+        }
+        assert "op_profile" not in metrics[1] and metrics[2]["op_profile"]["status"] == "ok", framework
+    profile = pd.read_csv(workdir / "results" / "tables" / "op_profile.csv")
+    assert set(profile["batch_size"]) == {2} and set(profile["framework"]) == {"torch", "jax"}
+    assert profile.groupby("framework")["share"].sum().round(9).eq(1).all()
+    assert (workdir / "results" / "tables" / "op_profile_top.csv").stat().st_size > 0
+    assert r"\section{Where the time goes}" in (workdir / "results" / "tables" / "profile_section.tex").read_text()
 
 
 @pytest.mark.slow

@@ -17,6 +17,8 @@ rule paper:
         published_figure=rules.published_comparison.output.pdf,
         ledger=rules.fairness_ledger.output.section,
         conclusions=rules.conclusions.output,
+        profile=rules.op_profile.output.section,
+        profile_figure=rules.op_profile.output.pdf,
     output:
         report(
             PAPER_PDF,

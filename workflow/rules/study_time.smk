@@ -12,6 +12,7 @@ rule study_time:
             rules.published_comparison.output.section,
             rules.fairness_ledger.output.section,
             rules.conclusions.output[0],
+            rules.op_profile.output.section,
         ],
         figures=[INFERENCE_FIGURE, LOADER_FIGURE, MODE_GAIN_FIGURE]
         + ([TRAINING_FIGURE] if TRAINING else []),

@@ -162,6 +162,12 @@ class Backend(Framework):
         """What a compiler that traces Python saw (torch.compile: graphs, graph breaks and why), or None."""
         return None
 
+    def compiled_hlo_text(self, inputs: Any = None) -> str | None:
+        """The compiled step's optimised HLO text, for the op profile to read what each fusion fuses
+        (fwbench.trackers.op_profile.xla_ops); None where the framework does not compile to XLA. `inputs`: the
+        compiled inputs (None: those `compile` saw)."""
+        return None
+
     def device_timer(self) -> Any:
         """A device-side timer (start/stop/elapsed_ms) or None where the framework has none; the default is none."""
         return None

@@ -211,6 +211,10 @@ class JaxBackend(DriverIdentity, Backend):
         t3 = time.perf_counter()
         return {"trace_s": t1 - t0, "lower_s": t2 - t1, "compile_s": t3 - t2}
 
+    def compiled_hlo_text(self, inputs: Any = None) -> str | None:
+        """The AOT executable's optimised HLO (the program the timed step runs, whatever `inputs`)."""
+        return None if getattr(self, "executable", None) is None else self.executable.as_text()
+
     def forward(self, inputs: jax.Array) -> jax.Array:
         if self.executable is None:
             raise RuntimeError("JaxBackend.forward before compile(): the timed step must be the AOT executable")

@@ -223,7 +223,16 @@ class TensorflowBackend(DriverIdentity, Backend):
             trace_s = time.perf_counter() - t0
             xla_s = first_call_extra(lambda: self._forward(inputs), self.synchronize)
         self.compiled = True
+        self._compiled_spec = tf.TensorSpec.from_tensor(inputs)
         return {"trace_s": trace_s, "xla_compile_first_call_extra_s": xla_s}
+
+    def compiled_hlo_text(self, inputs: Any = None) -> str | None:
+        """XLA's optimised HLO of the compiled step for `inputs` (None: the spec `compile` saw)."""
+        spec = inputs if inputs is not None else getattr(self, "_compiled_spec", None)
+        if spec is None:
+            return None
+        with tf.device(self.device):
+            return self._forward.experimental_get_compiler_ir(spec)(stage="optimized_hlo")
 
     def forward(self, inputs: tf.Tensor) -> tf.Tensor:
         if not getattr(self, "compiled", False):

@@ -40,6 +40,7 @@ class CellRun:
     memory_limit: dict[str, Any] | None = None
     started_at: str | None = None
     finished_at: str | None = None
+    profile: dict[str, Any] | None = None  # its profiling pass (fwbench.running.profiling), when the study asks for one
 
     @property
     def reason(self) -> str | None:

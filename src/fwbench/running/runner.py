@@ -40,6 +40,7 @@ from fwbench.running.failures import ladder_from_config
 from fwbench.running.faults import INJECT_FAULT_ENV
 from fwbench.running.launches import run_launches
 from fwbench.running.merge import merge_trials
+from fwbench.running.profiling import run_profiles
 from fwbench.running.rounds import run_rounds
 from fwbench.study.grid import Cell
 from fwbench.trackers.environment import host_provenance
@@ -187,6 +188,7 @@ def run_group(
                     "order": blocks_plan.record(),
                     "ran": run_launches(context, plan, blocks_plan, runs),
                 }
+                run_profiles(context, runs)  # after every timed launch, while the cells' compile caches exist
             else:
                 run_rounds(context, plan, runs)
             log = context.log
@@ -210,6 +212,8 @@ def run_group(
             merged = run.parts[0]
         else:
             merged = merge_trials(run.parts, cell.batch_size, run.schedule)
+            if run.profile is not None:
+                merged["metrics"]["op_profile"] = run.profile
         result: dict[str, Any] = {
             "schema_version": fwbench.RESULT_SCHEMA_VERSION,
             "status": "ok" if merged is not None else "failed",

@@ -46,12 +46,17 @@ def main(spec_path: str, out_path: str) -> None:
 
     cell = Cell(**spec["cell"])
     options, scratch_cache = compiler_environment(cell, spec["settings"])
+    if spec.get("profile") and (cell.framework, cell.mode) == ("torch", "compile"):
+        # Inductor's C++ kernels are invisible to torch.profiler unless they record themselves: without this their
+        # time is one opaque compiled-graph span (docs/op-profile.md). It changes the generated code, so this
+        # process compiles cold rather than from the cell's cache.
+        os.environ["TORCHINDUCTOR_CPP_ENABLE_KERNEL_PROFILE"] = "1"
     print(f"[fwbench.running.worker] {cell.label()} threads={threads['effective']}", file=sys.stderr, flush=True)
     inject(cell.label(), spec["settings"], out_path)  # test-only; does nothing unless FWBENCH_INJECT_FAULT is set
 
     t0 = time.perf_counter()
     from fwbench.backends import get_backend
-    from fwbench.scenarios import inference, micro, training
+    from fwbench.scenarios import inference, micro, profile, training
 
     t1 = time.perf_counter()
     backend = get_backend(cell.framework, threads=threads["effective"], precision=cell.precision, **options)
@@ -67,7 +72,9 @@ def main(spec_path: str, out_path: str) -> None:
         "weights_path": spec["weights_path"],
         "num_classes": int(spec["num_classes"]),
     }
-    if cell.suite == "micro":
+    if spec.get("profile"):  # the cell's profiling pass, after its timed launches (fwbench.running.profiling)
+        part = profile.run(backend, cell, spec["settings"], **common)
+    elif cell.suite == "micro":
         part = micro.run(backend, cell, spec["settings"], operands_path=spec["weights_path"])
     elif cell.suite == "inference":
         part = inference.run(backend, cell, spec["settings"], **common)

@@ -40,6 +40,7 @@ CATEGORIES = {  # key: the table's label (the README and docs/time-to-report.md 
     "startup": "Process start-up and imports",
     "load": "Loading model, weights, data and inputs",
     "process_other": "Rest of the measuring processes (summaries, write, exit)",
+    "profiling": "Profiling passes (after the timed launches)",
     "runner": "Runner around the measuring processes",
     "preparation": "Preparation and probe jobs",
     "report": "Report jobs (aggregation, figures, tables)",
@@ -51,6 +52,7 @@ MEASURING_RULES = ("inference_group", "inference_group_primary", "training_cell"
 REPORT_RULES = ("aggregate_inference", "aggregate_training", "inference_figure", "loader_figure", "training_figure")
 REPORT_RULES += ("mode_gain_figure",)
 REPORT_RULES += ("paper_tables", "micro_analysis", "parity", "fairness_ledger", "published_comparison", "conclusions")
+REPORT_RULES += ("op_profile",)
 LATEX_RULES = ("paper",)
 # The breakdown's own job, which runs after everything it reports, and the check of the finished PDF, which runs after
 # the PDF it times (the table reports the time to the PDF).
@@ -110,10 +112,13 @@ def _process(cell: Mapping[str, Any], wall: float, phases: Mapping[str, Any] | N
 
 
 def process_rows(cells: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
-    """One row per measuring process (inference trial, training run) of these cell results."""
+    """One row per measuring process (inference trial, training run) of these cell results; a cell's profiling
+    process is kept apart in the `profiling_s` column of its first row (it measures nothing that is timed)."""
     rows = []
     for result in cells:
         cell, metrics = result["cell"], result.get("metrics") or {}
+        profiling = (metrics.get("op_profile") or {}).get("process_s")
+        first = len(rows)
         trials = metrics.get("trials")
         if trials:
             for number_, trial in enumerate(trials, start=1):
@@ -122,7 +127,16 @@ def process_rows(cells: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
             wall = (result.get("provenance") or {}).get("duration_s")
             if wall is not None:
                 rows.append(_process(cell, float(wall), metrics.get("phases_s"), 1))
+        if profiling is not None and len(rows) > first:
+            rows[first]["profiling_s"] = float(profiling)
     return pd.DataFrame(rows)
+
+
+def profiling_seconds(processes: pd.DataFrame) -> float:
+    """The profiling processes' wall time (process_rows' `profiling_s`; none in a study that profiles nothing)."""
+    if processes.empty or "profiling_s" not in processes:
+        return 0.0
+    return float(processes["profiling_s"].fillna(0.0).sum())
 
 
 def _union_and_runs(jobs: Sequence[JobTime]) -> tuple[float, float, int]:
@@ -154,7 +168,9 @@ def breakdown(jobs: Sequence[JobTime], processes: pd.DataFrame, *, latex_s: floa
             seconds[column] = float(processes[column].sum())
     measuring_wall = sum(j.wall_s for j in jobs if _kind(j.rule) == "measuring")
     process_wall = float(processes["wall_s"].sum()) if not processes.empty else 0.0
-    seconds["runner"] = measuring_wall - process_wall
+    # A cell's profiling process (fwbench.running.profiling) runs inside its group's job, after the timed launches.
+    seconds["profiling"] = profiling_seconds(processes)
+    seconds["runner"] = measuring_wall - process_wall - seconds["profiling"]
     for job in jobs:
         if _kind(job.rule) in ("preparation", "report", "latex"):
             seconds[_kind(job.rule)] += job.wall_s

@@ -1,0 +1,4 @@
+"""The paper's section "Where the time goes": each profiled inference cell's time per step split by operation
+category (`metrics.op_profile`, written by fwbench.trackers.op_profile in a process of its own after the timed
+trials), its tables, its stacked-bar figure, and the sentences that attribute each resolved ratio beyond 1.25x to
+the categories that account for most of it."""

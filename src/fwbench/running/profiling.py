@@ -1,0 +1,61 @@
+"""The profiling pass of a group: after the timed launches, one more process per profiled cell (docs/op-profile.md).
+
+The profiler's own cost must never reach a timed number, so it runs in a process of its own, started only once every
+launch of the group has ended: no timed window of any cell overlaps it. It gets the cell's spec, its workarounds'
+environment and its own compile cache (fwbench.backends.launch_cache), so it compiles as warm as the cell's later
+launches did, and it runs under the same slot, memory limit and timeout as a launch. What it records becomes the
+cell's `metrics.op_profile`; a profiling process that fails leaves the cell's timed result as it is and records why
+(`{"status": "failed", "reason": ...}`), never a zero.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from fwbench.backends import launch_cache
+from fwbench.io import atomic_write_json, read_json
+from fwbench.running.children import Child
+from fwbench.running.context import CellRun, Context
+from fwbench.scenarios.profile import profiled
+
+
+def run_profiles(context: Context, runs: list[CellRun]) -> None:
+    """Profile every cell of the group that the study profiles and whose timed launches all succeeded, one after
+    the other, in the group's cell order; each result goes to its run's `profile`."""
+    for index, (cell, run) in enumerate(zip(context.cells, runs, strict=True)):
+        if run.reason is not None or not run.parts or not profiled(cell, context.settings):
+            continue
+        spec = read_json(context.specs[index])
+        spec["profile"] = True
+        spec_path = context.tmp / f"profile-spec{index}.json"
+        atomic_write_json(spec_path, spec)
+        env = dict(run.env)
+        if launch_cache.enabled(context.settings):  # the cell's own compile cache, warm from its launches
+            env[launch_cache.LAUNCH_CACHE_ENV] = str(context.tmp / f"cache-{index}")
+        child = Child(
+            context.worker_cmd,
+            spec_path,
+            context.tmp / f"part-profile-{index}.json",
+            context.tmp / f"profile-{index}.log",
+            context.settings,
+            cell.suite,
+            context.slot,
+            env,
+        )
+        started = time.perf_counter()
+        outcome = child.run()
+        context.record(run, f"{cell.framework}/{cell.mode}: profiling pass", outcome)
+        run.profile = _profile_of(outcome, time.perf_counter() - started)
+
+
+def _profile_of(outcome: Any, process_s: float) -> dict[str, Any]:
+    if outcome.failure is not None:
+        return {"status": "failed", "reason": outcome.failure.reason, "kind": outcome.failure.kind}
+    metrics = outcome.part["metrics"]
+    return {
+        "status": "ok",
+        **metrics["op_profile"],
+        "phases_s": metrics.get("phases_s"),
+        "process_s": process_s,
+    }

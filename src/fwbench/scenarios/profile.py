@@ -1,0 +1,67 @@
+"""The profiling pass of an inference cell: where its forward step spends its time, operation by operation.
+
+A profiler slows what it watches, so this never shares a process or a window with timed work: the runner starts it
+as one more process of the cell (fwbench.running.profiling) after the cell's timed launches, with the cell's own
+compile cache, so it compiles as warm as the cell's later launches did. Everything else is the timed cell's: the
+model and its weights, the first warm input batch (the same bytes, at the timed shape), the compile, a warm-up of
+`warmup_iters` steps at that shape. Then `inference.profile.steps` steps run under the framework's own profiler and
+fwbench.trackers.op_profile reduces the trace to time per step by operation category (docs/op-profile.md). The
+profiled step time is kept beside the timed median by the analysis, so the profiler's own overhead is visible.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from fwbench.backends.base import Backend
+from fwbench.data.inputs import batch_of, normalize
+from fwbench.data.store import load_split
+from fwbench.scenarios.inference import load_weights
+from fwbench.study.grid import Cell
+
+
+def profiled(cell: Cell, settings: Mapping[str, Any]) -> bool:
+    """Whether the study profiles this cell: an inference cell at one of `inference.profile.batch_sizes`."""
+    profile = settings.get("profile") or {}
+    return cell.suite == "inference" and cell.batch_size in (profile.get("batch_sizes") or [])
+
+
+def run(
+    backend: Backend,
+    cell: Cell,
+    settings: Mapping[str, Any],
+    *,
+    data_dir: str | Path,
+    weights_path: str | Path,
+    num_classes: int,
+) -> dict[str, Any]:
+    """Profile one inference cell; returns the `metrics` part the runner keeps as the cell's `metrics.op_profile`."""
+    from fwbench.trackers.op_profile import profile_steps
+
+    started = time.perf_counter()
+    backend.build(cell.model, load_weights(weights_path), num_classes=num_classes, image_size=cell.image_size)
+    images, _ = load_split(data_dir, "val")
+    if images.shape[1] != cell.image_size:
+        raise ValueError(f"dataset resolution {images.shape[1]} != cell image_size {cell.image_size}")
+    inputs = backend.to_device(normalize(batch_of(images, cell.batch_size)))
+    built = time.perf_counter()
+    backend.compile(inputs)
+    compiled = time.perf_counter()
+    for _ in range(int(settings["warmup_iters"])):
+        backend.synchronize(backend.forward(inputs))
+    warm = time.perf_counter()
+
+    def step() -> None:
+        backend.synchronize(backend.forward(inputs))
+
+    record = profile_steps(backend, step, int(settings["profile"]["steps"]))
+    phases = {
+        "preparation_s": built - started,
+        "compile_s": compiled - built,
+        "warmup_s": warm - compiled,
+        "profile_s": time.perf_counter() - warm,
+    }
+    return {"metrics": {"op_profile": record, "phases_s": phases}}

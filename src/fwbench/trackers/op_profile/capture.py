@@ -1,0 +1,113 @@
+"""Run a cell's steps under its framework's own profiler and reduce what it wrote (`profile_steps`).
+
+Each framework is profiled with the tool its users would reach for, so the names in the record are the ones its
+documentation uses: `torch.profiler` (CPU activity, and CUDA on a GPU) exported as a Chrome trace, JAX's and
+TensorFlow's profilers writing an XSpace. The trace goes through the same reducer the recorded traces in the tests
+do (torch_trace, xspace). The wall time per step while profiling is kept beside the ops' time, so the profiler's
+own cost (and the framework's overhead between ops) stays visible against the timed median.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from fwbench.trackers.op_profile import torch_trace, xspace
+
+
+def _timed(step: Callable[[], Any], steps: int) -> float:
+    """Milliseconds per step of `steps` calls of `step` (each synchronised by the caller's step)."""
+    start = time.perf_counter()
+    for _ in range(steps):
+        step()
+    return (time.perf_counter() - start) * 1000.0 / steps
+
+
+def hlo_text(backend: Any) -> str | None:
+    """The backend's compiled program as HLO text, or None where it has none or cannot say (the reducer then maps
+    instructions by their names)."""
+    method = getattr(backend, "compiled_hlo_text", None)
+    if method is None:
+        return None
+    try:
+        return method()
+    except Exception:  # an optional aid: the profile is still made from the instruction names
+        return None
+
+
+def _profile_torch(step: Callable[[], Any], steps: int, platform: str, workdir: Path) -> dict[str, Any]:
+    import torch
+
+    activities = [torch.profiler.ProfilerActivity.CPU]
+    if platform == "cuda":
+        activities.append(torch.profiler.ProfilerActivity.CUDA)
+    with torch.profiler.profile(activities=activities) as prof:
+        step_ms = _timed(step, steps)
+    trace = workdir / "trace.json"
+    prof.export_chrome_trace(str(trace))
+    return torch_trace.reduce_trace(trace, steps=steps, profiled_step_ms=step_ms, platform=platform)
+
+
+def _xplane(workdir: Path) -> Path:
+    found = sorted(workdir.rglob("*.xplane.pb"))
+    if not found:
+        raise RuntimeError(f"the profiler wrote no *.xplane.pb under {workdir}")
+    return found[-1]
+
+
+def _profile_jax(backend: Any, step: Callable[[], Any], steps: int, platform: str, workdir: Path) -> dict[str, Any]:
+    import jax
+
+    with jax.profiler.trace(str(workdir)):
+        step_ms = _timed(step, steps)
+    return xspace.reduce_xspace(
+        _xplane(workdir),
+        framework="jax",
+        steps=steps,
+        hlo_text=hlo_text(backend),
+        profiled_step_ms=step_ms,
+        platform=platform,
+    )
+
+
+def _profile_tensorflow(
+    backend: Any, step: Callable[[], Any], steps: int, platform: str, workdir: Path
+) -> dict[str, Any]:
+    import tensorflow as tf
+
+    tf.profiler.experimental.start(str(workdir))
+    try:
+        step_ms = _timed(step, steps)
+    finally:
+        tf.profiler.experimental.stop()
+    return xspace.reduce_xspace(
+        _xplane(workdir),
+        framework="tensorflow",
+        steps=steps,
+        hlo_text=hlo_text(backend),
+        profiled_step_ms=step_ms,
+        platform=platform,
+    )
+
+
+def profile_steps(backend: Any, step: Callable[[], Any], steps: int) -> dict[str, Any]:
+    """Run `steps` calls of `step` (one synchronised forward step, returning nothing) under `backend`'s framework
+    profiler and return the reduced record (categories, top ops, unmapped names; see docs/op-profile.md).
+
+    The caller has built, compiled and warmed the model with the profiled shape: compilation inside the profiled
+    window would be counted as the step's time."""
+    if steps < 1:
+        raise ValueError(f"steps must be >= 1, got {steps}")
+    platform = str(backend.device_info().get("platform", "cpu"))
+    with tempfile.TemporaryDirectory(prefix="fwbench-op-profile-") as directory:
+        workdir = Path(directory)
+        if backend.name == "torch":
+            return _profile_torch(step, steps, platform, workdir)
+        if backend.name == "jax":
+            return _profile_jax(backend, step, steps, platform, workdir)
+        if backend.name == "tensorflow":
+            return _profile_tensorflow(backend, step, steps, platform, workdir)
+    raise ValueError(f"no profiler for framework {backend.name!r}")

@@ -1,0 +1,13 @@
+"""Where the time goes: the op-profile tables, figure and section (fwbench.analysis.profile.outputs)."""
+
+from fwbench.analysis.profile.outputs import write_profile_outputs
+from fwbench.workflow.logs import redirect_to
+
+with redirect_to(snakemake.log[0]):
+    written = write_profile_outputs(
+        list(snakemake.input.cells),
+        snakemake.input.inference,
+        snakemake.input.speedups,
+        dict(snakemake.output.items()),
+    )
+    print(written.table.to_string())
