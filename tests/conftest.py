@@ -53,6 +53,71 @@ def large_models_slow(names):
     return [name if name in FAST_MODELS else pytest.param(name, marks=pytest.mark.slow) for name in names]
 
 
+# The fast tier (`pytest -m "not slow"`, CONTRIBUTING.md) is the signal for every change: logic, and each framework
+# check at its smallest model. These tests, each seconds to minutes of CPU, run in the full suite only (the `slow`
+# mark, added at collection), grouped by why. A test marked `slow` in its own file is a whole-workflow run.
+FULL_SUITE_ONLY: dict[str, tuple[str, ...]] = {
+    "the large models at 224 px (each model's parity at the study's 32 px stays fast)": tuple(
+        f"tests/{module}::test_eval_logit_parity[{model}-224]"
+        for module in ("test_parity.py", "test_tf_parity.py")
+        for model in ("resnet50", "vit_b_16", "mobilenet_v3_small", "efficientnet_b0")
+    ),
+    "a large model's twin converted, counted or trained eagerly in TensorFlow": (
+        "tests/test_tf_parity.py::test_conversion_round_trip_is_exact[vit_b_16]",
+        "tests/test_tf_parity.py::test_bfloat16_twin_is_bfloat16_throughout[mobilenet_v3_small]",
+        "tests/test_tf_parity.py::test_stateless_randomness_is_a_function_of_the_seed",
+        "tests/test_tf_parity.py::test_eager_depthwise_training_matches_torch",
+        "tests/test_tf_parity.py::test_parameter_counts_equal_torchvision[vit_b_16]",
+        "tests/test_weights.py::test_pretrained_vit_is_interpolated_and_gets_a_new_head",
+        "tests/test_facts.py::test_vit_attention_is_counted_by_torch",
+    ),
+    "real trainers compiling train steps in JAX and TensorFlow (step 0 of the small CNN in all three stays fast)": (
+        "tests/test_training.py::test_training_cell_end_to_end",
+        "tests/test_training.py::test_partial_last_batch_trains_in_both_frameworks_alike",
+        "tests/test_training.py::test_training_rss_policy_and_checkpoints_outside_the_peak[tensorflow]",
+        "tests/test_training.py::test_training_rss_policy_and_checkpoints_outside_the_peak[jax]",
+        "tests/test_training.py::test_masked_step_equals_the_step_on_the_real_rows*",
+        "tests/test_training.py::test_one_compile_time_measure_for_both_frameworks[tensorflow]",
+        "tests/test_training.py::test_one_compile_time_measure_for_both_frameworks[jax]",
+        "tests/test_training.py::test_trainers_take_their_layout_and_torch_does_no_transpose_in_its_step",
+        "tests/test_tf_training.py::*",
+        "tests/test_modes.py::test_a_compiled_training_cell_agrees_with_eager_at_step_0_and_never_recompiles_while_timed",
+        "tests/test_faults.py::test_a_training_cell_retried_with_a_workaround_starts_again_from_epoch_zero",
+    ),
+    "fresh processes importing every framework, or several launches of real workers": (
+        "tests/test_backends.py::test_a_measuring_process_loads_only_its_own_framework*",
+        "tests/test_torchvision_import.py::*",
+        "tests/test_devices.py::test_real_probes_agree_on_this_machine",
+        "tests/test_blocks.py::test_each_launch_runs_its_blocks_in_a_balanced_order[frameworks1-6]",
+        "tests/test_blocks.py::test_each_launch_runs_its_blocks_in_a_balanced_order[frameworks2-4]",
+        "tests/test_profiling_pass.py::test_a_profiled_cell_records_its_op_profile_after_its_timed_launches[jax]",
+        "tests/test_profiling_pass.py::test_a_failed_profiling_process_leaves_the_timed_result_and_says_why",
+    ),
+    "snakemake runs of the shipped studies other than the default, and the HTML report in a real browser": (
+        "tests/test_study_files.py::test_every_shipped_study_dry_runs_and_plans_the_cells_its_header_states[paper-h100.yaml]",
+        "tests/test_study_files.py::test_every_shipped_study_dry_runs_and_plans_the_cells_its_header_states[gpu-smoke.yaml]",
+        "tests/test_study_files.py::test_a_three_line_study_plans_its_cells_only*",
+        "tests/test_study_files.py::test_a_copy_of_the_default_with_one_model_plans_only_that_model",
+        "tests/test_report_check.py::*",
+    ),
+    "a statistical simulation of thousands of ratio tables": (
+        "tests/test_analysis.py::test_adjusted_verdicts_of_the_ratio_table_keep_the_family_wise_rate_on_null_comparisons",
+    ),
+}
+
+
+def pytest_collection_modifyitems(config, items):
+    """Mark FULL_SUITE_ONLY's tests slow: a node id equal to an entry, or starting with an entry's text before its
+    final `*`."""
+    patterns = [pattern for group in FULL_SUITE_ONLY.values() for pattern in group]
+    for item in items:
+        if any(
+            item.nodeid.startswith(pattern[:-1]) if pattern.endswith("*") else item.nodeid == pattern
+            for pattern in patterns
+        ):
+            item.add_marker(pytest.mark.slow)
+
+
 TINY_CONFIG = {
     "study": "tiny",
     "frameworks": ["torch", "jax"],
@@ -84,6 +149,14 @@ def prepare_tiny_study(root: Path) -> tuple[Path, dict, dict]:
     init_weights("small_cnn", num_classes=4, image_size=16, seed=0, out=root / "weights.npz")
     settings = {k: v for k, v in config["inference"].items() if k != "batch_sizes"}
     return root, config, settings
+
+
+@pytest.fixture(scope="session")
+def tiny_study(tmp_path_factory) -> tuple[Path, dict, dict]:
+    """The tiny study's dataset and weights, built once per test run for every test that only reads them (runs
+    cells on them, never changes them): prepare_tiny_study's (root, config, settings). A test that changes the data
+    or the weights builds its own."""
+    return prepare_tiny_study(tmp_path_factory.mktemp("tiny-study"))
 
 
 @pytest.fixture

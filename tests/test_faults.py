@@ -22,14 +22,14 @@ from fwbench.running.memory_limit import MemoryLimit, system_oom_kills
 from fwbench.running.runner import run_cell
 from fwbench.study.config import ConfigError, validate_config
 from fwbench.study.grid import Cell, cells
-from tests.conftest import STUDY_ARGS, TINY_CONFIG, copy_workflow, prepare_tiny_study, write_study
+from tests.conftest import STUDY_ARGS, TINY_CONFIG, copy_workflow, write_study
 
 DEFAULT_LADDER = validate_config(TINY_CONFIG)["fallbacks"]
 
 
 @pytest.fixture(scope="module")
-def study(tmp_path_factory):
-    return prepare_tiny_study(tmp_path_factory.mktemp("faults"))
+def study(tiny_study):
+    return tiny_study
 
 
 def _cell(study, framework: str, batch: int = 1) -> Cell:

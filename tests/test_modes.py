@@ -12,7 +12,7 @@ import pytest
 from fwbench.study import autotune, grid
 from fwbench.study.config import ConfigError, validate_config
 from fwbench.study.grid import Cell, comparison_rules, parse_cell_path
-from tests.conftest import TINY_CONFIG, prepare_tiny_study
+from tests.conftest import TINY_CONFIG
 
 
 def _config(**overrides):
@@ -143,8 +143,8 @@ class _nothing:
 
 
 @pytest.fixture(scope="module")
-def study(tmp_path_factory):
-    return prepare_tiny_study(tmp_path_factory.mktemp("modes"))
+def study(tiny_study):
+    return tiny_study
 
 
 def _inference(study, backend, cell, patch=None):

@@ -203,6 +203,27 @@ def test_xla_gpu_kernels_are_attributed_to_their_hlo_op():
     }
 
 
+def test_kernels_in_an_xla_command_buffer_are_read_by_their_own_names():
+    """XLA:GPU replays several instructions as one CUDA graph whose kernels all carry `hlo_op` command_buffer_N (seen
+    in the default GPU cell's profiling pass on an H200): each kernel is read by its own name, a cuDNN convolution
+    kernel as convolution, a fusion's kernel by its fusion's name, never as an unmapped command buffer."""
+    from jax.profiler import ProfileData
+
+    events = [(1, 0, 6, "command_buffer_1"), (2, 7, 2, "command_buffer_1"), (3, 10, 1, "command_buffer_2")]
+    text = FAKE_GPU_XSPACE.replace(
+        "\n".join(_event(*event) for event in EVENTS), "\n".join(_event(*event) for event in events)
+    )
+    record = reduce_xspace(ProfileData.text_proto_to_serialized_xspace(text), framework="jax", steps=1)
+    ms = {row["category"]: row["ms_per_step"] for row in record["categories"]}
+    assert ms["convolution"] == pytest.approx(6.0) and ms["elementwise"] == pytest.approx(2.0)
+    assert record["unmapped"] == ["mystery_kernel"]
+    assert {row["name"] for row in record["top"]} == {
+        "sm90_xmma_fprop_implicit_gemm_f32",
+        "loop_add_fusion",
+        "mystery_kernel",
+    }
+
+
 def _backend(framework: str, mode: str):
     from fwbench.backends import get_backend
     from fwbench.models import torch_model, torch_state_dict_numpy

@@ -301,7 +301,7 @@ def test_the_section_builds_with_and_without_profiles(tmp_path):
         "from +1.98\\% to +28.7\\% (median +15.4\\%) over 2 cells",
     ):
         assert expected in section, expected
-    assert r"Convolution \\ 40.0~ms (79.2\%)" in section and r"activation \\ 4.00~ms (7.92\%)" in section
+    assert r"Conv. \\ 40.0~ms (79.2\%)" in section and r"Elementwise \\ 4.00~ms (7.92\%)" in section
     empty = profile_section(op_profile_table([], None), pd.DataFrame([_ratio(0.5)]))
     assert empty == f"\\section{{Where the time goes}}\n\\label{{sec:profile}}\n{NO_PROFILE}\n"
 

@@ -11,14 +11,13 @@ import pytest
 from fwbench.running.runner import run_cell
 from fwbench.study.grid import cells
 from fwbench.trackers.op_profile import KEYS
-from tests.conftest import prepare_tiny_study
 
 PROFILE = {"batch_sizes": [2], "steps": 2}
 
 
 @pytest.fixture(scope="module")
-def study(tmp_path_factory):
-    return prepare_tiny_study(tmp_path_factory.mktemp("profiling"))
+def study(tiny_study):
+    return tiny_study
 
 
 def _run(study, cell, tmp_path, profile):

@@ -14,12 +14,11 @@ from fwbench.results import load_result, validate_result
 from fwbench.running import order as trial_order
 from fwbench.running.runner import run_cell
 from fwbench.study.grid import cells
-from tests.conftest import prepare_tiny_study
 
 
 @pytest.fixture(scope="module")
-def study(tmp_path_factory):
-    return prepare_tiny_study(tmp_path_factory.mktemp("study"))
+def study(tiny_study):
+    return tiny_study
 
 
 def _run(study, cell, tmp_path, **kwargs):

@@ -178,7 +178,7 @@ def test_the_paper_has_its_ledger_published_comparison_and_conclusions(workdir):
     assert pd.read_csv(tables / "published.csv").empty
     text = _paper_text(workdir)
     text = " ".join(text.split())
-    for heading in ("Fairness ledger", "Published vs reproduced", "Conclusions and limitations"):
+    for heading in ("Fairness ledger", "Published vs reproduced", "Where the time goes", "Conclusions and limitations"):
         assert heading.upper() in text.upper(), heading
     assert "No published figure matches a cell of this study" in text
 
@@ -357,12 +357,17 @@ def test_html_report_opens_in_a_browser_with_every_figure(workdir, venv_bin, tmp
         "Paper": ["paper.pdf"],
         "Inference": ["inference_throughput.png", "inference.csv", "speedups.csv"],
         "Data": ["loader_throughput.png", "manifest.json", "throughput.json"],
+        "Where the time goes": ["op_profile.png", "op_profile.csv", "op_profile_top.csv"],
     }
     shot = tmp_path / "report.png"
     check = check_report(
         workdir / "results" / "report" / "report.html", expected, screenshot=shot, show="inference_throughput.png"
     )
     assert check.ok, check.summary()
-    figures = {"Inference: results/figures/inference_throughput.png", "Data: results/figures/loader_throughput.png"}
+    figures = {
+        "Inference: results/figures/inference_throughput.png",
+        "Data: results/figures/loader_throughput.png",
+        "Where the time goes: results/figures/op_profile.png",
+    }
     assert figures <= set(check.figures), check.summary()
     assert shot.read_bytes().startswith(b"\x89PNG") and shot.stat().st_size > 10_000

@@ -46,10 +46,12 @@ def main(spec_path: str, out_path: str) -> None:
 
     cell = Cell(**spec["cell"])
     options, scratch_cache = compiler_environment(cell, spec["settings"])
-    if spec.get("profile") and (cell.framework, cell.mode) == ("torch", "compile"):
+    on_gpu = ((spec.get("device") or {}).get("record") or {}).get("platform") == "cuda"
+    if spec.get("profile") and (cell.framework, cell.mode) == ("torch", "compile") and not on_gpu:
         # Inductor's C++ kernels are invisible to torch.profiler unless they record themselves: without this their
         # time is one opaque compiled-graph span (docs/op-profile.md). It changes the generated code, so this
-        # process compiles cold rather than from the cell's cache.
+        # process compiles cold rather than from the cell's cache. On a GPU its Triton kernels are CUDA kernels,
+        # which the profiler sees anyway.
         os.environ["TORCHINDUCTOR_CPP_ENABLE_KERNEL_PROFILE"] = "1"
     print(f"[fwbench.running.worker] {cell.label()} threads={threads['effective']}", file=sys.stderr, flush=True)
     inject(cell.label(), spec["settings"], out_path)  # test-only; does nothing unless FWBENCH_INJECT_FAULT is set

@@ -29,6 +29,24 @@ CATEGORY_COLOURS: dict[str, str] = {
 UNKNOWN_COLOUR = "#555555"
 
 
+# Short labels for the section's table, where two categories share a row with four numbers (its caption spells
+# them out).
+SHORT_LABELS: dict[str, str] = {
+    "convolution": "Conv.",
+    "matmul": "Matmul/dense",
+    "attention": "Attention",
+    "normalization": "Norm.",
+    "elementwise": "Elementwise",
+    "pooling_reduction": "Pool./reduce",
+    "data_movement": "Data movement",
+    "other": "Overhead/other",
+}
+
+
+def short_label(key: str) -> str:
+    return SHORT_LABELS.get(str(key), category_label(key))
+
+
 def category_label(key: str) -> str:
     """A category's label ("Data movement and layout"); a key the contract does not know is shown as recorded, so a
     category added by the capture is never hidden."""

@@ -21,7 +21,7 @@ from fwbench.analysis.common.latex import (
     stacked_header,
     variant_label,
 )
-from fwbench.analysis.profile.categories import category_label, category_phrase, ordered_categories
+from fwbench.analysis.profile.categories import category_phrase, ordered_categories, short_label
 from fwbench.analysis.profile.sentences import THRESHOLD, ratio_sentences
 from fwbench.analysis.profile.tables import PANEL_KEYS, category_times, cell_rows, row_key
 
@@ -158,8 +158,14 @@ def _largest(times: dict[str, float], total: float, rank: int) -> str:
     category, ms = ordered[rank]
     share = ms / total if total > 0 else math.nan
     return stacked(
-        escape(category_label(category)), f"{number(ms)}~ms ({number(share * 100)}\\%)", align="l", position="t"
+        escape(short_label(category)), f"{number(ms)}~ms ({number(share * 100)}\\%)", align="l", position="t"
     )
+
+
+def _variant_lines(label: str) -> list[str]:
+    """ "TensorFlow/Keras (XLA)" on two lines, framework then mode, so the table fits the page's width."""
+    name, _, mode = label.partition(" (")
+    return [escape(name), escape(f"({mode}")] if mode else [escape(label)]
 
 
 def cell_table(table: pd.DataFrame) -> str:
@@ -167,9 +173,7 @@ def cell_table(table: pd.DataFrame) -> str:
     largest categories (ms per step and share)."""
     times = category_times(table)
     header = [
-        r"\textbf{Model}",
-        r"\textbf{Prec.}",
-        r"\textbf{Batch}",
+        stacked_header("Model", "(prec., batch)", align="l"),
         r"\textbf{Variant}",
         stacked_header("Profiled", "(ms)"),
         stacked_header("Timed", "(ms)"),
@@ -177,16 +181,16 @@ def cell_table(table: pd.DataFrame) -> str:
         stacked_header("Largest", "category", align="l"),
         stacked_header("Second", "category", align="l"),
     ]
-    lines = [r"\begin{tabular}{llllrrrll}", r"\toprule", " & ".join(header) + r" \\", r"\midrule"]
+    lines = [r"\begin{tabular}{llrrrll}", r"\toprule", " & ".join(header) + r" \\", r"\midrule"]
     for _, row in cell_rows(table).iterrows():
         key = row_key(row)
         total = float(row["attributed_ms"])
         overhead = row["profiler_overhead"]
         values = [
-            escape(row["model"]),
-            escape(row["precision"]),
-            str(int(row["batch_size"])),
-            escape(variant_label(row["framework"], row["mode"])),
+            stacked(
+                escape(row["model"]), f"{escape(row['precision'])}, {int(row['batch_size'])}", align="l", position="t"
+            ),
+            stacked(*_variant_lines(variant_label(row["framework"], row["mode"])), align="l", position="t"),
             number(float(row["profiled_step_ms"])),
             number(float(row["timed_step_ms"])) if pd.notna(row["timed_step_ms"]) else "---",
             _percent(float(overhead)) if pd.notna(overhead) else "---",
@@ -205,7 +209,9 @@ def _table(table: pd.DataFrame) -> list[str]:
         r"\caption{Profiled against timed: each profiled cell's wall time per step under the profiler, the timed "
         r"median step of its trials, the overhead (profiled over timed, minus one), and its two largest operation "
         r"categories in ms per step with their share of the categories' sum (op\_profile.csv; the ten most "
-        r"expensive operations of each cell are in op\_profile\_top.csv).}",
+        r"expensive operations of each cell are in op\_profile\_top.csv). Conv.: convolution; Matmul/dense: matrix "
+        r"multiply and dense; Norm.: normalisation; Pool./reduce: pooling and reduction; Data movement: data movement "
+        r"and layout; Overhead/other: framework overhead and other.}",
         r"\label{tab:profile}",
         r"\footnotesize",
         r"\setlength{\tabcolsep}{3.5pt}",

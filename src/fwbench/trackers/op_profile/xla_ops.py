@@ -53,7 +53,9 @@ HLO_OPCODES: dict[str, str] = {
 # `__cublas$lt$matmul`, `__cudnn$fmhaSoftmax`); first match wins.
 CUSTOM_CALL_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"fmha|flash|attention|sdpa", re.I), "attention"),
-    (re.compile(r"conv", re.I), "convolution"),
+    # cuDNN's convolution kernels: forward, data- and weight-gradient implicit GEMMs (sm80_xmma_fprop_implicit_gemm_...)
+    # (conv but not convert: XLA's loop_convert_fusion is a dtype conversion)
+    (re.compile(r"conv(?!ert)|fprop|dgrad|wgrad|implicit_?gemm|winograd|fft2d|_nhwckrsc", re.I), "convolution"),
     (re.compile(r"gemm|matmul|dot|cublas", re.I), "matmul"),
     (re.compile(r"norm", re.I), "normalization"),
     (re.compile(r"softmax|topk|reduce|pool", re.I), "pooling_reduction"),

@@ -59,6 +59,9 @@ def _stats(event: Any) -> dict[str, Any]:
         return {}
 
 
+COMMAND_BUFFER = "command_buffer"
+
+
 def device_kernels(profile: Any) -> list[tuple[str, str | None, float]]:
     """(kernel name, hlo_op or None, duration in us) of every kernel on the GPU planes' stream lines."""
     out = []
@@ -139,6 +142,12 @@ def reduce_xspace(
         for kernel, hlo_op, dur in kernels:
             if hlo_op is None:  # a kernel no instruction claims (a copy, a library's helper): read its own name
                 totals.add(kernel, xla_ops.target_category(kernel), dur)
+            elif hlo_op.startswith(COMMAND_BUFFER):
+                # XLA:GPU replays several instructions as one CUDA graph under one name (command_buffer_N): each
+                # kernel in it is read by its own name, a fusion's (loop_add_fusion) or a library's (cuDNN, cuBLAS)
+                # (library kernel names first: cuDNN's sm90_xmma_fprop_implicit_gemm is a convolution, not a GEMM)
+                category = xla_ops.target_category(kernel) or instruction_category(kernel, framework, index)
+                totals.add(kernel, category, dur)
             else:
                 category = instruction_category(hlo_op, framework, index) or xla_ops.target_category(kernel)
                 totals.add(hlo_op, category, dur)
