@@ -94,6 +94,8 @@ def test_tables_map_the_named_ops():
         "aten::addmm": "matmul",
         "aten::linear": "matmul",
         "aten::scaled_dot_product_attention": "attention",
+        # eager ViT-B/16's fast path for multi-head attention (the default study's one unmapped name, 2026-11-26)
+        "aten::_transform_bias_rescale_qkv": "attention",
         "aten::_native_batch_norm_legit_no_training": "normalization",
         "aten::relu_": "elementwise",
         "aten::hardswish": "elementwise",

@@ -40,7 +40,7 @@ TORCH_OPS: dict[str, str] = {
         _scaled_dot_product_attention_math _scaled_dot_product_fused_attention_overrideable
         _efficient_attention_forward _flash_attention_forward _native_multi_head_attention
         multi_head_attention_forward _transformer_encoder_layer_fwd
-        _masked_softmax _fused_sdp_choice _triton_multi_head_attention""",
+        _masked_softmax _fused_sdp_choice _triton_multi_head_attention _transform_bias_rescale_qkv""",
     ),
     **_names(
         "normalization",
