@@ -43,24 +43,17 @@ def write_study(root: Path, config: dict) -> Path:
 with contextlib.suppress(ImportError):  # a torch without Triton: nothing to order
     import torch._dynamo  # noqa: F401
 
-# The fast tier (`-m "not slow"`, CONTRIBUTING.md) keeps every check at its smallest model; the same check at the
-# large models, where each case costs tens of seconds to minutes of CPU, runs in the full suite.
-FAST_MODELS = frozenset({"small_cnn"})
-
-
-def large_models_slow(names):
-    """`names` as parametrize values, those outside FAST_MODELS marked slow."""
-    return [name if name in FAST_MODELS else pytest.param(name, marks=pytest.mark.slow) for name in names]
-
-
 # The fast tier (`pytest -m "not slow"`, CONTRIBUTING.md) is the signal for every change: logic, and each framework
 # check at its smallest model. These tests, each seconds to minutes of CPU, run in the full suite only (the `slow`
 # mark, added at collection), grouped by why. A test marked `slow` in its own file is a whole-workflow run.
+LARGE_MODELS = ("resnet50", "vit_b_16", "mobilenet_v3_small", "efficientnet_b0")
 FULL_SUITE_ONLY: dict[str, tuple[str, ...]] = {
-    "the large models at 224 px (each model's parity at the study's 32 px stays fast)": tuple(
-        f"tests/{module}::test_eval_logit_parity[{model}-224]"
+    "the large models at 224 px, and their training-step parity (each model's logits at the study's 32 px, and the "
+    "small CNN's training step, stay fast)": tuple(
+        f"tests/{module}::{test}"
         for module in ("test_parity.py", "test_tf_parity.py")
-        for model in ("resnet50", "vit_b_16", "mobilenet_v3_small", "efficientnet_b0")
+        for model in LARGE_MODELS
+        for test in (f"test_eval_logit_parity[{model}-224]", f"test_train_step_parity[{model}]")
     ),
     "a large model's twin converted, counted or trained eagerly in TensorFlow": (
         "tests/test_tf_parity.py::test_conversion_round_trip_is_exact[vit_b_16]",
@@ -72,6 +65,12 @@ FULL_SUITE_ONLY: dict[str, tuple[str, ...]] = {
         "tests/test_facts.py::test_vit_attention_is_counted_by_torch",
     ),
     "real trainers compiling train steps in JAX and TensorFlow (step 0 of the small CNN in all three stays fast)": (
+        "tests/test_training.py::test_step0_agrees_between_frameworks[mobilenet_v3_small-32]",
+        "tests/test_training.py::test_trainers_evaluate_identically",
+        "tests/test_training.py::test_bn_recalibration_averages_batch_statistics_identically",
+        "tests/test_training.py::test_bn_recalibration_is_skipped_without_batch_norm",
+        "tests/test_training.py::test_killed_training_resumes_from_last_epoch[jax]",
+        "tests/test_training.py::test_killed_training_resumes_from_last_epoch[tensorflow]",
         "tests/test_training.py::test_training_cell_end_to_end",
         "tests/test_training.py::test_partial_last_batch_trains_in_both_frameworks_alike",
         "tests/test_training.py::test_training_rss_policy_and_checkpoints_outside_the_peak[tensorflow]",

@@ -14,7 +14,6 @@ import pytest
 from fwbench.models import MODELS, flax_variables, torch_model, torch_state_dict_numpy
 from fwbench.models.convert import ConversionError, flax_to_torch, torch_to_flax
 from fwbench.models.parity import eval_parity, geometric_mean, randomised, train_step_parity
-from tests.conftest import large_models_slow
 
 DEFAULT_RESOLUTION = 32  # the default study's dataset.image_size
 NUM_CLASSES = 10
@@ -37,7 +36,7 @@ def test_eval_logit_parity(name, image_size):
     assert error <= EVAL_TOLERANCE.get(name, 1e-4), f"{name}@{image_size}px seed {seed}: max|Δ|/max|ref| = {error:.3g}"
 
 
-@pytest.mark.parametrize("name", large_models_slow(sorted(MODELS)))
+@pytest.mark.parametrize("name", sorted(MODELS))
 def test_train_step_parity(name):
     """(a) In float64 the twin's gradients match PyTorch's to 1e-3 per parameter (in practice <= 4e-8) and its
     running statistics to 1e-9: the backward passes are the same function. (b) In float32 the twin is as accurate

@@ -45,7 +45,6 @@ from fwbench.models.parity_core import (
     train_step_failures,
 )
 from fwbench.models.parity_tf import eval_parity, train_step, train_step_parity
-from tests.conftest import large_models_slow
 
 NUM_CLASSES = 10
 BF16_AGREEMENT = 5e-2  # fwbench.scenarios.operations.AGREEMENT_BOUNDS["bfloat16"], the study's bf16 bar
@@ -73,7 +72,7 @@ def test_eval_logit_parity(name, image_size):
     assert error <= eval_tolerance(name), f"{name}@{image_size}px seed {seed}: max|Δ|/max|ref| = {error:.3g}"
 
 
-@pytest.mark.parametrize("name", large_models_slow(sorted(MODELS)))
+@pytest.mark.parametrize("name", sorted(MODELS))
 def test_train_step_parity(name):
     """tests/test_parity.py's bars for the Flax twins (parity_core.train_step_failures), with the running statistics
     moved by update_running_statistics in the compiled step. XLA's float64 on the CPU meets the 1e-9 bars with room:

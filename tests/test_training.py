@@ -91,9 +91,7 @@ def _on_device(trainer, images_nhwc, labels):
     return trainer.to_device(to_layout(images_nhwc, trainer.input_layout), labels)
 
 
-@pytest.mark.parametrize(
-    ("model", "image_size"), [("small_cnn", 16), pytest.param("mobilenet_v3_small", 32, marks=pytest.mark.slow)]
-)
+@pytest.mark.parametrize(("model", "image_size"), [("small_cnn", 16), ("mobilenet_v3_small", 32)])
 def test_step0_agrees_between_frameworks(model, image_size):
     from fwbench.data.inputs import normalize
 
@@ -114,7 +112,6 @@ def test_step0_agrees_between_frameworks(model, image_size):
         assert abs(probe["loss_after_step"] - torch_probe["loss_after_step"]) / torch_probe["loss"] < 1e-3, framework
 
 
-@pytest.mark.slow  # compiles MobileNetV3-Small's train step in JAX (the fast tier checks step 0 on the small CNN)
 def test_trainers_evaluate_identically():
     import torch
 
@@ -142,7 +139,6 @@ def test_trainers_evaluate_identically():
     assert torch_trainer.model.training, "the trainer goes back to train mode"
 
 
-@pytest.mark.slow  # compiles MobileNetV3-Small's train step in JAX
 def test_bn_recalibration_averages_batch_statistics_identically():
     """Both frameworks' recalibrated statistics are the plain average of the batches' own statistics (checked
     against a hand computation on the stem's BatchNorm), agree with each other, change evaluation, and leave the
@@ -195,7 +191,6 @@ def test_bn_recalibration_averages_batch_statistics_identically():
     assert torch_trainer.model.features[0][1].momentum == 0.01, "momentum restored"
 
 
-@pytest.mark.slow  # builds ViT-B/16's trainers in PyTorch and JAX
 def test_bn_recalibration_is_skipped_without_batch_norm():
     """A model without BatchNorm has nothing to recalibrate and says so: the check comes before any compiled function
     is used, so compiling ViT-B/16's train step first (a minute of XLA on this CPU) would test nothing more."""
@@ -217,9 +212,7 @@ def _train(work, settings, backend, batch_size: int = 8, state: str = "state") -
     return training.run(backend, cell, settings, state_dir=work / state, **kwargs)["metrics"]
 
 
-@pytest.mark.parametrize(
-    "framework", ["torch", *(pytest.param(f, marks=pytest.mark.slow) for f in FRAMEWORKS if f != "torch")]
-)
+@pytest.mark.parametrize("framework", FRAMEWORKS)
 def test_killed_training_resumes_from_last_epoch(training_setup, framework, monkeypatch):
     from fwbench.backends import get_backend
     from fwbench.scenarios import training
