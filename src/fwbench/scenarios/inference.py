@@ -60,6 +60,16 @@ def input_buffers(backend: Backend, images, batch_size: int, cold: bool):
     return buffers, {"buffers": count, "bytes_each": int(first.nbytes), "cache_bytes": cache, "cache_source": source}
 
 
+def build_cell(backend: Backend, cell: Cell, *, data_dir: str | Path, weights_path: str | Path, num_classes: int):
+    """Build the cell's model from its shared starting weights and return the dataset's validation images the cell's
+    inputs come from (the same for the timed cell and its profiling pass, fwbench.scenarios.profile)."""
+    backend.build(cell.model, load_weights(weights_path), num_classes=num_classes, image_size=cell.image_size)
+    images, _ = load_split(data_dir, "val")
+    if images.shape[1] != cell.image_size:
+        raise ValueError(f"dataset resolution {images.shape[1]} != cell image_size {cell.image_size}")
+    return images
+
+
 def run(
     backend: Backend,
     cell: Cell,
@@ -79,10 +89,7 @@ def run(
         missing["isolation"] = f"no NVML device: {gpu.reason}"
 
     with RssSampler() as sampler:
-        backend.build(cell.model, load_weights(weights_path), num_classes=num_classes, image_size=cell.image_size)
-        images, _ = load_split(data_dir, "val")
-        if images.shape[1] != cell.image_size:
-            raise ValueError(f"dataset resolution {images.shape[1]} != cell image_size {cell.image_size}")
+        images = build_cell(backend, cell, data_dir=data_dir, weights_path=weights_path, num_classes=num_classes)
         buffers, cold = input_buffers(backend, images, cell.batch_size, bool(settings.get("cold_inputs", False)))
         inputs = buffers[0]
         # The bytes every framework's first (warm) batch is made from, before any layout or device transfer: equal

@@ -17,10 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from fwbench.backends.base import Backend
-from fwbench.data.inputs import batch_of, normalize
-from fwbench.data.store import load_split
-from fwbench.scenarios.inference import load_weights
+from fwbench.scenarios.inference import build_cell, input_buffers
 from fwbench.study.grid import Cell
+from fwbench.trackers.op_profile import profile_steps
 
 
 def profiled(cell: Cell, settings: Mapping[str, Any]) -> bool:
@@ -39,14 +38,9 @@ def run(
     num_classes: int,
 ) -> dict[str, Any]:
     """Profile one inference cell; returns the `metrics` part the runner keeps as the cell's `metrics.op_profile`."""
-    from fwbench.trackers.op_profile import profile_steps
-
     started = time.perf_counter()
-    backend.build(cell.model, load_weights(weights_path), num_classes=num_classes, image_size=cell.image_size)
-    images, _ = load_split(data_dir, "val")
-    if images.shape[1] != cell.image_size:
-        raise ValueError(f"dataset resolution {images.shape[1]} != cell image_size {cell.image_size}")
-    inputs = backend.to_device(normalize(batch_of(images, cell.batch_size)))
+    images = build_cell(backend, cell, data_dir=data_dir, weights_path=weights_path, num_classes=num_classes)
+    (inputs,), _ = input_buffers(backend, images, cell.batch_size, cold=False)  # the timed cell's first warm batch
     built = time.perf_counter()
     backend.compile(inputs)
     compiled = time.perf_counter()

@@ -58,39 +58,28 @@ def _xplane(workdir: Path) -> Path:
     return found[-1]
 
 
-def _profile_jax(backend: Any, step: Callable[[], Any], steps: int, platform: str, workdir: Path) -> dict[str, Any]:
+def _trace_jax(step: Callable[[], Any], steps: int, workdir: Path) -> float:
     import jax
 
     with jax.profiler.trace(str(workdir)):
-        step_ms = _timed(step, steps)
-    return xspace.reduce_xspace(
-        _xplane(workdir),
-        framework="jax",
-        steps=steps,
-        hlo_text=hlo_text(backend),
-        profiled_step_ms=step_ms,
-        platform=platform,
-    )
+        return _timed(step, steps)
 
 
-def _profile_tensorflow(
-    backend: Any, step: Callable[[], Any], steps: int, platform: str, workdir: Path
-) -> dict[str, Any]:
+def _trace_tensorflow(step: Callable[[], Any], steps: int, workdir: Path) -> float:
     import tensorflow as tf
 
     tf.profiler.experimental.start(str(workdir))
     try:
-        step_ms = _timed(step, steps)
+        return _timed(step, steps)
     finally:
         tf.profiler.experimental.stop()
-    return xspace.reduce_xspace(
-        _xplane(workdir),
-        framework="tensorflow",
-        steps=steps,
-        hlo_text=hlo_text(backend),
-        profiled_step_ms=step_ms,
-        platform=platform,
-    )
+
+
+# The frameworks whose profiler writes an XSpace into a directory; each returns the wall ms per step while tracing.
+XSPACE_TRACERS: dict[str, Callable[[Callable[[], Any], int, Path], float]] = {
+    "jax": _trace_jax,
+    "tensorflow": _trace_tensorflow,
+}
 
 
 def profile_steps(backend: Any, step: Callable[[], Any], steps: int) -> dict[str, Any]:
@@ -106,8 +95,15 @@ def profile_steps(backend: Any, step: Callable[[], Any], steps: int) -> dict[str
         workdir = Path(directory)
         if backend.name == "torch":
             return _profile_torch(step, steps, platform, workdir)
-        if backend.name == "jax":
-            return _profile_jax(backend, step, steps, platform, workdir)
-        if backend.name == "tensorflow":
-            return _profile_tensorflow(backend, step, steps, platform, workdir)
-    raise ValueError(f"no profiler for framework {backend.name!r}")
+        tracer = XSPACE_TRACERS.get(backend.name)
+        if tracer is None:
+            raise ValueError(f"no profiler for framework {backend.name!r}")
+        step_ms = tracer(step, steps, workdir)
+        return xspace.reduce_xspace(
+            _xplane(workdir),
+            framework=backend.name,
+            steps=steps,
+            hlo_text=hlo_text(backend),
+            profiled_step_ms=step_ms,
+            platform=platform,
+        )
