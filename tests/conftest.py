@@ -150,6 +150,25 @@ def prepare_tiny_study(root: Path) -> tuple[Path, dict, dict]:
     return root, config, settings
 
 
+def run_tiny_cell(study, cell, tmp_path: Path, *, settings: dict | None = None, **kwargs) -> dict:
+    """`cell` of the tiny study (`tiny_study`) through the real runner, `settings` over the study's, its result at
+    tmp_path/cell.json and the runner's log at tmp_path/cell.log; `kwargs` go to run_cell."""
+    from fwbench.running.runner import run_cell
+
+    root, _, base = study
+    return run_cell(
+        cell,
+        {**base, **(settings or {})},
+        data_dir=root / "data",
+        weights_path=root / "weights.npz",
+        num_classes=4,
+        threads=1,
+        out_path=tmp_path / "cell.json",
+        log_path=tmp_path / "cell.log",
+        **kwargs,
+    )
+
+
 @pytest.fixture(scope="session")
 def tiny_study(tmp_path_factory) -> tuple[Path, dict, dict]:
     """The tiny study's dataset and weights, built once per test run for every test that only reads them (runs

@@ -8,9 +8,9 @@ import math
 
 import pytest
 
-from fwbench.running.runner import run_cell
 from fwbench.study.grid import cells
 from fwbench.trackers.op_profile import KEYS
+from tests.conftest import run_tiny_cell
 
 PROFILE = {"batch_sizes": [2], "steps": 2}
 
@@ -21,17 +21,7 @@ def study(tiny_study):
 
 
 def _run(study, cell, tmp_path, profile):
-    root, _, settings = study
-    return run_cell(
-        cell,
-        {**settings, "profile": profile},
-        data_dir=root / "data",
-        weights_path=root / "weights.npz",
-        num_classes=4,
-        threads=1,
-        out_path=tmp_path / "cell.json",
-        log_path=tmp_path / "cell.log",
-    )
+    return run_tiny_cell(study, cell, tmp_path, settings={"profile": profile})
 
 
 @pytest.mark.parametrize("framework", ["torch", "jax"])

@@ -12,8 +12,8 @@ import pytest
 
 from fwbench.results import load_result, validate_result
 from fwbench.running import order as trial_order
-from fwbench.running.runner import run_cell
 from fwbench.study.grid import cells
+from tests.conftest import run_tiny_cell
 
 
 @pytest.fixture(scope="module")
@@ -22,19 +22,7 @@ def study(tiny_study):
 
 
 def _run(study, cell, tmp_path, **kwargs):
-    root, config, settings = study
-    settings = {**settings, **kwargs.pop("settings", {})}
-    return run_cell(
-        cell,
-        settings,
-        data_dir=root / "data",
-        weights_path=root / "weights.npz",
-        num_classes=4,
-        threads=1,
-        out_path=tmp_path / "cell.json",
-        log_path=tmp_path / "cell.log",
-        **kwargs,
-    )
+    return run_tiny_cell(study, cell, tmp_path, **kwargs)
 
 
 @pytest.mark.parametrize("framework", ["torch", "jax"])

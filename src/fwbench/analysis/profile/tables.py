@@ -23,6 +23,7 @@ import pandas as pd
 from fwbench.analysis.common.latex import ordered_variants
 from fwbench.analysis.common.partners import cell_mode, with_modes
 from fwbench.analysis.profile.categories import category_rank
+from fwbench.study.grid import Cell
 
 SHARE_TOLERANCE = 1e-6
 CELL_COLUMNS = ["model", "framework", "mode", "precision", "batch_size"]
@@ -77,11 +78,8 @@ class Profiled:
 
 
 def cell_label(cell: Mapping[str, Any]) -> str:
-    """A cell as its path names it ("inference/jax/jit/resnet50/fp32/bs32")."""
-    return "/".join(
-        [str(cell.get("suite", "inference")), str(cell["framework"]), cell_mode(cell), str(cell["model"])]
-        + [str(cell["precision"]), f"bs{cell['batch_size']}"]
-    )
+    """A cell as its path names it ("inference/jax/jit/resnet50/fp32/bs32"; fwbench.study.grid.Cell.label)."""
+    return Cell(**cell).label()
 
 
 def _source_and_result(item: Any) -> tuple[str, Mapping[str, Any]]:
