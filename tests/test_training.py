@@ -91,17 +91,50 @@ def _on_device(trainer, images_nhwc, labels):
     return trainer.to_device(to_layout(images_nhwc, trainer.input_layout), labels)
 
 
+MOBILENET_BATCH = (8, 32, 32, 3)  # every MobileNetV3-Small trainer test's batch: one compiled shape for all
+
+
+@pytest.fixture(scope="module")
+def compiled_mobilenet():
+    """MobileNetV3-Small trainers of all three frameworks, compiled once for MOBILENET_BATCH and shared by the tests
+    below: each compile costs up to half a minute of XLA on this CPU, and the tests only probe, evaluate and
+    recalibrate, none of which changes a trainer's parameters or running statistics (each test checks what it
+    relies on)."""
+    from fwbench.data.inputs import normalize
+
+    rng = np.random.default_rng(0)
+    images = normalize(rng.integers(0, 256, MOBILENET_BATCH, dtype=np.uint8))
+    labels = rng.integers(0, 10, MOBILENET_BATCH[0])
+    trainers = dict(zip(FRAMEWORKS, _trainers("mobilenet_v3_small", 32, frameworks=FRAMEWORKS), strict=True))
+    for trainer in trainers.values():
+        trainer.compile(*_on_device(trainer, images, labels))
+    return trainers
+
+
+@pytest.fixture
+def mobilenet_trainers(compiled_mobilenet):
+    """The shared trainers, each as a fresh one is before recalibration (what a test of recalibration relies on)."""
+    for trainer in compiled_mobilenet.values():
+        trainer.recalibrated = None
+    return compiled_mobilenet
+
+
 @pytest.mark.parametrize(("model", "image_size"), [("small_cnn", 16), ("mobilenet_v3_small", 32)])
-def test_step0_agrees_between_frameworks(model, image_size):
+def test_step0_agrees_between_frameworks(model, image_size, request):
     from fwbench.data.inputs import normalize
 
     rng = np.random.default_rng(1)
     images = normalize(rng.integers(0, 256, (8, image_size, image_size, 3), dtype=np.uint8))
     labels = rng.integers(0, 10, 8)
+    if model == "mobilenet_v3_small":
+        trainers = request.getfixturevalue("mobilenet_trainers")
+    else:
+        trainers = dict(zip(FRAMEWORKS, _trainers(model, image_size, frameworks=FRAMEWORKS), strict=True))
     probes = {}
-    for framework, trainer in zip(FRAMEWORKS, _trainers(model, image_size, frameworks=FRAMEWORKS), strict=True):
+    for framework, trainer in trainers.items():
         x, y = _on_device(trainer, images, labels)
-        trainer.compile(x, y)
+        if model != "mobilenet_v3_small":
+            trainer.compile(x, y)
         probes[framework] = trainer.probe(x, y, 1e-4)
     torch_probe = probes.pop("torch")
     change = abs(torch_probe["loss_after_step"] - torch_probe["loss"])
@@ -112,21 +145,19 @@ def test_step0_agrees_between_frameworks(model, image_size):
         assert abs(probe["loss_after_step"] - torch_probe["loss_after_step"]) / torch_probe["loss"] < 1e-3, framework
 
 
-def test_trainers_evaluate_identically():
+def test_trainers_evaluate_identically(mobilenet_trainers):
     import torch
 
     from fwbench.data.inputs import normalize
 
     rng = np.random.default_rng(2)
-    images = normalize(rng.integers(0, 256, (8, 16, 16, 3), dtype=np.uint8))
     labels = rng.integers(0, 10, 8)
     results, batch_stats = [], []
-    torch_trainer, jax_trainer = _trainers("mobilenet_v3_small", 32)
-    images = normalize(rng.integers(0, 256, (8, 32, 32, 3), dtype=np.uint8))
+    torch_trainer, jax_trainer = mobilenet_trainers["torch"], mobilenet_trainers["jax"]
+    images = normalize(rng.integers(0, 256, MOBILENET_BATCH, dtype=np.uint8))
     before = {k: v.clone() for k, v in torch_trainer.model.state_dict().items()}
     for trainer in (torch_trainer, jax_trainer):
         x, y = _on_device(trainer, images, labels)
-        trainer.compile(x, y)
         results.append(trainer.evaluate(x, y, valid=6))
         batch_stats.append(trainer.evaluate(x, y, valid=6, statistics="batch"))
     (torch_loss, torch_top1, torch_top5), (jax_loss, jax_top1, jax_top5) = results
@@ -139,7 +170,7 @@ def test_trainers_evaluate_identically():
     assert torch_trainer.model.training, "the trainer goes back to train mode"
 
 
-def test_bn_recalibration_averages_batch_statistics_identically():
+def test_bn_recalibration_averages_batch_statistics_identically(mobilenet_trainers):
     """Both frameworks' recalibrated statistics are the plain average of the batches' own statistics (checked
     against a hand computation on the stem's BatchNorm), agree with each other, change evaluation, and leave the
     running statistics that training uses untouched."""
@@ -149,14 +180,13 @@ def test_bn_recalibration_averages_batch_statistics_identically():
     from fwbench.data.inputs import normalize
 
     rng = np.random.default_rng(3)
-    batches = [normalize(rng.integers(0, 256, (8, 32, 32, 3), dtype=np.uint8)) for _ in range(3)]
+    batches = [normalize(rng.integers(0, 256, MOBILENET_BATCH, dtype=np.uint8)) for _ in range(3)]
     labels = rng.integers(0, 10, 8)
-    torch_trainer, jax_trainer = _trainers("mobilenet_v3_small", 32)
+    torch_trainer, jax_trainer = mobilenet_trainers["torch"], mobilenet_trainers["jax"]
     running_before = {k: v.clone() for k, v in torch_trainer.model.state_dict().items() if "running" in k}
     evaluations = []
     for trainer in (torch_trainer, jax_trainer):
         devices = [_on_device(trainer, images, labels) for images in batches]
-        trainer.compile(*devices[0])
         with pytest.raises(RuntimeError, match="before recalibrate"):
             trainer.evaluate(*devices[0], 8, statistics="recalibrated")
         assert trainer.recalibrate(x for x, _ in devices) is True
