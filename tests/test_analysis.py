@@ -270,6 +270,10 @@ def test_latex_helpers():
     assert escape("a_b & 5% {x}") == r"a\_b \& 5\% \{x\}"
     assert number(None) == "---" and number(float("nan")) == "---"
     assert number(1234.5) == "1{,}234" and number(0.01234) == "0.0123" and number(2.0) == "2.00"
+    # an interval over two processes can span 1e-16 to 1e12: powers of ten, never 19 digits that run off the page
+    assert number(1.37e-16) == r"1.37\ensuremath{\times 10^{-16}}" and number(0.0001) == "0.000100"
+    assert number(4.564e12) == r"4.56\ensuremath{\times 10^{12}}" and number(123456789.0) == "123{,}456{,}789"
+    assert number(float("inf")) == r"\ensuremath{\infty}"
     assert macro_name("peak", "torch", "cell") == "fwbPeakTorchCell"
     assert macro_name("bs", "8") == "fwbBsEight"
 

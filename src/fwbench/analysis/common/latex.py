@@ -118,13 +118,24 @@ def literal(text: object) -> str:
     return re.sub(r"-(?=-)", "-{}", escape(text))
 
 
+# Beyond these magnitudes a number is written in powers of ten: an interval from a process or two can span
+# 1e-16 to 1e12, and 0.000000000000000137 written out runs a table cell off the page.
+PLAIN_MAGNITUDES = range(-4, 9)
+
+
 def number(value: float | None, digits: int = 3) -> str:
-    """Significant-figure formatting; a missing value is an em dash, never 0."""
+    """Significant-figure formatting; a missing value is an em dash, never 0; powers of ten beyond
+    PLAIN_MAGNITUDES, which read alike in text and in math (1.37 times 10^-16 as LaTeX's ensuremath)."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "---"
     if value == 0:
         return "0"
+    if isinstance(value, float) and math.isinf(value):
+        return r"\ensuremath{-\infty}" if value < 0 else r"\ensuremath{\infty}"
     magnitude = math.floor(math.log10(abs(value)))
+    if magnitude not in PLAIN_MAGNITUDES:
+        mantissa, exponent = f"{value:.{digits - 1}e}".split("e")
+        return rf"{mantissa}\ensuremath{{\times 10^{{{int(exponent)}}}}}"
     decimals = max(0, digits - 1 - magnitude)
     return f"{value:,.{decimals}f}".replace(",", "{,}")
 
