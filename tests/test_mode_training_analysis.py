@@ -382,6 +382,42 @@ def test_inference_sentences_name_the_pairing_and_the_mixed_ratios():
     assert "1 ratio of them sets a compiled program against an eager one" in sentence
 
 
+def test_ratios_against_eager_pytorch_are_summarised_as_their_own_family():
+    """Where the study has no compiled PyTorch cell for a model, its ratios form the family against eager PyTorch:
+    summarised in a sentence of their own (counts, geometric mean, largest resolved difference), never dropped."""
+    from fwbench.analysis.inference.ratio_macros import eager_family, summary_ratios
+
+    compiled = {"numerator_mode": "jit", "denominator_mode": "compile", "mixed_modes": False, "stand_in": ""}
+    eager = {"numerator_mode": "jit", "denominator_mode": "eager", "mixed_modes": True, "stand_in": "torch: eager"}
+    ratios = pd.DataFrame(
+        [
+            _ratio("small_cnn", 1, 1.5, 1.2, 1.8) | compiled,
+            _ratio("small_cnn", 8, 1.4, 1.2, 1.6) | compiled,
+            _ratio("vit_b_16", 1, 2.0, 1.5, 2.5) | eager,
+            _ratio("vit_b_16", 8, 1.1, 0.8, 1.4) | eager,
+            _ratio("resnet50", 1, 0.4, 0.3, 0.5) | eager,
+        ]
+    )
+    config = {"fallbacks": {}}
+    kept, family = summary_ratios(ratios, config)[0], eager_family(ratios, config)
+    assert kept["model"].tolist() == ["small_cnn", "small_cnn"]
+    assert family["model"].tolist() == ["vit_b_16", "vit_b_16", "resnet50"]
+    (sentence,) = inference_sentences(kept, ["torch", "jax"], ratios, "none", family)
+    assert "The ratios pair JAX/Flax jit over PyTorch compiled in 2 pairs." in sentence
+    assert "left out" not in sentence, "the eager pairs are summarised, not left out"
+    assert (
+        r"Against eager PyTorch, in the pairs without a compiled PyTorch cell to pair with (on vit\_b\_16 and "
+        "resnet50), JAX/Flax was faster in 1 and slower in 1 of 3 pairs (2 resolved by their own 95\\% intervals"
+    ) in sentence
+    assert "largest resolved difference is 0.400 [0.300, 0.500]" in sentence.split("Against eager")[1]
+    # a study without compiled PyTorch at all: its column pairs eager PyTorch, and no family stands apart
+    only_eager = ratios.iloc[2:].assign(stand_in="")
+    assert eager_family(only_eager, config).empty
+    # without compiled pairs, the family is the whole summary
+    (alone,) = inference_sentences(kept.iloc[0:0], ["torch", "jax"], ratios, "none", family)
+    assert alone.startswith("Against eager PyTorch, in the pairs") and "has no ratio" not in alone
+
+
 # --- setup, time to report, loader ------------------------------------------------------------------------------
 
 

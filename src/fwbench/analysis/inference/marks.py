@@ -16,6 +16,7 @@ from fwbench.analysis.common.latex import BASELINE, escape, number, variant_shor
 from fwbench.analysis.inference.columns import Variant
 from fwbench.analysis.inference.ratio_macros import adjusted_phrase
 from fwbench.analysis.inference.summary import (
+    against_eager_baseline,
     mixed_modes,
     multiplicity_of,
     node_differs,
@@ -174,9 +175,19 @@ def mode_notes(ratios: pd.DataFrame) -> str:
     if not off.any():
         return ""
     mixed = bool((off & mixed_modes(ratios)).any())
+    eager = off & against_eager_baseline(ratios)
+    if eager[off].all():
+        summarised = "summarised in the text as the family against eager PyTorch"
+    elif eager.any():
+        summarised = (
+            "in the text those against eager PyTorch are summarised as a family of their own, the others left out of "
+            "its summary figures"
+        )
+    else:
+        summarised = "left out of the summary figures in the text"
     return (
         rf"; {MODE_MARK}: another mode stands in for the column's ({escape(', '.join(_stand_ins(ratios, pairing)))}), "
         r"where the column's cell failed or was not measured"
         + (", so the ratio sets an eager against a compiled program" if mixed else "")
-        + r" (\fwbNumRatiosStandIn{} ratios; left out of the summary figures in the text)"
+        + rf" (\fwbNumRatiosStandIn{{}} ratios; {summarised})"
     )

@@ -32,7 +32,7 @@ from fwbench.analysis.inference.ratio_macros import (
     stand_ins,
     summary_gains,
 )
-from fwbench.analysis.inference.summary import mixed_modes, multiplicity_of, pairings
+from fwbench.analysis.inference.summary import against_eager_baseline, mixed_modes, multiplicity_of, pairings
 from fwbench.study.modes import is_compiled
 
 # The summary roles of `ratio_macros.ratio_summary`, as the mode-gain macros name them (fwbModeGainGeomean,
@@ -160,14 +160,28 @@ def ratio_pairing_sentence(ratios: pd.DataFrame) -> str:
     if mixed:
         who = "each" if len(mixed) == len(names) > 1 else join_words(mixed)
         text += f"; {who} set{'' if len(mixed) > 1 and who != 'each' else 's'} a compiled against an eager program"
-    count = int(stand_ins(computed).sum())
+    off = stand_ins(computed)
+    count, eager = int(off.sum()), int((off & against_eager_baseline(computed)).sum())
     if count:
         one = count == 1
         text += (
             f". In {count} ratio{'' if one else 's'} another mode stands in where a comparison has no successful cell "
-            f"in the column's mode (marked $^{{m}}$); {'it is' if one else 'they are'} left out of the summary figures"
+            "in the column's mode (marked $^{m}$)"
         )
+        if eager == count:
+            text += f"; {'it belongs' if one else 'they belong'} to {EAGER_FAMILY_TEXT}"
+        elif eager:
+            text += (
+                f"; {eager} of them belong{'s' if eager == 1 else ''} to {EAGER_FAMILY_TEXT}, and the other "
+                f"{count - eager} {'is' if count - eager == 1 else 'are'} left out of the summary figures"
+            )
+        else:
+            text += f"; {'it is' if one else 'they are'} left out of the summary figures"
     return text + "."
+
+
+# What the ratios against eager PyTorch are to the summaries (summary.against_eager_baseline).
+EAGER_FAMILY_TEXT = "the family against eager PyTorch (no compiled PyTorch cell to pair with), summarised apart"
 
 
 def mode_macros(

@@ -17,6 +17,7 @@ from fwbench.analysis.common.latex import escape, macro_name, number
 from fwbench.analysis.common.verdicts import DEFAULT_MULTIPLICITY
 from fwbench.analysis.inference.summary import (
     Summary,
+    against_eager_baseline,
     geometric_summary,
     multiplicity_of,
     node_differs,
@@ -98,18 +99,38 @@ def summary_ratios(ratios: pd.DataFrame, config: dict[str, Any]) -> tuple[pd.Dat
     return kept, defs
 
 
-def ratio_names(framework: str = "") -> dict[str, str]:
+def eager_family(ratios: pd.DataFrame, config: dict[str, Any]) -> pd.DataFrame:
+    """The ratios against eager PyTorch where the study has no compiled PyTorch cell (`summary.against_eager_baseline`),
+    summarised as a family of their own; refused ones never, those whose cells ran with different workarounds only
+    where `fallbacks.include_deviating_in_summary` is set (as for the column's family, `summary_ratios`)."""
+    ratios = computed_ratios(ratios)
+    if not include_deviating(config):
+        ratios = ratios[~_deviating(ratios)]
+    return ratios[against_eager_baseline(ratios)]
+
+
+# The families of ratios a summary speaks of: the column's pairing (compiled over compiled by default), and the pairs
+# for which the study has no compiled PyTorch cell, against eager PyTorch (`eager_family`).
+FAMILIES = {"": (), "eager": ("against", "eager")}
+
+
+def ratio_names(framework: str = "", family: str = "") -> dict[str, str]:
     """The macro names of one framework's ratio summary, by role. Names end in the framework
     (fwbSpeedupGeomeanTensorflow, fwbNumPairsTensorflow, fwbTensorflowFasterPairs, fwbTorchFasterThanTensorflowPairs);
     without one they are the names the paper used when JAX was the only framework compared (fwbSpeedupGeomean,
     fwbNumPairs, fwbJaxFasterPairs, fwbTorchFasterPairs). The counts of resolved ratios are the adjusted verdicts
-    (`summary.resolved_adjusted`); the ...Unadjusted ones count each ratio's own 95% interval."""
+    (`summary.resolved_adjusted`); the ...Unadjusted ones count each ratio's own 95% interval. The family against
+    eager PyTorch (`family="eager"`) has the same names with "AgainstEager" before the framework
+    (fwbSpeedupGeomeanAgainstEagerJax, fwbJaxFasterPairsAgainstEager)."""
+    suffix = FAMILIES[family]
+    if suffix and not framework:
+        raise ValueError("a family's macro names need the framework")
 
     def name(*parts: str) -> str:
-        return macro_name(*parts, framework)
+        return macro_name(*parts, *suffix, framework)
 
-    faster = macro_name(framework or "jax", "faster", "pairs")
-    slower = macro_name("torch", "faster", "than", framework, "pairs") if framework else "fwbTorchFasterPairs"
+    faster = macro_name(framework or "jax", "faster", "pairs", *suffix)
+    slower = macro_name("torch", "faster", "than", framework, "pairs", *suffix) if framework else "fwbTorchFasterPairs"
     return {
         "geomean": name("speedup", "geomean"),
         "geomean_ci": name("speedup", "geomean", "CI"),
@@ -185,9 +206,9 @@ def ratio_summary(ratios: pd.DataFrame) -> dict[str, str]:
     }
 
 
-def ratio_macros(ratios: pd.DataFrame, framework: str = "") -> dict[str, str]:
-    """One framework's ratio summary (deviating ratios already left out) under its macro names."""
-    names = ratio_names(framework)
+def ratio_macros(ratios: pd.DataFrame, framework: str = "", family: str = "") -> dict[str, str]:
+    """One framework's ratio summary (deviating ratios already left out) under its macro names (of `family`)."""
+    names = ratio_names(framework, family)
     return {names[role]: value for role, value in ratio_summary(ratios).items()}
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from fwbench.analysis.common.latex import (
     BASELINE,
+    escape,
     join_words,
     label,
     macro_name,
@@ -45,8 +46,8 @@ def _capitalised(text: str) -> str:
     return text[:1].upper() + text[1:]
 
 
-def _values(defs: dict[str, str], framework: str) -> dict[str, str]:
-    return {role: defs[name] for role, name in ratio_names(framework).items()}
+def _values(defs: dict[str, str], framework: str, family: str = "") -> dict[str, str]:
+    return {role: defs[name] for role, name in ratio_names(framework, family).items()}
 
 
 def _pairs(count: str | int) -> str:
@@ -139,6 +140,28 @@ def abstract_left_out_sentence(excluded: dict[str, int], stand_in: dict[str, int
     return f"{lead}, {stood_text if stood else deviating_text}, {verb} left out of these figures."
 
 
+def eager_family_sentence(defs: dict[str, str], frameworks: list[str], models: list[str], method: str) -> str:
+    """The family against eager PyTorch (fwbEagerFamilySentence, in the abstract and the results): for the models
+    with no compiled PyTorch cell to pair with (`models`), each framework's ratios over eager PyTorch, summarised as
+    its column's are (the geometric mean with its interval over models, and the resolved counts with the ratio
+    table's adjustment); empty where every ratio pairs its column's modes."""
+    compared = [f for f in _compared(frameworks) if _values(defs, f, "eager")["pairs"] != "0"]
+    if not compared:
+        return ""
+    clauses = []
+    for framework in compared:
+        values = _values(defs, framework, "eager")
+        clauses.append(
+            f"{values['geomean']} for {label(framework)} ({values['interval']}; faster in {values['faster']} and "
+            f"slower in {values['slower']} of {_pairs(values['pairs'])})"
+        )
+    where = join_words([escape(model) for model in models])
+    return (
+        f"Against eager PyTorch, in the pairs without a compiled PyTorch cell to pair with (on {where}), the "
+        f"throughput ratio's geometric mean is {join_words(clauses)}, counted {adjusted_phrase(method)}."
+    )
+
+
 def faster_sentence(
     defs: dict[str, str],
     frameworks: list[str],
@@ -214,12 +237,14 @@ def sentence_macros(
     pairing: dict[str, tuple[str, str]] | None = None,
     method: str = "none",
     mixed_stand_in: bool = False,
+    eager_models: list[str] | None = None,
 ) -> dict[str, str]:
     """The sentences of the abstract and the results that name every framework of the study (config order):
     fwbFrameworkList, the abstract's fwbAbstractRatioSentence, fwbAbstractVerdictSentence and
     fwbAbstractLeftOutSentence, and the results' fwbFasterSentence, fwbSpeedupRangeSentence and fwbPeakSentence;
     the ratios named with the modes they pair (`pairing`, `summary.pairings`), the counts made with the ratio
-    table's adjustment (`method`)."""
+    table's adjustment (`method`); and fwbEagerFamilySentence, in both, for the ratios against eager PyTorch of
+    `eager_models` (those without a compiled PyTorch cell)."""
     return {
         "fwbFrameworkList": join_words([label(f) for f in frameworks]),
         "fwbAbstractRatioSentence": abstract_ratio_sentence(defs, frameworks, pairing),
@@ -228,4 +253,5 @@ def sentence_macros(
         "fwbFasterSentence": faster_sentence(defs, frameworks, pairing, method),
         "fwbSpeedupRangeSentence": range_sentence(defs, frameworks, pairing),
         "fwbPeakSentence": peak_sentence(defs, frameworks),
+        "fwbEagerFamilySentence": eager_family_sentence(defs, frameworks, eager_models or [], method),
     }

@@ -18,6 +18,7 @@ import pandas as pd
 from fwbench.analysis.common import verdicts
 from fwbench.analysis.common.verdicts import DEFAULT_MULTIPLICITY
 from fwbench.analysis.inference.ratios import PAIRED
+from fwbench.study.modes import is_compiled
 
 
 def ratios_for(ratios: pd.DataFrame, framework: str) -> pd.DataFrame:
@@ -95,6 +96,28 @@ def off_pairing(ratios: pd.DataFrame) -> pd.Series:
         index=ratios.index,
         dtype=bool,
     )
+
+
+def against_eager_baseline(ratios: pd.DataFrame) -> pd.Series:
+    """Which stand-ins pair the framework's own column mode with eager PyTorch where the column pairs compiled
+    PyTorch: the model and batch size have no compiled PyTorch cell (a model outside `mode_scope.models`, or a
+    compiled cell that failed). These form a family of their own, "against eager PyTorch", summarised apart from the
+    column's compiled pairs, never mixed into them nor dropped; none in a table from before modes."""
+    columns = pairings(ratios)
+    if not columns:
+        return pd.Series(False, index=ratios.index)
+    modes = zip(ratios["numerator"], ratios["numerator_mode"], ratios["denominator_mode"], strict=True)
+    return pd.Series(
+        [
+            str(f) in columns
+            and num == columns[str(f)][0]
+            and is_compiled(columns[str(f)][1])
+            and not is_compiled(str(den))
+            for f, num, den in modes
+        ],
+        index=ratios.index,
+        dtype=bool,
+    ) & ~refused(ratios)
 
 
 def paired(ratios: pd.DataFrame) -> pd.Series:

@@ -27,7 +27,7 @@ from typing import Any
 import pandas as pd
 
 from fwbench.analysis.common.verdicts import multiplicity_setting
-from fwbench.analysis.inference.ratio_macros import summary_ratios
+from fwbench.analysis.inference.ratio_macros import eager_family, summary_ratios
 from fwbench.analysis.inference.summary import refused
 from fwbench.analysis.paper.findings import inference_sentences, placement_sentence, training_sentences
 from fwbench.analysis.paper.limitations import limitations
@@ -50,8 +50,9 @@ def conclusions_section(
     # The ratios the paper's summary figures count (those between cells with different workarounds left out unless
     # the configuration counts them), so that these sentences and the abstract agree.
     kept = summary_ratios(ratios, dict(config))[0]
+    eager = eager_family(ratios, dict(config))  # pairs without a compiled PyTorch cell: a family of their own
     setting = multiplicity_setting(config.get("analysis"))
-    summary = inference_sentences(kept, list(config["frameworks"]), ratios[~refused(ratios)], setting)
+    summary = inference_sentences(kept, list(config["frameworks"]), ratios[~refused(ratios)], setting, eager)
     summary += [sentence for sentence in [placement_sentence(ratios)] if sentence]
     trained = "training" in config.get("suites", [])
     training = training_sentences(epochs, agreement, target, config) if trained else []

@@ -70,10 +70,12 @@ def _pair_text(num: str, num_mode: str, den_mode: str) -> str:
     return f"{label(num)} {mode_label(num_mode)} over {label(BASELINE)} {mode_label(den_mode)}"
 
 
-def _modes_sentence(mine: pd.DataFrame, every: pd.DataFrame, framework: str) -> str:
+def _modes_sentence(mine: pd.DataFrame, every: pd.DataFrame, framework: str, apart: pd.Index | None = None) -> str:
     """Which modes a framework's ratios pair, counted from them: the pairing of the summarised ratios, how many of
     them set an eager program against a compiled one (another mode standing in where the ratio mode's cell is
-    missing), and how many further such ratios the summary leaves out. Empty for a table from before modes."""
+    missing), and how many further such ratios the summary leaves out (not counting those summarised `apart`, the
+    family against eager PyTorch). Empty for a table from before modes."""
+    apart = pd.Index([]) if apart is None else apart
     if "numerator_mode" not in mine or mine.empty:
         return ""
     pairs = mine.groupby(["numerator_mode", "denominator_mode"], sort=False).size().sort_values(ascending=False)
@@ -87,7 +89,7 @@ def _modes_sentence(mine: pd.DataFrame, every: pd.DataFrame, framework: str) -> 
             f"(no {label(BASELINE)} cell in the ratio mode of {'its' if one else 'their'} comparison: marked in "
             "Table~\\ref{tab:inference})"
         )
-    left_out = every.index.difference(mine.index)
+    left_out = every.index.difference(mine.index).difference(apart)
     dropped = int(mixed_ratios(every.loc[left_out]).sum()) if len(left_out) else 0
     if dropped:
         text += (
@@ -119,23 +121,28 @@ def inference_sentences(
     frameworks: list[str],
     every: pd.DataFrame | None = None,
     multiplicity: str = DEFAULT_MULTIPLICITY,
+    eager: pd.DataFrame | None = None,
 ) -> list[str]:
     """Per framework against PyTorch: resolved pairs each way (the adjusted verdicts, `summary.resolved_adjusted`),
     the geometric mean of the ratios with its interval over models (`summary.geometric_summary`), the largest
     resolved difference with its simultaneous interval, whether the ratio depends on the batch size
     (`batch_sentence`: a test of the difference, never a difference in significance), and which execution modes
     the ratios pair (`_modes_sentence`; `every`: all computed ratios, to count the mixed ones the summary left
-    out; `multiplicity`: the config's, where no ratio carries its table's)."""
+    out; `multiplicity`: the config's, where no ratio carries its table's). `eager`: the family against eager
+    PyTorch (`ratio_macros.eager_family`), summarised the same way in a sentence of its own (`eager_sentence`)."""
     sentences = []
     every = ratios if every is None else every
+    eager = every.iloc[0:0] if eager is None else eager
     method = multiplicity_of(every, multiplicity)
     for framework in [f for f in ordered_frameworks(frameworks) if f != BASELINE]:
         mine = ratios[ratios["numerator"] == framework] if "numerator" in ratios else ratios
         mine = mine.dropna(subset=["ratio"])
         all_mine = every[every["numerator"] == framework] if "numerator" in every else every
+        mine_eager = eager[eager["numerator"] == framework].dropna(subset=["ratio"]) if len(eager) else eager
         name = label(framework)
+        family = eager_sentence(mine_eager, name, method)
         if mine.empty:
-            sentences.append(f"{name} has no ratio to PyTorch in this study.")
+            sentences.append(family or f"{name} has no ratio to PyTorch in this study.")
             continue
         resolved = resolved_adjusted(mine)
         above = mine["ratio"].astype(float) > 1
@@ -149,8 +156,30 @@ def inference_sentences(
         )
         if resolved.any():
             text += _largest_text(mine, resolved, method)
-        sentences.append(text + "." + batch_sentence(mine, name, method) + _modes_sentence(mine, all_mine, framework))
+        modes = _modes_sentence(mine, all_mine, framework, mine_eager.index)
+        sentences.append(text + "." + batch_sentence(mine, name, method) + modes + (" " + family if family else ""))
     return sentences
+
+
+def eager_sentence(ratios: pd.DataFrame, name: str, method: str) -> str:
+    """One framework's family against eager PyTorch (the models without a compiled PyTorch cell to pair with),
+    summarised as its compiled pairs are: resolved pairs each way, the geometric mean with its interval over models,
+    the largest resolved difference; empty without such ratios."""
+    if ratios.empty:
+        return ""
+    resolved = resolved_adjusted(ratios)
+    above = ratios["ratio"].astype(float) > 1
+    models = join_words([escape(model) for model in dict.fromkeys(str(m) for m in ratios["model"])])
+    text = (
+        f"Against eager PyTorch, in the pairs without a compiled PyTorch cell to pair with (on {models}), {name} was "
+        "faster in "
+        f"{int((resolved & above).sum())} and slower in {int((resolved & ~above).sum())} of "
+        f"{plural(len(ratios), 'pair')} ({int(resolved.sum())} resolved {adjusted_phrase(method)}), with a "
+        f"geometric mean ratio of {summary_text(geometric_summary(ratios))}"
+    )
+    if resolved.any():
+        text += _largest_text(ratios, resolved, method)
+    return text + "."
 
 
 @dataclass(frozen=True)
