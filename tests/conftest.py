@@ -105,82 +105,25 @@ FULL_SUITE_ONLY: dict[str, tuple[str, ...]] = {
 }
 
 
-# pytest-xdist runs the suite in two worker processes (pyproject.toml: addopts), each test file wholly on one worker
-# (--dist loadfile), so that a file's module fixtures are built once.
-
-# Tests that must have the machine to themselves: while one runs, the other worker waits (`pytest_runtest_protocol`).
-# Patterns as in FULL_SUITE_ONLY.
-EXCLUSIVE = {
-    "the scheduler ends a job at its runtime limit, which is estimated for a machine doing nothing else": (
-        "tests/test_slurm.py::*",
-    ),
-    "it compares a compile's time with an epoch's": (
-        "tests/test_modes.py::test_a_compiled_training_cell_agrees_with_eager_at_step_0_and_never_recompiles_while_timed",
-    ),
-    "it checks that no cell's memory cgroup is left anywhere on the machine, which a cell of another test may hold": (
-        "tests/test_faults.py::test_a_runaway_child_is_stopped_at_its_memory_limit",
-    ),
-}
-
-# Tests that never run beside each other (one lock per group), whatever else runs beside them.
-NOT_TOGETHER = {
-    # ViT-B/16's training step in float64 against PyTorch's holds up to 14 GB: two at once would not fit in 24 GB.
-    "large-model-parity": (
-        "tests/test_parity.py::test_train_step_parity*",
-        "tests/test_tf_parity.py::test_train_step_parity*",
-    ),
-}
-
-
-def _matches(nodeid: str, patterns) -> bool:
-    """A node id equal to a pattern, or starting with a pattern's text before its final `*`."""
-    return any(nodeid.startswith(p[:-1]) if p.endswith("*") else nodeid == p for p in patterns)
-
-
 def pytest_collection_modifyitems(config, items):
-    """Mark FULL_SUITE_ONLY's tests slow and EXCLUSIVE's exclusive."""
-    slow = [pattern for group in FULL_SUITE_ONLY.values() for pattern in group]
-    exclusive = [pattern for group in EXCLUSIVE.values() for pattern in group]
+    """Mark FULL_SUITE_ONLY's tests slow: a node id equal to an entry, or starting with an entry's text before its
+    final `*`."""
+    patterns = [pattern for group in FULL_SUITE_ONLY.values() for pattern in group]
     for item in items:
-        if _matches(item.nodeid, slow):
+        if any(
+            item.nodeid.startswith(pattern[:-1]) if pattern.endswith("*") else item.nodeid == pattern
+            for pattern in patterns
+        ):
             item.add_marker(pytest.mark.slow)
-        if _matches(item.nodeid, exclusive):
-            item.add_marker(pytest.mark.exclusive)
 
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_protocol(item, nextitem):
-    """Under pytest-xdist, every test (setup, call and teardown) holds a lock shared by the workers: an exclusive
-    test holds it alone, the others share it. A turnstile in front keeps the other worker's stream of short tests
-    from starving a waiting exclusive test (flock(2) grants a shared lock even while an exclusive one waits). A test
-    of a NOT_TOGETHER group also holds its group's lock alone."""
-    run = os.environ.get("PYTEST_XDIST_TESTRUNUID")
-    if run is None:  # one process: nothing runs beside a test
-        try:
-            return (yield)
-        finally:
-            _give_back_memory()
-    import fcntl
-
-    # The run's temporary root (pytest-of-USER/pytest-N, which both workers' directories are in), removed with it.
-    root = item.config._tmp_path_factory.getbasetemp().parent
-    exclusive = item.get_closest_marker("exclusive") is not None
-    groups = [name for name, patterns in NOT_TOGETHER.items() if _matches(item.nodeid, patterns)]
-    with contextlib.ExitStack() as held:
-        turnstile, machine = (held.enter_context(open(root / f"fwbench-tests-{run}.{n}", "a")) for n in "tm")
-        fcntl.flock(turnstile, fcntl.LOCK_EX)
-        if not exclusive:
-            fcntl.flock(turnstile, fcntl.LOCK_UN)
-        fcntl.flock(machine, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
-        held.callback(fcntl.flock, machine, fcntl.LOCK_UN)
-        if exclusive:
-            fcntl.flock(turnstile, fcntl.LOCK_UN)
-        for group in groups:
-            lock = held.enter_context(open(root / f"fwbench-tests-{run}.{group}", "a"))
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            held.callback(fcntl.flock, lock, fcntl.LOCK_UN)
-        held.callback(_give_back_memory)  # before the locks are released
+    """After each test (its teardown included), give back the memory it freed (`_give_back_memory`)."""
+    try:
         return (yield)
+    finally:
+        _give_back_memory()
 
 
 RETAINED_MB = 1024
@@ -188,8 +131,8 @@ RETAINED_MB = 1024
 
 def _give_back_memory() -> None:
     """Return what a test freed to the system once the process holds over RETAINED_MB: glibc keeps freed heap
-    memory, so after ViT-B/16's training-step parity a worker stayed at 8 GB of 11 GB peak (0.8 GB after
-    malloc_trim), and the other worker's ViT test then ran the machine out of memory (measured)."""
+    memory, so after ViT-B/16's training-step parity the test process stayed at 8 GB of its 11 GB peak (0.8 GB
+    after malloc_trim, measured), and every later test ran beside that."""
     import ctypes
     import gc
 

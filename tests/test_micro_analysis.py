@@ -913,3 +913,20 @@ def test_micro_verdicts_are_adjusted_within_each_framework_family():
     assert list(holm["verdict"]) == [NOT_RESOLVED, NOT_RESOLVED, FASTER]
     assert list(holm["family"]) == ["micro jax/jit over numpy"] * 2 + ["micro torch/eager over numpy"]
     assert list(adjusted(frame.copy(), "none")["verdict"]) == [FASTER, FASTER, FASTER]
+
+
+def test_an_interval_in_powers_of_ten_takes_two_lines():
+    """An interval over two processes under load once spanned 7.37e-19 to 1.32e15: written in powers of ten, its two
+    ends go on two lines, so that the crossover table's cell stays as narrow as its column."""
+    from fwbench.analysis.micro.tables import at_largest, interval_lines
+
+    assert interval_lines(0.0342, 0.0837) == [r"{\scriptsize[0.0342, 0.0837]}"]
+    wide = interval_lines(7.37e-19, 1.32e15)
+    assert wide == [
+        r"{\scriptsize[7.37\ensuremath{\times 10^{-19}},}",
+        r"{\scriptsize\phantom{[}1.32\ensuremath{\times 10^{15}}]}",
+    ]
+    cell = at_largest(
+        {"speedup_at_largest": 0.025, "largest_batch": 64, "ci_low_at_largest": 7.37e-19, "ci_high_at_largest": 1.32e15}
+    )
+    assert cell.count(r"\\") == 2 and "0.0250$\\times$ at 64" in cell
