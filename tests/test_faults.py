@@ -22,7 +22,7 @@ from fwbench.running.memory_limit import MemoryLimit, system_oom_kills
 from fwbench.running.runner import run_cell
 from fwbench.study.config import ConfigError, validate_config
 from fwbench.study.grid import Cell, cells
-from tests.conftest import STUDY_ARGS, TINY_CONFIG, copy_workflow, write_study
+from tests.conftest import STUDY_ARGS, TINY_CONFIG, copy_workflow, run_tiny_cell, write_study
 
 DEFAULT_LADDER = validate_config(TINY_CONFIG)["fallbacks"]
 
@@ -37,22 +37,11 @@ def _cell(study, framework: str, batch: int = 1) -> Cell:
 
 
 def _run(study, tmp_path, monkeypatch, fault: str | None, framework="torch", fallbacks=DEFAULT_LADDER, **settings):
-    root, _, base = study
     if fault is None:
         monkeypatch.delenv(INJECT_FAULT_ENV, raising=False)
     else:
         monkeypatch.setenv(INJECT_FAULT_ENV, fault)
-    result = run_cell(
-        _cell(study, framework),
-        {**base, **settings},
-        data_dir=root / "data",
-        weights_path=root / "weights.npz",
-        num_classes=4,
-        threads=1,
-        out_path=tmp_path / "cell.json",
-        log_path=tmp_path / "cell.log",
-        fallbacks=fallbacks,
-    )
+    result = run_tiny_cell(study, _cell(study, framework), tmp_path, settings=settings, fallbacks=fallbacks)
     assert load_result(tmp_path / "cell.json") is not None  # on disk and schema-valid, whatever happened
     return result
 
