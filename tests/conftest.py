@@ -49,11 +49,16 @@ with contextlib.suppress(ImportError):  # a torch without Triton: nothing to ord
 LARGE_MODELS = ("resnet50", "vit_b_16", "mobilenet_v3_small", "efficientnet_b0")
 FULL_SUITE_ONLY: dict[str, tuple[str, ...]] = {
     "the large models at 224 px, and their training-step parity (each model's logits at the study's 32 px, and the "
-    "small CNN's training step, stay fast)": tuple(
-        f"tests/{module}::{test}"
-        for module in ("test_parity.py", "test_tf_parity.py")
-        for model in LARGE_MODELS
-        for test in (f"test_eval_logit_parity[{model}-224]", f"test_train_step_parity[{model}]")
+    "small CNN's training step, stay fast)": (
+        *(
+            f"tests/{module}::test_eval_logit_parity[{model}-224]"
+            for module in ("test_parity.py", "test_tf_parity.py")
+            for model in LARGE_MODELS
+        ),
+        *(
+            f"tests/test_train_step_parity.py::test_both_twins_take_pytorchs_train_step[{model}]"
+            for model in LARGE_MODELS
+        ),
     ),
     "a large model's twin converted, counted or trained eagerly in TensorFlow": (
         "tests/test_tf_parity.py::test_conversion_round_trip_is_exact[vit_b_16]",

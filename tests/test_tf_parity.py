@@ -42,7 +42,6 @@ from fwbench.models.parity_core import (
     randomised,
     relative,
     torch_train_mode,
-    train_step_failures,
 )
 from fwbench.models.parity_tf import eval_parity, train_step, train_step_parity
 
@@ -70,16 +69,6 @@ def test_eval_logit_parity(name, image_size):
     seed = _fresh_seed()
     error = eval_parity(name, image_size, seed)
     assert error <= eval_tolerance(name), f"{name}@{image_size}px seed {seed}: max|Δ|/max|ref| = {error:.3g}"
-
-
-@pytest.mark.parametrize("name", sorted(MODELS))
-def test_train_step_parity(name):
-    """tests/test_parity.py's bars for the Flax twins (parity_core.train_step_failures), with the running statistics
-    moved by update_running_statistics in the compiled step. XLA's float64 on the CPU meets the 1e-9 bars with room:
-    seen <= 2e-14 for logits and <= 1e-15 for statistics."""
-    seed = _fresh_seed()
-    failures = train_step_failures(train_step_parity(name, DEFAULT_RESOLUTION, seed), f"{name} seed {seed}")
-    assert not failures, "\n".join(failures)
 
 
 def test_eager_depthwise_training_matches_torch():
@@ -283,4 +272,4 @@ def test_stateless_randomness_is_a_function_of_the_seed():
     assert not np.allclose(plain, first), seed
     with torch.no_grad():
         expected = torch_train_mode(torch_net)(torch.from_numpy(images)).numpy()
-    assert relative(plain, expected) <= 1e-3, seed  # train-mode bar of test_train_step_parity
+    assert relative(plain, expected) <= 1e-3, seed  # train-mode bar of test_train_step_parity.py

@@ -44,7 +44,9 @@ def train_step(model, *, mode: str = "xla"):
     return step if mode == "eager" else tf.function(step, jit_compile=mode == "xla")
 
 
-def _keras_step_maker(name: str, num_classes: int, image_size: int, mode: str):
+def step_maker(name: str, num_classes: int, image_size: int, mode: str = "xla"):
+    """make_step for parity_core.train_step_parity_of: the Keras twin's train step (`mode` as in train_step)."""
+
     def make_step(state, dtype: str):
         model = keras_model(name, num_classes=num_classes, image_size=image_size, dtype=dtype)
         step = train_step(model, mode=mode)
@@ -78,7 +80,7 @@ def train_step_parity(
     """Errors of one train-mode forward/backward of the Keras twin against PyTorch float64
     (fwbench.models.parity_core.train_step_parity_of describes the result); `mode` as in train_step."""
     return train_step_parity_of(
-        _keras_step_maker(name, num_classes, image_size, mode),
+        step_maker(name, num_classes, image_size, mode),
         name,
         image_size,
         seed,
