@@ -63,6 +63,19 @@ NEW_BATCH_SIZE_JOBS = {
 }
 
 
+# The module's study has every suite, so that the paper is built once with all its sections; the tests of each suite
+# read its cells and sections, and check with dry runs that a suite's cells stand apart from the others'.
+TRAINING = {"batch_sizes": [8], "epochs": 2, "lr": 0.001, "target_top1": 0.3}
+MICRO = {
+    "batch_sizes": [1, 64],
+    "dim": 32,
+    "trials": 2,  # intervals over processes, paired by launch with NumPy, at the least cost
+    "warmup_iters": 2,
+    "blocks": 4,
+    "burst_s": 0.01,
+}
+
+
 @pytest.fixture(scope="module")
 def workdir(tmp_path_factory, venv_bin):
     from tests.conftest import TINY_CONFIG
@@ -73,7 +86,10 @@ def workdir(tmp_path_factory, venv_bin):
     # and the profiling pass at batch 2 (docs/op-profile.md), as the default study profiles one batch size
     config = {
         **TINY_CONFIG,
+        "suites": ["inference", "training", "micro"],
         "inference": {**TINY_CONFIG["inference"], "trials": 2, "profile": {"batch_sizes": [2], "steps": 2}},
+        "training": TRAINING,
+        "micro": MICRO,
     }
     write_study(root, config)
     _run_study(root, venv_bin)
@@ -151,7 +167,9 @@ def test_time_to_report_covers_every_job_and_reaches_the_paper(workdir):
     assert {"inference_group", "device_peak", "prepare_dataset", "model_facts", "paper_tables", "paper"} <= jobs
     assert not list((results / "benchmarks" / "inference_group").rglob("*.tsv")), "no smaps sampler beside cells"
     summary = json.loads((results / "tables" / "study_time.json").read_text())
-    assert summary["runs"] == 1 and summary["processes"] == 8  # 4 cells x 2 trials
+    # inference 4 cells x 2 trials, training 2 cells x 1 run, micro 12 cells (NumPy and both frameworks, 2 operations,
+    # 2 batch sizes) x 2 trials
+    assert summary["runs"] == 1 and summary["processes"] == 4 * 2 + 2 + 12 * 2
     assert sum(summary["seconds"].values()) == pytest.approx(summary["wall_s"])
     assert 0 < summary["timed_share"] < 1 and summary["overhead_median_s"] > 0
     text = _paper_text(workdir)
@@ -193,7 +211,7 @@ def test_reruns_are_minimal(workdir, venv_bin):
     assert planned == NEW_BATCH_SIZE_JOBS
     _run_study(workdir, venv_bin)
     assert {p: p.stat().st_mtime_ns for p in old_cells} == old_cells, "existing cells must not be rerun"
-    assert len(list((workdir / "results" / "cells").rglob("*.json"))) == 6
+    assert len(list((workdir / "results" / "cells" / "inference").rglob("*.json"))) == 6
     assert _planned_jobs(_run_study(workdir, venv_bin, "-n")) == {}
 
     _set_config(workdir, blocks=3)  # changes what every cell measures
@@ -229,59 +247,47 @@ def test_image_folder_study_plans_no_download(workdir, venv_bin, tmp_path):
     assert planned["prepare_dataset"] == 1 and "download_dataset" not in planned
 
 
-@pytest.mark.slow
-def test_training_suite_adds_cells_and_the_paper_section(workdir, venv_bin):
+def _without_suite(workdir, venv_bin, suite: str) -> dict[str, int]:
+    """What the study plans once `suite` is dropped from it (the study file restored after): nothing measured."""
     path = workdir / STUDY_FILE
     original = path.read_text()
     config = yaml.safe_load(original)
-    config["suites"] = ["inference", "training"]
-    config["training"] = {"batch_sizes": [8], "epochs": 2, "lr": 0.001, "target_top1": 0.3}
+    config["suites"] = [name for name in config["suites"] if name != suite]
     path.write_text(yaml.safe_dump(config))
     try:
-        planned = _planned_jobs(_run_study(workdir, venv_bin, "-n"))
-        assert planned["training_cell"] == 2 and planned["aggregate_training"] == 1
-        assert "inference_group" not in planned, "adding the training suite must not rerun inference cells"
-        _run_study(workdir, venv_bin)
-        cells = sorted((workdir / "results" / "cells" / "training").rglob("*.json"))
-        assert [load_result(p)["status"] for p in cells] == ["ok", "ok"]
-        section = (workdir / "results" / "tables" / "training_section.tex").read_text()
-        assert r"\includegraphics[width=\columnwidth]{training_curves}" in section and "small" in section
-        assert (workdir / "results" / "figures" / "training_curves.pdf").stat().st_size > 0
-        assert _planned_jobs(_run_study(workdir, venv_bin, "-n")) == {}
+        return _planned_jobs(_run_study(workdir, venv_bin, "-n"))
     finally:
         path.write_text(original)
 
 
+MEASURING_RULES = {"inference_group", "training_cell", "micro_group", "device_check", "device_peak", "parity_logits"}
+
+
 @pytest.mark.slow
-def test_micro_suite_adds_cells_and_the_paper_section(workdir, venv_bin):
-    path = workdir / STUDY_FILE
-    original = path.read_text()
-    config = yaml.safe_load(original)
-    config["suites"] = ["inference", "micro"]
-    config["micro"] = {
-        "batch_sizes": [1, 64],
-        "dim": 32,
-        "trials": 2,  # intervals over processes, paired by launch with NumPy, at the least cost
-        "warmup_iters": 2,
-        "blocks": 4,
-        "burst_s": 0.01,
-    }
-    path.write_text(yaml.safe_dump(config))
-    try:
-        planned = _planned_jobs(_run_study(workdir, venv_bin, "-n"))
-        assert planned["micro_group"] == 2 * 2 and planned["micro_operands"] == 1 and planned["micro_analysis"] == 1
-        assert "inference_group" not in planned, "adding the micro suite must not rerun inference cells"
-        _run_study(workdir, venv_bin)
-        cells = sorted((workdir / "results" / "cells" / "micro").rglob("*.json"))
-        assert len(cells) == 3 * 2 * 2 and {load_result(p)["status"] for p in cells} == {"ok"}
-        section = (workdir / "results" / "tables" / "micro_section.tex").read_text()
-        assert r"\section{Micro-benchmarks}" in section and "{micro}" in section
-        assert (workdir / "results" / "figures" / "micro.pdf").stat().st_size > 0
-        text = _paper_text(workdir)
-        assert "Micro-benchmarks" in text and "NumPy" in text
-        assert _planned_jobs(_run_study(workdir, venv_bin, "-n")) == {}
-    finally:
-        path.write_text(original)
+def test_the_training_suite_has_its_cells_and_paper_section_and_stands_apart(workdir, venv_bin):
+    cells = sorted((workdir / "results" / "cells" / "training").rglob("*.json"))
+    assert [load_result(p)["status"] for p in cells] == ["ok", "ok"]
+    section = (workdir / "results" / "tables" / "training_section.tex").read_text()
+    assert r"\includegraphics[width=\columnwidth]{training_curves}" in section and "small" in section
+    assert (workdir / "results" / "figures" / "training_curves.pdf").stat().st_size > 0
+    # adding or dropping the suite reruns the report, never a cell of another suite
+    assert not MEASURING_RULES & set(_without_suite(workdir, venv_bin, "training")), "a cell would be measured again"
+    assert _planned_jobs(_run_study(workdir, venv_bin, "-n")) == {}
+
+
+@pytest.mark.slow
+def test_the_micro_suite_has_its_cells_and_paper_section_and_stands_apart(workdir, venv_bin):
+    planned = _planned_jobs(_run_study(workdir, venv_bin, "-n", "--forcerun", "micro_operands"))
+    assert planned["micro_group"] == 2 * 2 and planned["micro_operands"] == 1 and planned["micro_analysis"] == 1
+    assert "inference_group" not in planned and "training_cell" not in planned, "micro cells alone depend on it"
+    cells = sorted((workdir / "results" / "cells" / "micro").rglob("*.json"))
+    assert len(cells) == 3 * 2 * 2 and {load_result(p)["status"] for p in cells} == {"ok"}
+    section = (workdir / "results" / "tables" / "micro_section.tex").read_text()
+    assert r"\section{Micro-benchmarks}" in section and "{micro}" in section
+    assert (workdir / "results" / "figures" / "micro.pdf").stat().st_size > 0
+    text = _paper_text(workdir)
+    assert "Micro-benchmarks" in text and "NumPy" in text
+    assert not MEASURING_RULES & set(_without_suite(workdir, venv_bin, "micro")), "a cell would be measured again"
 
 
 @pytest.mark.slow
