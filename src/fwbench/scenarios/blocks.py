@@ -223,31 +223,31 @@ class _Blocks:
 
     def __init__(self, plan: BurstPlan) -> None:
         self.plan = plan
-        self.window: Any = None  # opened around every burst's timed iterations (an energy meter), if set
+        # per step, opened around each of its bursts' timed iterations (an energy meter), where set
+        self.windows: dict[str, Any] = {}
         self.counters: HardwareCounters | None = None
         self.iters: dict[str, int] = {}
         self.bursts: dict[str, list[dict[str, Any]]] = {}
         self._idle_from: tuple[float, float] | None = None
-        self.calibration_s = 0.0
+        self.calibration_s: dict[str, float] = {}  # per step
 
     def _calibrate(self, steps: Mapping[str, Step]) -> None:
-        start = time.perf_counter()
         for name, (call, sync) in steps.items():
-            times = []
+            start, times = time.perf_counter(), []
             for i in range(CALIBRATION_ITERS):
                 t0 = time.perf_counter()
                 sync(call(i))
                 times.append(time.perf_counter() - t0)
             self.iters[name] = calibrate(times, self.plan)
             self.bursts[name] = []
-        self.calibration_s = time.perf_counter() - start
+            self.calibration_s[name] = time.perf_counter() - start
         self.counters = HardwareCounters()
         self._idle_from = (time.perf_counter(), time.process_time())
 
     def _burst(self, steps: Mapping[str, Step], name: str, block: int, position: int) -> dict[str, Any]:
         wall0, cpu0 = self._idle_from or (time.perf_counter(), time.process_time())
         idle_wall, idle_cpu = time.perf_counter() - wall0, time.process_time() - cpu0
-        burst = run_burst(steps[name], self.iters[name], self.plan.discard, self.counters, self.window)
+        burst = run_burst(steps[name], self.iters[name], self.plan.discard, self.counters, self.windows.get(name))
         burst.update(block=block, position=position, idle_wall_s=idle_wall, idle_cpu_s=idle_cpu)
         self.bursts[name].append(burst)
         self._idle_from = (time.perf_counter(), time.process_time())
@@ -261,7 +261,7 @@ class _Blocks:
         return {
             "plan": {"blocks": self.plan.blocks, "burst_s": self.plan.burst_s, "discard": self.plan.discard},
             "iters_per_burst": dict(self.iters),
-            "calibration_s": self.calibration_s,
+            "calibration_s": dict(self.calibration_s),
             "bursts": self.bursts,
             "hardware_counters": (
                 {"threads": counters.threads, "events": sorted(_EVENTS)}
@@ -303,7 +303,7 @@ class PipeBlocks(_Blocks):
 
     def measure(self, steps: Mapping[str, Step]) -> dict[str, Any]:
         self._calibrate(steps)
-        self._reply({"ready": sorted(steps), "iters": self.iters})
+        self._reply({"ready": list(steps), "iters": self.iters})
         for line in iter(self.commands.readline, b""):
             command = json.loads(line)
             if command.get("finish"):

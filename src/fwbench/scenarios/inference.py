@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -80,6 +80,37 @@ def run(
     num_classes: int,
 ) -> dict[str, Any]:
     """Measure one inference cell; returns the `metrics` and `samples_ms` parts of a cell result."""
+    (part,) = run_cells(
+        backend, [cell], settings, data_dir=data_dir, weights_path=weights_path, num_classes=num_classes
+    )
+    return part
+
+
+def step_name(cell: Cell) -> str:
+    """The burst step that times `cell` in a worker serving several batch sizes of one model."""
+    return f"forward/bs{cell.batch_size}"
+
+
+def run_cells(
+    backend: Backend,
+    cells: Sequence[Cell],
+    settings: Mapping[str, Any],
+    *,
+    data_dir: str | Path,
+    weights_path: str | Path,
+    num_classes: int,
+) -> list[dict[str, Any]]:
+    """Measure the inference cells of one model at several batch sizes in this process (a warm worker serving
+    them all, fwbench.running.launches): the model is built once, then each batch size gets its inputs, its compile
+    (on exactly its shapes), its first call and its warm-up, in the order given; the bursts of every batch size then
+    run in the same blocks. Returns one part (`metrics`, `samples_ms`) per cell, in order.
+
+    What the cells share is recorded as theirs alike: the process's memory (rss_mb: peak and lifetime peak are the
+    process's, over every batch size it compiled and ran), recompilations during the bursts, and the time the
+    process waited for the other workers (phases_s.waiting_s, in the first cell's phases only, with the model
+    build in its load_s), so that a process's phases still add up once over its cells."""
+    if not cells or len({(c.framework, c.mode, c.model, c.precision, c.image_size) for c in cells}) != 1:
+        raise ValueError("a worker serves the batch sizes of one (framework, mode, model, precision, image size)")
     start = time.perf_counter()
     missing: dict[str, str] = {}
     rss_before = rss_mb()
@@ -89,78 +120,154 @@ def run(
         missing["isolation"] = f"no NVML device: {gpu.reason}"
 
     with RssSampler() as sampler:
-        images = build_cell(backend, cell, data_dir=data_dir, weights_path=weights_path, num_classes=num_classes)
-        buffers, cold = input_buffers(backend, images, cell.batch_size, bool(settings.get("cold_inputs", False)))
-        inputs = buffers[0]
-        # The bytes every framework's first (warm) batch is made from, before any layout or device transfer: equal
-        # across the frameworks' cells of a model and batch size when their inputs are identical (fairness ledger).
-        input_sha256 = digest(normalize(batch_of(images, cell.batch_size)))
-        rss_loaded = rss_mb()
+        images = build_cell(backend, cells[0], data_dir=data_dir, weights_path=weights_path, num_classes=num_classes)
+        prepared = [_Prepared(backend, cell, images, settings) for cell in cells]
         if isinstance(gpu, NvmlDevice):
             # The same point for every framework: weights and inputs on the device (each holds its CUDA context),
             # nothing running. Who else computes here, and the board's idle power once NVML's average has settled.
-            backend.synchronize(inputs)
+            backend.synchronize(prepared[0].inputs)
             isolation = gpu.isolation("after the model build and input transfer, before compilation")
             idle = idle_baseline(gpu)
             if idle.get("missing"):
                 missing["idle_power"] = idle["missing"]
         loaded = time.perf_counter()
-
-        compile_times = backend.compile(inputs)  # same inputs (shape, dtype, device) as every timed call
-
-        t0 = time.perf_counter()
-        outputs = backend.forward(inputs)
-        backend.synchronize(outputs)
-        first_call_s = time.perf_counter() - t0
-        logits = backend.to_numpy(outputs)
-
-        # The first call above counts as one warm-up iteration; cold-input runs touch every buffer once too.
-        warmup, warmup_start = int(settings["warmup_iters"]) - 1, time.perf_counter()
-        for i in range(max(warmup, len(buffers)) if len(buffers) > 1 else warmup):
-            backend.synchronize(backend.forward(buffers[i % len(buffers)]))
+        for cell_prepared in prepared:
+            cell_prepared.compile(backend, settings)
         backend.reset_device_memory_peak()  # steady-state device memory from here (peaks of load/compile apart)
-        warmup_s = time.perf_counter() - warmup_start
 
         meter = energy_meter(gpu, idle)
-        windows = BurstWindows(meter) if not isinstance(meter, str) else None
+        windows = {item.step: BurstWindows(meter) for item in prepared} if not isinstance(meter, str) else None
         compilations_before = backend.compilations
         sampler.set_interval(TIMED_INTERVAL_S)
         measuring = blocks.session(blocks.BurstPlan.from_settings(settings))
-        measuring.window = windows  # energy over each burst's timed iterations, which end with a synchronise
+        measuring.windows = windows or {}  # energy over each burst's timed iterations, which end with a synchronise
         waiting_from = time.perf_counter()
-        measured = measuring.measure(
-            {"forward": (lambda i: backend.forward(buffers[i % len(buffers)]), backend.synchronize)}
-        )
+        measured = measuring.measure({item.step: item.timed_step(backend) for item in prepared})
         measuring_s = time.perf_counter() - waiting_from
         sampler.set_interval(LOAD_INTERVAL_S)
-        energy = windows.total() if windows is not None else None
-        timed = blocks.summarise(measured, "forward", cell.batch_size)
-        missing.update(timed["missing"])
         recompilations = backend.compilations - compilations_before
+        timed = {item.step: blocks.summarise(measured, item.step, item.cell.batch_size) for item in prepared}
         # Device time in a pass of its own, after the host-timed loop and outside the energy window: the event
         # records never enter the host-timed samples, which hold the same work (step + synchronise) everywhere.
         timer = backend.device_timer()
-        device_iters = min(len(timed["samples_ms"]), DEVICE_PASS_ITERS)
-        device_ms = (
-            device_pass(lambda i: backend.forward(buffers[i % len(buffers)]), backend.synchronize, timer, device_iters)
+        device_ms = {
+            item.step: device_pass(
+                item.forward(backend),
+                backend.synchronize,
+                timer,
+                min(len(timed[item.step]["samples_ms"]), DEVICE_PASS_ITERS),
+            )
             if timer is not None
             else []
+            for item in prepared
+        }
+    own_work = sum(
+        timed[item.step]["timed_s"] + measured["calibration_s"][item.step] + timed[item.step]["discard_s"]
+        for item in prepared
+    )
+    shared = {
+        "rss_mb": {
+            "before": rss_before,
+            "peak": sampler.peak_mb,
+            "peak_process_lifetime": peak_rss_mb(),
+            "samples": sampler.samples,
+            "source": (
+                f"psutil rss sampled every {LOAD_INTERVAL_S * 1000:g} ms from before the model load, every "
+                f"{TIMED_INTERVAL_S * 1000:g} ms while measuring; lifetime peak = ru_maxrss"
+                + (
+                    f"; the process served batch sizes {[c.batch_size for c in cells]}, so its peaks cover all"
+                    if len(cells) > 1
+                    else ""
+                )
+            ),
+        },
+        "device_memory": backend.device_memory(),
+        "isolation": isolation,
+        "recompilations": recompilations,
+        "energy": {step: window.total() for step, window in windows.items()} if windows else None,
+        "meter": meter,
+        "missing": missing,
+        "gpu": gpu,
+    }
+    parts = []
+    for position, item in enumerate(prepared):
+        phases = {
+            # the first cell's load holds the model build (and NVML's checks on a GPU), the others their inputs
+            "load_s": loaded - start - sum(other.load_s for other in prepared[1:]) if position == 0 else item.load_s,
+            "compile_s": None if item.compile_times is None else sum(item.compile_times.values()),
+            "first_call_s": item.first_call_s,
+            "warmup_s": item.warmup_s,
+            "timed_s": timed[item.step]["timed_s"],
+            # calibrating and discarded iterations are the worker's own work; the rest it waited for the others
+            "calibration_s": measured["calibration_s"][item.step],
+            "discard_s": timed[item.step]["discard_s"],
+            "waiting_s": measuring_s - own_work if position == 0 else 0.0,
+            "scenario_s": time.perf_counter() - start if position == 0 else 0.0,
+        }
+        parts.append(
+            _cell_part(backend, item, settings, timed[item.step], measured, device_ms[item.step], shared, phases)
         )
-    samples_ms = timed["samples_ms"]
+    return parts
 
-    if compile_times is None:
+
+class _Prepared:
+    """One batch size of a worker: its inputs, then (compile) its compile, first call and warm-up."""
+
+    def __init__(self, backend: Backend, cell: Cell, images, settings: Mapping[str, Any]) -> None:
+        started = time.perf_counter()
+        self.cell, self.step = cell, step_name(cell)
+        self.buffers, self.cold = input_buffers(backend, images, cell.batch_size, bool(settings.get("cold_inputs")))
+        self.inputs = self.buffers[0]
+        # The bytes every framework's first (warm) batch is made from, before any layout or device transfer: equal
+        # across the frameworks' cells of a model and batch size when their inputs are identical (fairness ledger).
+        self.input_sha256 = digest(normalize(batch_of(images, cell.batch_size)))
+        self.rss_loaded = rss_mb()
+        self.load_s = time.perf_counter() - started
+        self.compile_times: dict[str, float] | None = None
+        self.first_call_s = self.warmup_s = 0.0
+        self.logits: np.ndarray | None = None
+
+    def compile(self, backend: Backend, settings: Mapping[str, Any]) -> None:
+        self.compile_times = backend.compile(self.inputs)  # same inputs (shape, dtype, device) as every timed call
+        t0 = time.perf_counter()
+        outputs = backend.forward(self.inputs)
+        backend.synchronize(outputs)
+        self.first_call_s = time.perf_counter() - t0
+        self.logits = backend.to_numpy(outputs)
+        # The first call above counts as one warm-up iteration; cold-input runs touch every buffer once too.
+        buffers = self.buffers
+        warmup, warmup_start = int(settings["warmup_iters"]) - 1, time.perf_counter()
+        for i in range(max(warmup, len(buffers)) if len(buffers) > 1 else warmup):
+            backend.synchronize(backend.forward(buffers[i % len(buffers)]))
+        self.warmup_s = time.perf_counter() - warmup_start
+
+    def forward(self, backend: Backend):
+        buffers = self.buffers
+        return lambda i: backend.forward(buffers[i % len(buffers)])
+
+    def timed_step(self, backend: Backend) -> blocks.Step:
+        return self.forward(backend), backend.synchronize
+
+
+def _cell_part(backend, item, settings, timed, measured, device_ms, shared, phases) -> dict[str, Any]:
+    """One cell's `metrics` and `samples_ms` from its bursts and what its worker's cells share."""
+    cell = item.cell
+    missing = {**shared["missing"], **timed["missing"]}
+    samples_ms = timed["samples_ms"]
+    if item.compile_times is None:
         missing["compile_s"] = (
             f"{backend.name} in mode {backend.mode} runs eagerly: no compile step (first_call_s holds the first call)"
         )
-    if not np.isfinite(logits).all():
+    if not np.isfinite(item.logits).all():
         raise FloatingPointError(f"non-finite logits from {cell.label()}")
     images_timed = len(samples_ms) * cell.batch_size
-    if energy is None:
-        missing["energy"] = meter
+    energy = (shared["energy"] or {}).get(item.step)
+    if shared["energy"] is None:
+        missing["energy"] = shared["meter"]
     elif energy.get("joules") is None:  # NVML refused a reading the window needed
         missing["energy"], energy = energy["missing"], None
     else:
-        energy["joules_per_image"] = energy["joules"] / images_timed
+        energy = {**energy, "joules_per_image": energy["joules"] / images_timed}
     if device_ms:
         device_latency = {k: v for k, v in summary(device_ms).items() if k != "noisy"}
         device_latency["source"] = (
@@ -176,9 +283,10 @@ def run(
     else:
         device_latency = None
         missing["device_latency_ms"] = f"{backend.name} on {backend.device_info()['platform']} has no device timer"
-    device_memory = backend.device_memory()
+    device_memory = dict(shared["device_memory"])
     if "missing" in device_memory:
         missing["device_memory"] = device_memory.pop("missing")
+    gpu = shared["gpu"]
     if isinstance(gpu, NvmlDevice):
         device_memory.update(
             nvml_device_used_bytes=gpu.memory_used_bytes(), nvml_process_used_bytes=gpu.own_memory_bytes()
@@ -187,6 +295,7 @@ def run(
             missing["nvml"] = "; ".join(f"{query}: {why}" for query, why in gpu.missing.items())
     timing = timing_metrics(samples_ms, cell.batch_size, within_interval=False)
     noisy = timing.pop("noisy")
+    isolation = shared["isolation"]
     metrics = {
         **timing,
         # The cell's throughput is over its bursts (see fwbench.scenarios.blocks.summarise); the median-step rate of all
@@ -198,54 +307,33 @@ def run(
         "flags": {
             "noisy": noisy,
             "steal": timed["blocks"]["steal_flagged"] > 0,
-            "recompiled": recompilations > 0,
+            "recompiled": shared["recompilations"] > 0,
             "other_gpu_processes": isolation["others_present"] if isolation else False,  # None: undetermined
         },
         "timed_s": timed["timed_s"],
         "stop_reason": "blocks",
         "warmup_iters": int(settings["warmup_iters"]),
-        "compile_s": None if compile_times is None else sum(compile_times.values()),
-        "compile_breakdown_s": compile_times,
-        "recompilations_in_timed_loop": recompilations,
+        "compile_s": None if item.compile_times is None else sum(item.compile_times.values()),
+        "compile_breakdown_s": item.compile_times,
+        "recompilations_in_timed_loop": shared["recompilations"],
         # torch.compile: graphs and graph breaks Dynamo saw since the backend was made (a break in the timed loop is
         # also a recompilation above); None where the framework compiles whole programs (XLA) or runs eagerly.
         "compile_report": backend.compile_report(),
-        "cold_inputs": cold,
+        "cold_inputs": item.cold,
         "device_latency_ms": device_latency,
         "device_samples_ms": device_ms or None,
-        "first_call_s": first_call_s,
-        "rss_mb": {
-            "before": rss_before,
-            "loaded": rss_loaded,
-            "peak": sampler.peak_mb,
-            "peak_process_lifetime": peak_rss_mb(),
-            "samples": sampler.samples,
-            "source": (
-                f"psutil rss sampled every {LOAD_INTERVAL_S * 1000:g} ms from before the model load, every "
-                f"{TIMED_INTERVAL_S * 1000:g} ms while measuring; lifetime peak = ru_maxrss"
-            ),
-        },
+        "first_call_s": item.first_call_s,
+        "rss_mb": {**shared["rss_mb"], "loaded": item.rss_loaded},
         "device_memory": device_memory,
         "energy": energy,
         "isolation": isolation,
-        "input_sha256": input_sha256,
-        "logits_checksum": float(np.float64(logits.astype(np.float64).sum())),
+        "input_sha256": item.input_sha256,
+        "logits_checksum": float(np.float64(item.logits.astype(np.float64).sum())),
         "missing": missing,
         # Where this process's scenario time went (the worker adds start-up and imports): building the model and
         # loading data and inputs (with NVML's isolation check and idle baseline on a GPU), compile, first call,
         # warm-up, the bursts, the time spent waiting while the other variants ran theirs (with the calibration),
         # and what follows (device-timer pass, summaries).
-        "phases_s": {
-            "load_s": loaded - start,
-            "compile_s": None if compile_times is None else sum(compile_times.values()),
-            "first_call_s": first_call_s,
-            "warmup_s": warmup_s,
-            "timed_s": timed["timed_s"],
-            # calibrating and discarded iterations are the worker's own work; the rest it waited for the others
-            "calibration_s": measured["calibration_s"],
-            "discard_s": timed["discard_s"],
-            "waiting_s": measuring_s - timed["timed_s"] - measured["calibration_s"] - timed["discard_s"],
-            "scenario_s": time.perf_counter() - start,
-        },
+        "phases_s": phases,
     }
     return {"metrics": metrics, "samples_ms": samples_ms}

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -56,13 +56,14 @@ def _sample(call: Callable[[], Any], arrays: Arrays, calls: int) -> blocks.Step:
     return step, lambda _: None
 
 
-def _variant(session: Mapping[str, Any], name: str, calls: int, batch_size: int) -> dict[str, Any]:
-    """A variant's bursts as per-call samples (one list for this process: the runner merges launches)."""
-    timed = blocks.summarise(session, name, batch_size)
+def _variant(session: Mapping[str, Any], step: str, variant: str, calls: int, batch_size: int) -> dict[str, Any]:
+    """A variant's bursts (its session step `step`) as per-call samples (one list for this process: the runner merges
+    launches)."""
+    timed = blocks.summarise(session, step, batch_size)
     per_call = [sample / calls for sample in timed["samples_ms"]]
     return {
         "trial_samples_ms": [per_call],
-        "what": VARIANTS[name],
+        "what": VARIANTS[variant],
         "n_iters": len(per_call) * calls,
         "calls_per_sample": calls,
         "stop_reason": "blocks",
@@ -74,105 +75,148 @@ def _variant(session: Mapping[str, Any], name: str, calls: int, batch_size: int)
 
 def run(framework: Framework, cell: Cell, settings: Mapping[str, Any], *, operands_path: str | Path) -> dict[str, Any]:
     """Measure one micro cell; returns the `metrics` and `samples_ms` (resident variant) parts of a cell result."""
+    (part,) = run_cells(framework, [cell], settings, operands_path=operands_path)
+    return part
+
+
+def run_cells(
+    framework: Framework, cells: Sequence[Cell], settings: Mapping[str, Any], *, operands_path: str | Path
+) -> list[dict[str, Any]]:
+    """Measure the micro cells of one operation at several batch sizes in this process (a warm worker serving them
+    all, fwbench.running.launches): each batch size gets its input, its compile on exactly its shapes, its check
+    against NumPy and its warm-up, in the order given; the bursts of every batch size then run in the same blocks.
+    Returns one part per cell, in order; the time the process waited for the other workers is in the first cell's
+    phases only, so that a process's phases add up once over its cells."""
+    if not cells or len({(c.framework, c.mode, c.model, c.precision) for c in cells}) != 1:
+        raise ValueError("a worker serves the batch sizes of one (framework, mode, operation, precision)")
     start = time.perf_counter()
-    op = operation(cell.model)
     operands = load_operands(operands_path, settings)
-    x_host = input_rows(int(settings["seed"]), cell.batch_size, int(settings["dim"]))
-    expected = reference(op, x_host, operands)
     arrays = framework.arrays()
-    params = {name: arrays.put(operands[name]) for name in op.params}
-    x = arrays.put(x_host)
-    arrays.synchronize(x)
+    params = {name: arrays.put(operands[name]) for name in operation(cells[0].model).params}
     loaded = time.perf_counter()
-
-    call, compile_times = arrays.compile(op.function, x, params)  # same shapes, dtypes and device as every call
-    t0 = time.perf_counter()
-    output = call(x, params)
-    arrays.synchronize(output)
-    first_call_s = time.perf_counter() - t0
-    tf32 = bool(framework.effective_settings.get("tf32_in_effect"))
-    agreement = check_agreement(cell.label(), arrays.to_numpy(output), expected, arrays.dtype, tf32)
-
-    warmup, sample_s = int(settings["warmup_iters"]), float(settings["sample_ms"]) / 1000.0
+    prepared = [_Prepared(framework, arrays, params, operands, cell, settings) for cell in cells]
     compilations_before = framework.compilations
-    calls, warmup_s = {}, 0.0
-    resident = partial(call, x, params)
-    calls["resident"], seconds = _warm(resident, arrays, warmup - 1, sample_s)  # the first call counted
-    warmup_s += seconds
-    steps = {"resident": _sample(resident, arrays, calls["resident"])}
-    missing: dict[str, str] = {}
-    if not settings.get("include_transfer", False):
-        missing["transfer"] = "micro.include_transfer is false"
-    elif framework.host_only:
-        missing["transfer"] = (
-            f"{framework.name} computes on the host: nothing to copy (frameworks' transfer times are compared "
-            "with its resident time)"
-        )
-    else:
-
-        def transfer() -> Any:
-            return call(arrays.put(x_host), params)
-
-        calls["transfer"], seconds = _warm(transfer, arrays, warmup, sample_s)
-        warmup_s += seconds
-        steps["transfer"] = _sample(transfer, arrays, calls["transfer"])
     waiting_from = time.perf_counter()
+    steps = {f"bs{item.cell.batch_size}/{name}": step for item in prepared for name, step in item.steps.items()}
     measured = blocks.session(blocks.BurstPlan.from_settings(settings)).measure(steps)
     measuring_s = time.perf_counter() - waiting_from
-    missing.update(measured["missing"])
-    variants = {name: _variant(measured, name, calls[name], cell.batch_size) for name in steps}
     recompilations = framework.compilations - compilations_before
+    parts = [item.finish(measured, recompilations) for item in prepared]
+    own_work = sum(
+        part["metrics"]["phases_s"][key] for part in parts for key in ("timed_s", "calibration_s", "discard_s")
+    )
+    parts[0]["metrics"]["phases_s"]["load_s"] += loaded - start
+    parts[0]["metrics"]["phases_s"]["waiting_s"] = measuring_s - own_work
+    parts[0]["metrics"]["phases_s"]["scenario_s"] = time.perf_counter() - start
+    return parts
 
-    samples_ms = variants["resident"]["trial_samples_ms"][0]
-    timing = timing_metrics(samples_ms, cell.batch_size, within_interval=False)
-    noisy = timing.pop("noisy")
-    if compile_times is None:
-        missing["compile_s"] = f"{framework.name} runs eagerly: no compile step (first_call_s holds the first call)"
-    missing["energy"] = "not measured in the micro suite (calls of microseconds, below power sensors' resolution)"
-    timed_s = sum(variant["timed_s"] for variant in variants.values())
-    discard_s = sum(variant["discard_s"] for variant in variants.values())
-    dim, hidden, classes = int(settings["dim"]), int(settings["hidden"]), int(settings["classes"])
-    metrics = {
-        **timing,
-        "blocks": variants["resident"]["blocks"],
-        "flags": {
-            "noisy": noisy,
-            "steal": any(variant["blocks"]["steal_flagged"] for variant in variants.values()),
-            "recompiled": recompilations > 0,
-        },
-        "timed_s": variants["resident"]["timed_s"],
-        "stop_reason": "blocks",
-        "warmup_iters": warmup,
-        "compile_s": None if compile_times is None else sum(compile_times.values()),
-        "compile_breakdown_s": compile_times,
-        "recompilations_in_timed_loop": recompilations,
-        "first_call_s": first_call_s,
-        "variants": variants,
-        "agreement": agreement,
-        "operation": {
-            "name": op.name,
-            "description": op.description,
-            "dim": dim,
-            "hidden": hidden,
-            "classes": classes,
-            "flops_per_row": op.flops_per_row(dim, hidden, classes),
-            "dtype": arrays.dtype,
-            "put": arrays.put_function,
-            "input_sha256": digest(x_host),
-        },
-        "rss_mb": {"peak_process_lifetime": peak_rss_mb(), "source": "ru_maxrss"},
-        "missing": missing,
-        "phases_s": {
-            "load_s": loaded - start,
-            "compile_s": None if compile_times is None else sum(compile_times.values()),
-            "first_call_s": first_call_s,
-            "warmup_s": warmup_s,
-            "timed_s": timed_s,
-            # calibrating and discarded iterations are the worker's own work; the rest it waited for the others
-            "calibration_s": measured["calibration_s"],
-            "discard_s": discard_s,
-            "waiting_s": measuring_s - timed_s - measured["calibration_s"] - discard_s,
-            "scenario_s": time.perf_counter() - start,
-        },
-    }
-    return {"metrics": metrics, "samples_ms": samples_ms}
+
+class _Prepared:
+    """One batch size of a worker: its input, compile, agreement with NumPy, warm-up and burst steps."""
+
+    def __init__(self, framework: Framework, arrays, params, operands, cell: Cell, settings: Mapping[str, Any]) -> None:
+        started = time.perf_counter()
+        self.framework, self.cell, self.settings = framework, cell, settings
+        self.op = op = operation(cell.model)
+        x_host = input_rows(int(settings["seed"]), cell.batch_size, int(settings["dim"]))
+        self.input_sha256 = digest(x_host)
+        expected = reference(op, x_host, operands)
+        x = arrays.put(x_host)
+        arrays.synchronize(x)
+        self.load_s = time.perf_counter() - started
+
+        call, self.compile_times = arrays.compile(op.function, x, params)  # same shapes, dtypes and device as calls
+        t0 = time.perf_counter()
+        output = call(x, params)
+        arrays.synchronize(output)
+        self.first_call_s = time.perf_counter() - t0
+        tf32 = bool(framework.effective_settings.get("tf32_in_effect"))
+        self.agreement = check_agreement(cell.label(), arrays.to_numpy(output), expected, arrays.dtype, tf32)
+
+        warmup, sample_s = int(settings["warmup_iters"]), float(settings["sample_ms"]) / 1000.0
+        self.calls, self.warmup_s = {}, 0.0
+        resident = partial(call, x, params)
+        self.calls["resident"], seconds = _warm(resident, arrays, warmup - 1, sample_s)  # the first call counted
+        self.warmup_s += seconds
+        self.steps = {"resident": _sample(resident, arrays, self.calls["resident"])}
+        self.missing: dict[str, str] = {}
+        if not settings.get("include_transfer", False):
+            self.missing["transfer"] = "micro.include_transfer is false"
+        elif framework.host_only:
+            self.missing["transfer"] = (
+                f"{framework.name} computes on the host: nothing to copy (frameworks' transfer times are compared "
+                "with its resident time)"
+            )
+        else:
+
+            def transfer() -> Any:
+                return call(arrays.put(x_host), params)
+
+            self.calls["transfer"], seconds = _warm(transfer, arrays, warmup, sample_s)
+            self.warmup_s += seconds
+            self.steps["transfer"] = _sample(transfer, arrays, self.calls["transfer"])
+        self.dtype, self.put_function = arrays.dtype, arrays.put_function
+
+    def finish(self, measured: Mapping[str, Any], recompilations: int) -> dict[str, Any]:
+        """This cell's `metrics` and `samples_ms` from the worker's bursts."""
+        cell, settings, framework = self.cell, self.settings, self.framework
+        prefix = f"bs{cell.batch_size}/"
+        missing = {**self.missing, **measured["missing"]}
+        variants = {
+            name: _variant(measured, prefix + name, name, self.calls[name], cell.batch_size) for name in self.steps
+        }
+        samples_ms = variants["resident"]["trial_samples_ms"][0]
+        timing = timing_metrics(samples_ms, cell.batch_size, within_interval=False)
+        noisy = timing.pop("noisy")
+        if self.compile_times is None:
+            missing["compile_s"] = f"{framework.name} runs eagerly: no compile step (first_call_s holds the first call)"
+        missing["energy"] = "not measured in the micro suite (calls of microseconds, below power sensors' resolution)"
+        timed_s = sum(variant["timed_s"] for variant in variants.values())
+        discard_s = sum(variant["discard_s"] for variant in variants.values())
+        dim, hidden, classes = int(settings["dim"]), int(settings["hidden"]), int(settings["classes"])
+        op = self.op
+        metrics = {
+            **timing,
+            "blocks": variants["resident"]["blocks"],
+            "flags": {
+                "noisy": noisy,
+                "steal": any(variant["blocks"]["steal_flagged"] for variant in variants.values()),
+                "recompiled": recompilations > 0,
+            },
+            "timed_s": variants["resident"]["timed_s"],
+            "stop_reason": "blocks",
+            "warmup_iters": int(settings["warmup_iters"]),
+            "compile_s": None if self.compile_times is None else sum(self.compile_times.values()),
+            "compile_breakdown_s": self.compile_times,
+            "recompilations_in_timed_loop": recompilations,
+            "first_call_s": self.first_call_s,
+            "variants": variants,
+            "agreement": self.agreement,
+            "operation": {
+                "name": op.name,
+                "description": op.description,
+                "dim": dim,
+                "hidden": hidden,
+                "classes": classes,
+                "flops_per_row": op.flops_per_row(dim, hidden, classes),
+                "dtype": self.dtype,
+                "put": self.put_function,
+                "input_sha256": self.input_sha256,
+            },
+            "rss_mb": {"peak_process_lifetime": peak_rss_mb(), "source": "ru_maxrss"},
+            "missing": missing,
+            "phases_s": {
+                "load_s": self.load_s,
+                "compile_s": None if self.compile_times is None else sum(self.compile_times.values()),
+                "first_call_s": self.first_call_s,
+                "warmup_s": self.warmup_s,
+                "timed_s": timed_s,
+                # calibrating and discarded iterations are the worker's own work (the first cell's phases hold the
+                # time the worker waited for the others)
+                "calibration_s": sum(measured["calibration_s"][prefix + name] for name in self.steps),
+                "discard_s": discard_s,
+                "waiting_s": 0.0,
+                "scenario_s": 0.0,
+            },
+        }
+        return {"metrics": metrics, "samples_ms": samples_ms}
