@@ -59,6 +59,16 @@ RATIOS = _table(
 )
 
 
+def test_a_study_whose_pytorch_cells_all_failed_says_there_is_no_ratio():
+    """No PyTorch cell succeeded (e.g. one crash in the worker serving every batch size): the speedups table is
+    empty, without even its columns, and each framework's sentence says it has no ratio."""
+    sentences = findings.inference_sentences(pd.DataFrame(), ["torch", "jax", "tensorflow"])
+    assert sentences == [
+        "JAX/Flax has no ratio to PyTorch in this study.",
+        "TensorFlow/Keras has no ratio to PyTorch in this study.",
+    ]
+
+
 def test_inference_sentences_count_the_adjusted_verdicts_and_quote_the_geometric_mean():
     (sentence,) = findings.inference_sentences(RATIOS, ["torch", "jax"])
     assert (

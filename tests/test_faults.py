@@ -314,7 +314,9 @@ def test_a_measuring_child_dies_with_its_runner(study, tmp_path):
 @pytest.mark.slow
 def test_a_study_with_two_injected_faults_builds_its_paper_listing_them(tmp_path, venv_bin):
     """A crash and an autotuner failure (fixed by the ladder) in one study: the study completes, the crash is a
-    failed cell of kind crash, the other cell ran with its workaround, and the paper's table lists both."""
+    failed cell of kind crash, the other cell ran with its workaround, and the paper's table lists both. Each
+    framework's warm worker serves both batch sizes (inference.share_workers): the crash fails the other batch size
+    of its worker too, naming the same crash, and the workaround applies to both cells of the retried worker."""
     copy_workflow(tmp_path)
     write_study(tmp_path, TINY_CONFIG)
     crash, autotune = "inference/torch/eager/small_cnn/fp32/bs2", "inference/jax/jit/small_cnn/fp32/bs1"
@@ -328,13 +330,14 @@ def test_a_study_with_two_injected_faults_builds_its_paper_listing_them(tmp_path
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     results = tmp_path / "results"
-    crashed = load_result(results / "cells" / f"{crash}.json")
-    assert crashed["status"] == "failed" and crashed["failure"]["kind"] == "crash"
-    assert crashed["failure"]["signal"] == "SIGSEGV" and "Segmentation fault" in crashed["stderr_tail"]
-    worked_around = load_result(results / "cells" / f"{autotune}.json")
-    assert worked_around["status"] == "ok" and [d["name"] for d in worked_around["deviations"]] == ["xla_autotune_off"]
-    untouched = load_result(results / "cells" / "inference/jax/jit/small_cnn/fp32/bs2.json")
-    assert untouched["status"] == "ok" and untouched["deviations"] == []
+    for batch in (1, 2):
+        crashed = load_result(results / "cells" / f"inference/torch/eager/small_cnn/fp32/bs{batch}.json")
+        assert crashed["status"] == "failed" and crashed["failure"]["kind"] == "crash", batch
+        assert crashed["failure"]["signal"] == "SIGSEGV" and "Segmentation fault" in crashed["stderr_tail"]
+        worked_around = load_result(results / "cells" / f"inference/jax/jit/small_cnn/fp32/bs{batch}.json")
+        assert worked_around["status"] == "ok", batch
+        assert [d["name"] for d in worked_around["deviations"]] == ["xla_autotune_off"], batch
+    assert autotune.endswith("bs1") and crash.endswith("bs2"), "each fault names one cell of its worker"
     tidy = (results / "tables" / "inference.csv").read_text()
     assert "crash" in tidy and "xla_autotune_off" in tidy
     text = subprocess.run(

@@ -43,7 +43,8 @@ def _planned_jobs(output) -> dict[str, int]:
     return {m[0]: int(m[1]) for m in re.findall(r"^(\w+)\s+(\d+)$", stats, flags=re.M) if m[0] != "total"}
 
 
-# What adding one inference batch size plans: its comparison group (both frameworks) and what depends on it.
+# What adding one inference batch size plans: its model's comparison job (both frameworks' workers serve every batch
+# size, inference.share_workers) and what depends on it.
 NEW_BATCH_SIZE_JOBS = {
     "inference_group": 1,
     "aggregate_inference": 1,
@@ -167,9 +168,9 @@ def test_time_to_report_covers_every_job_and_reaches_the_paper(workdir):
     assert {"inference_group", "device_peak", "prepare_dataset", "model_facts", "paper_tables", "paper"} <= jobs
     assert not list((results / "benchmarks" / "inference_group").rglob("*.tsv")), "no smaps sampler beside cells"
     summary = json.loads((results / "tables" / "study_time.json").read_text())
-    # inference 4 cells x 2 trials, training 2 cells x 1 run, micro 12 cells (NumPy and both frameworks, 2 operations,
-    # 2 batch sizes) x 2 trials
-    assert summary["runs"] == 1 and summary["processes"] == 4 * 2 + 2 + 12 * 2
+    # inference 2 workers (one per framework, each serving both batch sizes) x 2 trials, training 2 cells x 1 run,
+    # micro 6 workers (NumPy and both frameworks, 2 operations; each serving both batch sizes) x 2 trials
+    assert summary["runs"] == 1 and summary["processes"] == 2 * 2 + 2 + 6 * 2
     assert sum(summary["seconds"].values()) == pytest.approx(summary["wall_s"])
     assert 0 < summary["timed_share"] < 1 and summary["overhead_median_s"] > 0
     text = _paper_text(workdir)
@@ -210,12 +211,14 @@ def test_reruns_are_minimal(workdir, venv_bin):
     planned = _planned_jobs(_run_study(workdir, venv_bin, "-n"))
     assert planned == NEW_BATCH_SIZE_JOBS
     _run_study(workdir, venv_bin)
-    assert {p: p.stat().st_mtime_ns for p in old_cells} == old_cells, "existing cells must not be rerun"
+    remeasured = {p for p, mtime in old_cells.items() if p.stat().st_mtime_ns != mtime}
+    # the model's cells are measured again with the new batch size (one worker serves them all); no other suite's
+    assert remeasured == {p for p in old_cells if "/inference/" in str(p)}
     assert len(list((workdir / "results" / "cells" / "inference").rglob("*.json"))) == 6
     assert _planned_jobs(_run_study(workdir, venv_bin, "-n")) == {}
 
-    _set_config(workdir, blocks=3)  # changes what every cell measures
-    assert _planned_jobs(_run_study(workdir, venv_bin, "-n"))["inference_group"] == 3
+    _set_config(workdir, blocks=3)  # changes what every cell measures: the model's one job
+    assert _planned_jobs(_run_study(workdir, venv_bin, "-n"))["inference_group"] == 1
     _set_config(workdir, blocks=2)
     assert _planned_jobs(_run_study(workdir, venv_bin, "-n")) == {}
 
@@ -223,7 +226,7 @@ def test_reruns_are_minimal(workdir, venv_bin):
     original = rule.read_text()
     rule.write_text(original.replace("harness_version=HARNESS_VERSION", 'harness_version="bumped"'))
     try:
-        assert _planned_jobs(_run_study(workdir, venv_bin, "-n"))["inference_group"] == 3
+        assert _planned_jobs(_run_study(workdir, venv_bin, "-n"))["inference_group"] == 1
     finally:
         rule.write_text(original)
 
@@ -278,7 +281,8 @@ def test_the_training_suite_has_its_cells_and_paper_section_and_stands_apart(wor
 @pytest.mark.slow
 def test_the_micro_suite_has_its_cells_and_paper_section_and_stands_apart(workdir, venv_bin):
     planned = _planned_jobs(_run_study(workdir, venv_bin, "-n", "--forcerun", "micro_operands"))
-    assert planned["micro_group"] == 2 * 2 and planned["micro_operands"] == 1 and planned["micro_analysis"] == 1
+    # one job per operation: its workers serve both batch sizes (micro.share_workers)
+    assert planned["micro_group"] == 2 and planned["micro_operands"] == 1 and planned["micro_analysis"] == 1
     assert "inference_group" not in planned and "training_cell" not in planned, "micro cells alone depend on it"
     cells = sorted((workdir / "results" / "cells" / "micro").rglob("*.json"))
     assert len(cells) == 3 * 2 * 2 and {load_result(p)["status"] for p in cells} == {"ok"}
@@ -330,6 +334,9 @@ def test_params_do_not_depend_on_key_order_or_number_spelling(workdir, venv_bin)
     # What an earlier test may have left to do (e.g. the loader after the training-suite test restored the config).
     baseline, baseline_changes = _planned_jobs(_run_study(workdir, venv_bin, "-n")), _params_changes(workdir, venv_bin)
     assert "inference_group" not in baseline and not any("/cells/" in f for f in baseline_changes)
+    inference_cells = {
+        str(p.relative_to(workdir)) for p in (workdir / "results" / "cells" / "inference").rglob("*.json")
+    }
     try:
         inference = config["inference"]
         added = {**inference, "batch_sizes": [*inference["batch_sizes"], 2 * max(inference["batch_sizes"])]}
@@ -338,10 +345,11 @@ def test_params_do_not_depend_on_key_order_or_number_spelling(workdir, venv_bin)
             yaml.safe_dump({**config, "inference": added}, sort_keys=True),
         ):
             path.write_text(text)
-            # the new batch size's comparison group and what depends on it, nothing else measured again
+            # the model's comparison job and what depends on it, nothing else measured again
             assert _planned_jobs(_run_study(workdir, venv_bin, "-n")) == {**baseline, **NEW_BATCH_SIZE_JOBS}
-            # Snakemake 9.27 alone would list the last output of every job here (fwbench.workflow.state).
-            assert _params_changes(workdir, venv_bin) == baseline_changes, "only a cell was added"
+            # Snakemake 9.27 alone would list the last output of every job here (fwbench.workflow.state); the
+            # model's job gained a batch size, so its cells (and only those) changed params
+            assert _params_changes(workdir, venv_bin) == baseline_changes | inference_cells, "only the model's job"
 
         spelled = {**inference, "timeout_s": float(inference["timeout_s"])}
         path.write_text(yaml.safe_dump(_reordered({**config, "inference": spelled}), sort_keys=False))

@@ -15,6 +15,7 @@ from fwbench.study.grid import (
     cell_paths,
     comparison_rules,
     group_variants,
+    suite_batch_sizes,
     suite_frameworks,
 )
 from fwbench.study import params
@@ -136,13 +137,41 @@ def alternatives(names):
     return "|".join(sorted(names, key=len, reverse=True))
 
 
+def group_batches(suite):
+    """The batch-size part of a comparison job's cell paths: each batch size of the suite where one warm worker
+    serves them all (`share_workers`: the job is the model's, fwbench.running.runner), else the {batch} wildcard.
+    """
+    if config[suite]["share_workers"]:
+        return [f"bs{batch}" for batch in suite_batch_sizes(config, suite)]
+    return ["bs{batch}"]
+
+
+def shared_batch_sizes(suite):
+    """The batch sizes a comparison job measures where its workers serve them all (a param: adding one remeasures
+    the model), None where the job is one batch size's (the {batch} wildcard)."""
+    return (
+        canonical(suite_batch_sizes(config, suite))
+        if config[suite]["share_workers"]
+        else None
+    )
+
+
+def group_job(suite):
+    """A comparison job's wildcards as its log and time record name it."""
+    if config[suite]["share_workers"]:
+        return "{model}/{precision}"
+    return "{model}/{precision}/bs{batch}"
+
+
 def inference_group_outputs(model):
     """One comparison group's cells: every framework in each of its modes (fwbench.study.grid.group_variants, config
-    order) at the rule's {model}/{precision}/bs{batch}; `model` is any model of the rule (they share the modes).
+    order), each at every batch size of the group (group_batches), at the rule's {model}/{precision}; `model` is any
+    model of the rule (they share the modes). run_cells.py makes its cells in this order.
     """
     return [
-        f"{RESULTS}/cells/inference/{framework}/{mode}/{{model}}/{{precision}}/bs{{batch}}.json"
+        f"{RESULTS}/cells/inference/{framework}/{mode}/{{model}}/{{precision}}/{batch}.json"
         for framework, mode in group_variants(config, "inference", model)
+        for batch in group_batches("inference")
     ]
 
 
@@ -181,12 +210,13 @@ def micro_cells():
 
 
 def micro_group_outputs():
-    """One comparison group's cells: NumPy and every framework in each of its modes at the rule's
-    {model}/{precision}/bs{batch} (mode_scope picks micro's modes by suite alone, so every operation's are alike).
-    """
+    """One comparison group's cells: NumPy and every framework in each of its modes, at every batch size of the
+    group (group_batches), at the rule's {model}/{precision} (mode_scope picks micro's modes by suite alone, so
+    every operation's are alike)."""
     return [
-        f"{RESULTS}/cells/micro/{framework}/{mode}/{{model}}/{{precision}}/bs{{batch}}.json"
+        f"{RESULTS}/cells/micro/{framework}/{mode}/{{model}}/{{precision}}/{batch}.json"
         for framework, mode in micro_variants()
+        for batch in group_batches("micro")
     ]
 
 

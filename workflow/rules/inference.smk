@@ -1,10 +1,11 @@
-# Inference cells, measured by comparison group: one job per model, precision and batch size runs the cells of every
-# framework in interleaved trial rounds whose order rotates (round 1: torch, jax, tensorflow; round 2: jax,
-# tensorflow, torch; ...), each trial a fresh, isolated, supervised process, so drift of the machine over time hits
-# the frameworks alike. Adding a batch size or a model runs only the new groups; adding a framework reruns every
-# group, because a comparison needs its cells measured interleaved. With --resources gpu=N up to N groups run at
-# once, each on its own GPU slot (a GPU and 1/N of the cores, see fwbench.running.slots); with gpu=1 nothing runs beside a
-# timed cell.
+# Inference cells, measured by comparison group: one job per model and precision runs the cells of every framework
+# and mode at every batch size, in launches of warm workers whose order rotates (a Williams design, fwbench.running),
+# each worker one fresh, isolated, supervised process per launch serving every batch size of its framework and mode
+# (inference.share_workers; false: one job and one process per batch size), so drift of the machine over time hits
+# the frameworks alike. Adding a model runs only its group; adding a batch size remeasures each model's group (its
+# workers serve the new batch size beside the others); adding a framework reruns every group, because a comparison
+# needs its cells measured interleaved. With --resources gpu=N up to N groups run at once, each on its own GPU slot
+# (a GPU and 1/N of the cores, see fwbench.running.slots); with gpu=1 nothing runs beside a timed cell.
 
 
 # The mode axis (fwbench.study.modes): torch/eager and torch/compile are cells of the same group. Models outside
@@ -23,7 +24,7 @@ for group_rule, group_models in comparison_rules(
         output:
             inference_group_outputs(group_models[0]),
         log:
-            f"{RESULTS}/logs/cells/inference/{{model}}/{{precision}}/bs{{batch}}.log",
+            f"{RESULTS}/logs/cells/inference/{group_job('inference')}.log",
         wildcard_constraints:
             model=alternatives(group_models),
         conda:
@@ -39,11 +40,12 @@ for group_rule, group_models in comparison_rules(
         params:
             suite="inference",
             variants=canonical(group_variants(config, "inference", group_models[0])),
+            batch_sizes=shared_batch_sizes("inference"),
             harness_version=HARNESS_VERSION,
             settings=measurement_settings("inference"),
             image_size=canonical(config["dataset"]["image_size"]),
             num_classes=canonical(config["dataset"]["num_classes"]),
             slot_dir=SLOT_DIR,
-            job_record=job_record(group_rule, "{model}/{precision}/bs{batch}"),
+            job_record=job_record(group_rule, group_job("inference")),
         script:
             "../scripts/run_cells.py"

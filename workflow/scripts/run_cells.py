@@ -1,6 +1,7 @@
 """Entry point of the measuring rules: one training cell (framework and mode in the wildcards) or one inference or
-micro comparison group (every (framework, mode) of params.variants, in the order of the rule's outputs), run by
-fwbench.running.runner.run_group. A micro group reads no dataset; its `weights` input is the operands file."""
+micro comparison group (every (framework, mode) of params.variants at its batch sizes, in the order of the rule's
+outputs), run by fwbench.running.runner.run_group. A micro group reads no dataset; its `weights` input is the
+operands file."""
 
 from pathlib import Path
 
@@ -12,11 +13,17 @@ from fwbench.workflow.jobtime import timed_job
 
 wildcards = dict(snakemake.wildcards.items())
 variants = [(wildcards["framework"], wildcards["mode"])] if "framework" in wildcards else snakemake.params.variants
+# A group whose warm workers serve every batch size names them in params (common.smk: shared_batch_sizes); else the
+# job is one batch size's. The cells follow the rule's outputs: variant by variant, each at every batch size.
+batches = [wildcards["batch"]] if "batch" in wildcards else [str(b) for b in snakemake.params.batch_sizes]
 cells = [
     cell_from_wildcards(
-        {**wildcards, "framework": framework, "mode": mode}, snakemake.params.suite, snakemake.params.image_size
+        {**wildcards, "framework": framework, "mode": mode, "batch": batch},
+        snakemake.params.suite,
+        snakemake.params.image_size,
     )
     for framework, mode in variants
+    for batch in batches
 ]
 state_dir = getattr(snakemake.params, "state_dir", None)
 with timed_job(snakemake.params.job_record, snakemake.rule, wildcards):

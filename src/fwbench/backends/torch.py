@@ -238,6 +238,9 @@ class TorchBackend(Backend):
             return None
         from fwbench.backends import torch_compile
 
+        # compile_report counts from here: what Dynamo compiles for these shapes (a worker compiles one batch size
+        # after another, fwbench.scenarios.inference.run_cells)
+        self._dynamo_start = torch_compile.snapshot()
         seconds = torch_compile.first_call(lambda: self.forward(inputs), self.synchronize)
         return {"dynamo_inductor_first_call_s": seconds}
 

@@ -188,7 +188,9 @@ class Child:
         if returncode == 0:
             try:
                 part = read_json(self.part_path)
-                if not isinstance(part, dict) or "metrics" not in part or "framework" not in part:
+                # one cell's part, or {"parts": [...]} from a worker serving several cells
+                each = part.get("parts") if isinstance(part, dict) and "parts" in part else [part]
+                if not isinstance(each, list) or not each or not all(_is_part(p) for p in each):
                     part, result_error = None, "it is not a result part (no metrics or framework)"
             except (OSError, ValueError) as exc:
                 result_error = f"{type(exc).__name__}: {exc}"
@@ -217,3 +219,7 @@ class Child:
         self.log.close()
         if self.memory is not None:
             self.memory.close()
+
+
+def _is_part(part: Any) -> bool:
+    return isinstance(part, dict) and "metrics" in part and "framework" in part

@@ -4,8 +4,10 @@ A group's cells run in children of their own (fwbench.running.children), in roun
 (fwbench.running.rounds) or launches of warm workers (fwbench.running.launches). Both start their children through the
 group's `Context`: its settings, where the children's files go, the group's slot and the workaround ladder
 (fwbench.running.failures), which retries a failed child with the next workaround that fits its failure and records
-it as a deviation. A cell's `CellRun` gathers its trials, outputs, schedule and the failure that ended it, which the
-runner (fwbench.running.runner) writes as the cell's result.
+it as a deviation. A child serves one *worker* of the group: one cell, or (a warm worker) the batch sizes of one
+(framework, mode, model, precision); `Context.workers` lists each worker's cells, and a worker's spec, compile cache
+and workarounds are its own. A cell's `CellRun` gathers its trials, outputs, schedule and the failure that ended
+it, which the runner (fwbench.running.runner) writes as the cell's result.
 """
 
 from __future__ import annotations
@@ -57,7 +59,7 @@ class Context:
     cells: list[Cell]
     settings: Mapping[str, Any]
     tmp: Path
-    specs: list[Path]
+    specs: list[Path]  # one per worker
     state_dirs: list[str | Path | None]
     worker_cmd: Sequence[str]
     slot: Slot | None
@@ -65,14 +67,23 @@ class Context:
     ladder: Sequence[Workaround]
     log: list[str] = field(default_factory=list)
     headers: bool = True
+    workers: list[list[int]] = field(default_factory=list)  # each worker's cell indices; empty: one per cell
+
+    def __post_init__(self) -> None:
+        if not self.workers:
+            self.workers = [[index] for index in range(len(self.cells))]
+
+    def leader(self, worker: int) -> int:
+        """The index of the worker's first cell: its framework, suite and state directory are the worker's."""
+        return self.workers[worker][0]
 
     def attempt(
         self, index: int, run: CellRun, trial: int, label: str, start: Callable[[int], Outcome]
     ) -> tuple[Outcome, int]:
         """`start(attempts)` (one child, ended or ready) until it does not fail, or the ladder has no workaround
         for its failure: each failure that has one is recorded as the deviation the next attempt runs with.
-        Returns the last outcome and the number of attempts."""
-        cell, attempts = self.cells[index], 0
+        Returns the last outcome and the number of attempts. `index` is the worker's; `run` its first cell's."""
+        cell, attempts = self.cells[self.leader(index)], 0
         while True:
             attempts += 1
             outcome = start(attempts)
@@ -95,9 +106,10 @@ class Context:
             run.env = workaround.apply(run.env)
             # Programs compiled before the workaround were compiled without it: the next launch compiles cold.
             shutil.rmtree(self.tmp / f"cache-{index}", ignore_errors=True)
-            if cell.suite == "training" and self.state_dirs[index] is not None:
+            state_dir = self.state_dirs[self.leader(index)]
+            if cell.suite == "training" and state_dir is not None:
                 # The whole run under one setting: no resuming from epochs trained without the workaround.
-                shutil.rmtree(self.state_dirs[index], ignore_errors=True)
+                shutil.rmtree(state_dir, ignore_errors=True)
 
     def record(self, run: CellRun, header: str, outcome: Outcome) -> None:
         """A child's end in the cell's record and the group's log."""
@@ -116,7 +128,7 @@ class Context:
             self.tmp / f"part-{name}.json",
             self.tmp / f"{name}.log",
             self.settings,
-            self.cells[index].suite,
+            self.cells[self.leader(index)].suite,
             self.slot,
             env,
             serve=serve,
@@ -132,12 +144,20 @@ class Context:
             run.parts.append(outcome.part)
 
 
-def write_specs(cells, settings, tmp, data_dir, weights_path, num_classes, threads, state_dirs, slot, device_record):
-    """One spec file per cell, what its worker reads (fwbench.running.worker)."""
+def write_specs(
+    cells, settings, tmp, data_dir, weights_path, num_classes, threads, state_dirs, slot, device_record, workers=None
+):
+    """One spec file per worker (`workers`: each one's cell indices; default one per cell), what it reads
+    (fwbench.running.worker): `cell` for a worker of one cell, `cells` for a worker serving several."""
     specs = []
-    for index, (cell, state_dir) in enumerate(zip(cells, state_dirs, strict=True)):
+    for index, members in enumerate(workers or [[i] for i in range(len(cells))]):
+        state_dir = state_dirs[members[0]]
         spec = {
-            "cell": cell.as_dict(),
+            **(
+                {"cell": cells[members[0]].as_dict()}
+                if len(members) == 1
+                else {"cells": [cells[i].as_dict() for i in members]}
+            ),
             "settings": dict(settings),
             "data_dir": str(data_dir) if data_dir is not None else None,
             "weights_path": str(weights_path),

@@ -1,8 +1,10 @@
 """Launches of warm workers in blocks: the trials of an inference or micro group (fwbench.scenarios.blocks).
 
-In each launch every cell still in the group starts one worker process (fwbench.running.worker), which then times short
-bursts on request, one per cell per block, each block in the order of the next row of a Williams design over the
-blocks, so that the machine's drift cancels within a block and a ratio can be taken launch by launch.
+In each launch every worker still in the group starts one process (fwbench.running.worker), which then times short
+bursts on request, each block in the order of the next row of a Williams design over the workers, so that the
+machine's drift cancels within a block and a ratio can be taken launch by launch. A worker serves one cell, or the
+batch sizes of one (framework, mode, model, precision) (fwbench.running.runner): in each block it runs one burst of
+each of its cells, and what it measured goes to each cell's record.
 """
 
 from __future__ import annotations
@@ -18,28 +20,31 @@ from fwbench.running.context import CellRun, Context, now
 def run_launches(
     context: Context, plan: trial_order.Design, blocks_plan: trial_order.Design, runs: list[CellRun]
 ) -> list[list[str]]:
-    """The group's launches (fwbench.scenarios.blocks): in launch k every cell still in the group starts a warm worker,
-    in the order of `plan`'s row k (a worker that fails to start gets the workaround ladder, as a trial would), and once
+    """The group's launches (fwbench.scenarios.blocks): in launch k every worker still in the group starts, in the
+    order of `plan`'s row k (a worker that fails to start gets the workaround ladder, as a trial would), and once
     all are ready, `blocks` blocks run: in each, every ready worker runs a burst of each of its steps, in the order
-    of `blocks_plan`'s next row. Then each worker finishes (writes its part) and exits. A worker that fails or hangs
-    fails its cell; the others go on. Returns the order in which each block ran."""
+    of `blocks_plan`'s next row. Then each worker finishes (writes its parts) and exits. A worker that fails or hangs
+    fails its cells; the others go on. `plan` and `blocks_plan` are over the workers (Context.workers); `runs` are
+    the cells'. Returns the order in which each block ran."""
     trials, names = len(plan.rows), list(plan.variants)
     per_launch = int(context.settings["blocks"])
     ran: list[list[str]] = []
     for launch in range(trials):
-        order = [i for i in plan.rows[launch] if runs[i].failure is None]
-        launch_order = [names[i] for i in order]
+        order = [w for w in plan.rows[launch] if runs[context.leader(w)].failure is None]
+        launch_order = [names[w] for w in order]
         workers: dict[int, tuple[Child, list[str], float, int, int]] = {}
         try:
-            for position, index in enumerate(order):
-                cell, run = context.cells[index], runs[index]
-                run.started_at = run.started_at or now()
+            for position, worker in enumerate(order):
+                lead = context.leader(worker)
+                cell, run = context.cells[lead], runs[lead]
+                for index in context.workers[worker]:
+                    runs[index].started_at = runs[index].started_at or now()
                 started = time.perf_counter()
                 label = f"{cell.framework}/{cell.mode}: launch {launch + 1} of {trials} (#{position + 1})"
                 ready: dict[str, Any] = {}
 
-                def start(attempts: int, index=index, run=run, ready=ready, launch=launch) -> Outcome:
-                    child = context.child(index, run, f"{index}-{launch}-{attempts}", serve=True)
+                def start(attempts: int, worker=worker, run=run, ready=ready, launch=launch) -> Outcome:
+                    child = context.child(worker, run, f"{worker}-{launch}-{attempts}", serve=True)
                     try:
                         reply = child.request(None)
                     except BaseException:  # the runner is being stopped (SIGTERM, Ctrl-C): so is the worker
@@ -50,32 +55,27 @@ def run_launches(
                         return Outcome(None, None, "")
                     return child.end(child.wait(), unready=True)
 
-                outcome, attempts = context.attempt(index, run, launch + 1, label, start)
+                outcome, attempts = context.attempt(worker, run, launch + 1, label, start)
                 if outcome.failure is None:
-                    workers[index] = (ready["child"], ready["steps"], started, position, attempts)
+                    workers[worker] = (ready["child"], ready["steps"], started, position, attempts)
                 else:
-                    context.finish(
-                        run,
-                        launch + 1,
-                        trials,
-                        _launch_schedule(launch, position, launch_order, started, context.t0, attempts),
-                        outcome,
-                    )
+                    schedule = _launch_schedule(launch, position, launch_order, started, context.t0, attempts)
+                    _finish(context, runs, worker, launch, trials, schedule, outcome)
             for block in range(per_launch):
                 row = blocks_plan.rows[launch * per_launch + block]
-                order_run = [i for i in row if i in workers]
-                ran.append([names[i] for i in order_run])
-                for position, index in enumerate(order_run):
-                    child, steps = workers[index][:2]
+                order_run = [w for w in row if w in workers]
+                ran.append([names[w] for w in order_run])
+                for position, worker in enumerate(order_run):
+                    child, steps = workers[worker][:2]
                     for step in steps:
                         message = {"burst": step, "block": launch * per_launch + block, "position": position}
                         if child.request(message) is None:
-                            _end_worker(context, runs, index, workers.pop(index), launch, trials, launch_order)
+                            _end_worker(context, runs, worker, workers.pop(worker), launch, trials, launch_order)
                             break
-            for index in list(workers):
-                child = workers[index][0]
+            for worker in list(workers):
+                child = workers[worker][0]
                 returncode = child.wait() if child.send({"finish": True}) else None
-                _end_worker(context, runs, index, workers.pop(index), launch, trials, launch_order, returncode)
+                _end_worker(context, runs, worker, workers.pop(worker), launch, trials, launch_order, returncode)
         finally:
             for child, *_ in workers.values():  # the runner is being stopped: so are its workers
                 child.abandon()
@@ -93,15 +93,39 @@ def _launch_schedule(launch, position, launch_order, started, t0, attempts) -> d
     }
 
 
-def _end_worker(context, runs, index, worker, launch, trials, launch_order, returncode=None) -> None:
+def _end_worker(context, runs, worker, state, launch, trials, launch_order, returncode=None) -> None:
     """A worker's end: after it was asked to finish (`returncode`), or when it stopped answering (it exited, or
-    hung past the timeout and is killed), classified into the cell's record."""
-    child, _, started, position, attempts = worker
+    hung past the timeout and is killed), classified into its cells' records."""
+    child, _, started, position, attempts = state
     if returncode is None and not child.timed_out:
         returncode = child.wait()
     outcome = child.end(returncode)
-    cell = context.cells[index]
+    cell = context.cells[context.leader(worker)]
     label = f"{cell.framework}/{cell.mode}: launch {launch + 1} of {trials} (#{position + 1})"
-    context.record(runs[index], label + (f", attempt {attempts}" if attempts > 1 else ""), outcome)
+    context.record(runs[context.leader(worker)], label + (f", attempt {attempts}" if attempts > 1 else ""), outcome)
     schedule = _launch_schedule(launch, position, launch_order, started, context.t0, attempts)
-    context.finish(runs[index], launch + 1, trials, schedule, outcome)
+    _finish(context, runs, worker, launch, trials, schedule, outcome)
+
+
+def _finish(context, runs, worker, launch, trials, schedule, outcome) -> None:
+    """One launch of a worker into each of its cells' records: its own part of the worker's parts, or the worker's
+    failure, with the workarounds it ran with. The cells of one worker share its process: each schedule names the
+    process, so that the study's time counts it once (fwbench.analysis.time.study_time)."""
+    members = context.workers[worker]
+    lead = runs[members[0]]
+    if len(members) == 1:
+        context.finish(lead, launch + 1, trials, schedule, outcome)
+        return
+    parts = outcome.part["parts"] if outcome.failure is None else [None] * len(members)
+    if len(parts) != len(members):
+        raise ValueError(f"a worker serving {len(members)} cells returned {len(parts)} parts")
+    process = {"id": f"launch{launch + 1}-worker{worker}", "cells": [context.cells[i].label() for i in members]}
+    # the worker's workarounds and output are every one of its cells' (taken before the first cell's record changes)
+    deviations, env, output = list(lead.deviations), dict(lead.env), lead.outputs[-1] if lead.outputs else ""
+    for number, (index, part) in enumerate(zip(members, parts, strict=True)):
+        run = runs[index]
+        if number > 0:
+            run.deviations, run.env, run.memory_limit = list(deviations), dict(env), lead.memory_limit
+            run.outputs.append(output or outcome.output)
+        each = Outcome(part, outcome.failure, outcome.output, outcome.memory_limit)
+        context.finish(run, launch + 1, trials, {**schedule, "process": {**process, "first": number == 0}}, each)

@@ -23,16 +23,18 @@ from fwbench.scenarios.profile import profiled
 def run_profiles(context: Context, runs: list[CellRun]) -> None:
     """Profile every cell of the group that the study profiles and whose timed launches all succeeded, one after
     the other, in the group's cell order; each result goes to its run's `profile`."""
+    worker_of = {index: worker for worker, members in enumerate(context.workers) for index in members}
     for index, (cell, run) in enumerate(zip(context.cells, runs, strict=True)):
         if run.reason is not None or not run.parts or not profiled(cell, context.settings):
             continue
-        spec = read_json(context.specs[index])
-        spec["profile"] = True
+        spec = read_json(context.specs[worker_of[index]])  # its worker's, for this one cell
+        spec.pop("cells", None)
+        spec.update(cell=cell.as_dict(), profile=True)
         spec_path = context.tmp / f"profile-spec{index}.json"
         atomic_write_json(spec_path, spec)
         env = dict(run.env)
-        if launch_cache.enabled(context.settings):  # the cell's own compile cache, warm from its launches
-            env[launch_cache.LAUNCH_CACHE_ENV] = str(context.tmp / f"cache-{index}")
+        if launch_cache.enabled(context.settings):  # its worker's compile cache, warm from its launches
+            env[launch_cache.LAUNCH_CACHE_ENV] = str(context.tmp / f"cache-{worker_of[index]}")
         child = Child(
             context.worker_cmd,
             spec_path,

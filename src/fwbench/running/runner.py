@@ -148,7 +148,8 @@ def run_group(
         raise ValueError("a group's cells belong to one suite")
     if any(cell.suite == "training" and state is None for cell, state in zip(cells, state_dirs, strict=True)):
         raise ValueError("a training cell needs a state_dir for its epoch checkpoints")
-    plan = _design(cells, settings)
+    workers = _workers(cells, settings)
+    plan = _design(cells, settings, workers)
     group = {
         "id": uuid.uuid4().hex,
         "cells": [cell.label() for cell in cells],
@@ -166,7 +167,17 @@ def run_group(
     try:
         with tempfile.TemporaryDirectory(prefix="fwbench-group-") as tmp:
             specs = write_specs(
-                cells, settings, tmp, data_dir, weights_path, num_classes, threads, state_dirs, slot, device_record
+                cells,
+                settings,
+                tmp,
+                data_dir,
+                weights_path,
+                num_classes,
+                threads,
+                state_dirs,
+                slot,
+                device_record,
+                workers,
             )
             ladder = ladder_from_config(fallbacks)
             context = Context(
@@ -180,10 +191,11 @@ def run_group(
                 t0,
                 ladder,
                 headers=len(plan.rows) > 1 or len(cells) > 1 or bool(ladder),
+                workers=workers,
             )
             runs = [CellRun() for _ in cells]
             if _in_blocks(cells, settings):
-                blocks_plan = _blocks_design(cells, settings)
+                blocks_plan = _blocks_design(cells, settings, workers)
                 group["blocks"] = {
                     "order": blocks_plan.record(),
                     "ran": run_launches(context, plan, blocks_plan, runs),
@@ -253,10 +265,24 @@ def _trials(cells: Sequence[Cell], settings: Mapping[str, Any]) -> int:
     return int(settings.get("trials", 1)) if cells[0].suite != "training" else 1
 
 
-def _variant_names(cells: Sequence[Cell]) -> list[str]:
-    """The group's variants as its order names them ("torch/compile"), its cells' full labels if those collide."""
-    names = [f"{cell.framework}/{cell.mode}" for cell in cells]
-    return names if len(set(names)) == len(names) else [cell.label() for cell in cells]
+def _workers(cells: Sequence[Cell], settings: Mapping[str, Any]) -> list[list[int]]:
+    """Which cells each process of the group serves. Warm workers (a suite in blocks) with `share_workers` (the
+    default) serve every batch size of their (framework, mode, model, precision): one import, one model build and one
+    process's overhead per launch instead of one per batch size, their bursts in the same blocks. Otherwise, and for
+    training, one cell per process."""
+    if not _in_blocks(cells, settings) or not settings.get("share_workers", True):
+        return [[index] for index in range(len(cells))]
+    shared: dict[tuple, list[int]] = {}
+    for index, cell in enumerate(cells):
+        shared.setdefault((cell.framework, cell.mode, cell.model, cell.precision, cell.image_size), []).append(index)
+    return [sorted(members, key=lambda i: cells[i].batch_size) for members in shared.values()]
+
+
+def _variant_names(cells: Sequence[Cell], workers: Sequence[Sequence[int]]) -> list[str]:
+    """The group's variants (its workers) as its order names them ("torch/compile"), their first cells' full labels
+    if those collide."""
+    names = [f"{cells[members[0]].framework}/{cells[members[0]].mode}" for members in workers]
+    return names if len(set(names)) == len(names) else [cells[members[0]].label() for members in workers]
 
 
 def _in_blocks(cells: Sequence[Cell], settings: Mapping[str, Any]) -> bool:
@@ -264,17 +290,18 @@ def _in_blocks(cells: Sequence[Cell], settings: Mapping[str, Any]) -> bool:
     return cells[0].suite != "training" and bool(settings.get("blocks"))
 
 
-def _blocks_design(cells: Sequence[Cell], settings: Mapping[str, Any]) -> trial_order.Design:
-    """Every block of every launch in turn as one Williams design over the cells (a launch of `blocks` blocks, a
+def _blocks_design(cells: Sequence[Cell], settings: Mapping[str, Any], workers) -> trial_order.Design:
+    """Every block of every launch in turn as one Williams design over the workers (a launch of `blocks` blocks, a
     multiple of the design's rows, is balanced on its own), labels permuted by a seed from the cells' labels."""
     seed = trial_order.group_seed([cell.label() for cell in cells] + ["blocks"])
-    return trial_order.design(_variant_names(cells), _trials(cells, settings) * int(settings["blocks"]), seed)
+    rows = _trials(cells, settings) * int(settings["blocks"])
+    return trial_order.design(_variant_names(cells, workers), rows, seed)
 
 
-def _design(cells: Sequence[Cell], settings: Mapping[str, Any]) -> trial_order.Design:
-    """The group's rounds as a Williams design over its cells, labels permuted by a seed from the cells' labels."""
+def _design(cells: Sequence[Cell], settings: Mapping[str, Any], workers) -> trial_order.Design:
+    """The group's rounds as a Williams design over its workers, labels permuted by a seed from the cells' labels."""
     seed = trial_order.group_seed([cell.label() for cell in cells])
-    return trial_order.design(_variant_names(cells), _trials(cells, settings), seed)
+    return trial_order.design(_variant_names(cells, workers), _trials(cells, settings), seed)
 
 
 def _input_digests(data_dir: str | Path | None, weights_path: str | Path) -> dict[str, Any]:

@@ -44,7 +44,10 @@ def main(spec_path: str, out_path: str) -> None:
     from fwbench.running.faults import inject
     from fwbench.study.grid import Cell
 
-    cell = Cell(**spec["cell"])
+    # A warm worker may serve several cells: the batch sizes of one (framework, mode, model, precision), which share
+    # its imports, its model and its blocks (fwbench.running.runner); every other process measures one cell.
+    cells = [Cell(**fields) for fields in spec["cells"]] if "cells" in spec else [Cell(**spec["cell"])]
+    cell = cells[0]
     options, scratch_cache = compiler_environment(cell, spec["settings"])
     on_gpu = ((spec.get("device") or {}).get("record") or {}).get("platform") == "cuda"
     if spec.get("profile") and (cell.framework, cell.mode) == ("torch", "compile") and not on_gpu:
@@ -53,8 +56,10 @@ def main(spec_path: str, out_path: str) -> None:
         # process compiles cold rather than from the cell's cache. On a GPU its Triton kernels are CUDA kernels,
         # which the profiler sees anyway.
         os.environ["TORCHINDUCTOR_CPP_ENABLE_KERNEL_PROFILE"] = "1"
-    print(f"[fwbench.running.worker] {cell.label()} threads={threads['effective']}", file=sys.stderr, flush=True)
-    inject(cell.label(), spec["settings"], out_path)  # test-only; does nothing unless FWBENCH_INJECT_FAULT is set
+    labels = ", ".join(c.label() for c in cells)
+    print(f"[fwbench.running.worker] {labels} threads={threads['effective']}", file=sys.stderr, flush=True)
+    for each in cells:  # test-only; does nothing unless FWBENCH_INJECT_FAULT is set
+        inject(each.label(), spec["settings"], out_path)
 
     t0 = time.perf_counter()
     from fwbench.backends import get_backend
@@ -75,16 +80,16 @@ def main(spec_path: str, out_path: str) -> None:
         "num_classes": int(spec["num_classes"]),
     }
     if spec.get("profile"):  # the cell's profiling pass, after its timed launches (fwbench.running.profiling)
-        part = profile.run(backend, cell, spec["settings"], **common)
+        parts = [profile.run(backend, cell, spec["settings"], **common)]
     elif cell.suite == "micro":
-        part = micro.run(backend, cell, spec["settings"], operands_path=spec["weights_path"])
+        parts = micro.run_cells(backend, cells, spec["settings"], operands_path=spec["weights_path"])
     elif cell.suite == "inference":
-        part = inference.run(backend, cell, spec["settings"], **common)
+        parts = inference.run_cells(backend, cells, spec["settings"], **common)
     elif cell.suite == "training":
-        part = training.run(backend, cell, spec["settings"], state_dir=spec["state_dir"], **common)
+        parts = [training.run(backend, cell, spec["settings"], state_dir=spec["state_dir"], **common)]
     else:
         raise ValueError(f"suite {cell.suite!r} has no scenario")
-    part["framework"] = {
+    framework = {
         "name": backend.name,
         "versions": backend.versions(),
         "device": backend.device_info(),
@@ -92,10 +97,14 @@ def main(spec_path: str, out_path: str) -> None:
         "threads": threads,
         "setup_s": import_and_setup_s,
     }
-    phases.update(part["metrics"].get("phases_s") or {})
+    for part in parts:
+        part["framework"] = framework
+    # The process's own phases (start-up, imports, writing) belong to its first cell, so that a process's phases add
+    # up once over the cells it served (fwbench.analysis.time.study_time).
+    phases.update(parts[0]["metrics"].get("phases_s") or {})
     phases["until_result_s"] = _since_spawn(time.time())  # the rest of the process's wall time is writing and exit
-    part["metrics"]["phases_s"] = phases
-    atomic_write_json(out_path, part)
+    parts[0]["metrics"]["phases_s"] = phases
+    atomic_write_json(out_path, {"parts": parts} if "cells" in spec else parts[0])
     if scratch_cache:
         shutil.rmtree(scratch_cache, ignore_errors=True)
 

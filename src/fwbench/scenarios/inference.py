@@ -137,7 +137,7 @@ def run_cells(
 
         meter = energy_meter(gpu, idle)
         windows = {item.step: BurstWindows(meter) for item in prepared} if not isinstance(meter, str) else None
-        compilations_before = backend.compilations
+        compilations_before, report_before = backend.compilations, backend.compile_report()
         sampler.set_interval(TIMED_INTERVAL_S)
         measuring = blocks.session(blocks.BurstPlan.from_settings(settings))
         measuring.windows = windows or {}  # energy over each burst's timed iterations, which end with a synchronise
@@ -146,6 +146,7 @@ def run_cells(
         measuring_s = time.perf_counter() - waiting_from
         sampler.set_interval(LOAD_INTERVAL_S)
         recompilations = backend.compilations - compilations_before
+        timed_report = _report_since(backend.compile_report(), report_before)
         timed = {item.step: blocks.summarise(measured, item.step, item.cell.batch_size) for item in prepared}
         # Device time in a pass of its own, after the host-timed loop and outside the energy window: the event
         # records never enter the host-timed samples, which hold the same work (step + synchronise) everywhere.
@@ -184,6 +185,7 @@ def run_cells(
         "device_memory": backend.device_memory(),
         "isolation": isolation,
         "recompilations": recompilations,
+        "timed_report": timed_report,
         "energy": {step: window.total() for step, window in windows.items()} if windows else None,
         "meter": meter,
         "missing": missing,
@@ -224,11 +226,13 @@ class _Prepared:
         self.rss_loaded = rss_mb()
         self.load_s = time.perf_counter() - started
         self.compile_times: dict[str, float] | None = None
+        self.compile_report: dict[str, Any] | None = None
         self.first_call_s = self.warmup_s = 0.0
         self.logits: np.ndarray | None = None
 
     def compile(self, backend: Backend, settings: Mapping[str, Any]) -> None:
         self.compile_times = backend.compile(self.inputs)  # same inputs (shape, dtype, device) as every timed call
+        self.compile_report = backend.compile_report()  # what Dynamo compiled for these shapes (torch.compile)
         t0 = time.perf_counter()
         outputs = backend.forward(self.inputs)
         backend.synchronize(outputs)
@@ -316,9 +320,10 @@ def _cell_part(backend, item, settings, timed, measured, device_ms, shared, phas
         "compile_s": None if item.compile_times is None else sum(item.compile_times.values()),
         "compile_breakdown_s": item.compile_times,
         "recompilations_in_timed_loop": shared["recompilations"],
-        # torch.compile: graphs and graph breaks Dynamo saw since the backend was made (a break in the timed loop is
-        # also a recompilation above); None where the framework compiles whole programs (XLA) or runs eagerly.
-        "compile_report": backend.compile_report(),
+        # torch.compile: the graphs and graph breaks Dynamo saw compiling this cell's shapes and while the worker was
+        # timed (a break there is also a recompilation above); None where the framework compiles whole programs (XLA)
+        # or runs eagerly.
+        "compile_report": _report_plus(item.compile_report, shared["timed_report"]),
         "cold_inputs": item.cold,
         "device_latency_ms": device_latency,
         "device_samples_ms": device_ms or None,
@@ -337,3 +342,21 @@ def _cell_part(backend, item, settings, timed, measured, device_ms, shared, phas
         "phases_s": phases,
     }
     return {"metrics": metrics, "samples_ms": samples_ms}
+
+
+COUNTS = ("graphs", "graph_breaks", "frames_compiled")
+
+
+def _report_since(now: dict[str, Any] | None, before: dict[str, Any] | None) -> dict[str, Any] | None:
+    """What Dynamo compiled between two compile_reports of the same backend (None where it reports nothing)."""
+    if now is None or before is None:
+        return None
+    reasons = [reason for reason in now["graph_break_reasons"] if reason not in before["graph_break_reasons"]]
+    return {**{key: now[key] - before[key] for key in COUNTS}, "graph_break_reasons": reasons}
+
+
+def _report_plus(report: dict[str, Any] | None, more: dict[str, Any] | None) -> dict[str, Any] | None:
+    if report is None or more is None:
+        return report
+    reasons = list(dict.fromkeys([*report["graph_break_reasons"], *more["graph_break_reasons"]]))[:5]
+    return {**{key: report[key] + more[key] for key in COUNTS}, "graph_break_reasons": reasons}

@@ -137,13 +137,28 @@ def cells(config: Mapping[str, Any]) -> list[Cell]:
 
 
 def measuring_processes(config: Mapping[str, Any]) -> dict[str, int]:
-    """Per suite, the measuring processes a study starts (before any fallback retry): each inference and micro cell
-    runs `trials` fresh processes, each training cell one. What a study costs is mostly these processes' start-up
-    and compilation, so study files state this count beside their cells."""
-    per_cell = {suite: 1 if suite == "training" else int(config[suite]["trials"]) for suite in config["suites"]}
+    """Per suite, the measuring processes a study starts (before any fallback retry): each inference and micro worker
+    runs `trials` fresh processes, a worker being one cell or, with `share_workers`, every batch size of one
+    (framework, mode, model, precision) (fwbench.running.runner); each training cell one. What a study costs is
+    mostly these processes' start-up and compilation, so study files state this count beside their cells."""
     counts = dict.fromkeys(config["suites"], 0)
+    workers: set[tuple] = set()
     for cell in cells(config):
-        counts[cell.suite] += per_cell[cell.suite]
+        if cell.suite == "training":
+            counts[cell.suite] += 1
+            continue
+        shared = config[cell.suite].get("share_workers", True)
+        worker = (
+            cell.suite,
+            cell.framework,
+            cell.mode,
+            cell.model,
+            cell.precision,
+            None if shared else cell.batch_size,
+        )
+        if worker not in workers:
+            workers.add(worker)
+            counts[cell.suite] += int(config[cell.suite]["trials"])
     return counts
 
 

@@ -136,7 +136,8 @@ def inference_sentences(
     method = multiplicity_of(every, multiplicity)
     for framework in [f for f in ordered_frameworks(frameworks) if f != BASELINE]:
         mine = ratios[ratios["numerator"] == framework] if "numerator" in ratios else ratios
-        mine = mine.dropna(subset=["ratio"])
+        # a study whose PyTorch cells all failed has no ratio at all (not even the column)
+        mine = mine.dropna(subset=["ratio"]) if "ratio" in mine else mine.iloc[0:0]
         all_mine = every[every["numerator"] == framework] if "numerator" in every else every
         mine_eager = eager[eager["numerator"] == framework].dropna(subset=["ratio"]) if len(eager) else eager
         name = label(framework)

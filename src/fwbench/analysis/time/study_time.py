@@ -120,16 +120,43 @@ def process_rows(cells: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
         profiling = (metrics.get("op_profile") or {}).get("process_s")
         first = len(rows)
         trials = metrics.get("trials")
+        group = (((result.get("provenance") or {}).get("group")) or {}).get("id")
         if trials:
             for number_, trial in enumerate(trials, start=1):
                 rows.append(_process(cell, float(trial["duration_s"]), trial.get("phases_s"), number_))
+                process = trial.get("process")  # a worker that served several cells (fwbench.running.launches)
+                if process:
+                    rows[-1]["process_key"] = (group, process["id"], bool(process["first"]))
         else:
             wall = (result.get("provenance") or {}).get("duration_s")
             if wall is not None:
                 rows.append(_process(cell, float(wall), metrics.get("phases_s"), 1))
         if profiling is not None and len(rows) > first:
             rows[first]["profiling_s"] = float(profiling)
+    _count_shared_processes_once(rows)
     return pd.DataFrame(rows)
+
+
+PHASE_PARTS = ("timed", "warmup", "compile", "evaluation", "startup", "load")
+
+
+def _count_shared_processes_once(rows: list[dict[str, Any]]) -> None:
+    """A worker serving several cells is one process with one wall time: its first cell's row keeps it and gathers
+    the other cells' phases, whose rows keep their cell (and a profiling pass, if any) with nothing else."""
+    first = {row["process_key"][:2]: row for row in rows if row.get("process_key") and row["process_key"][2]}
+    for row in rows:
+        key = row.pop("process_key", None)
+        row["shared_process"] = bool(key) and not key[2]
+        if not row["shared_process"]:
+            continue
+        lead = first[key[:2]]
+        for part in PHASE_PARTS:
+            lead[part] += row[part]
+            row[part] = 0.0
+        row.update(wall_s=0.0, process_other=0.0, overhead=math.nan, framework_import=math.nan, has_phases=False)
+    for lead in first.values():
+        lead["process_other"] = max(0.0, lead["wall_s"] - sum(lead[part] for part in PHASE_PARTS))
+        lead["overhead"] = lead["wall_s"] - lead["timed"] - lead["compile"]
 
 
 def profiling_seconds(processes: pd.DataFrame) -> float:
@@ -197,7 +224,7 @@ def breakdown(jobs: Sequence[JobTime], processes: pd.DataFrame, *, latex_s: floa
         "wall_s": wall,
         "runs": runs,
         "jobs": len(jobs),
-        "processes": int(len(processes)),
+        "processes": int(len(processes) - processes["shared_process"].sum()) if not processes.empty else 0,
         "timed_share": seconds["timed"] / wall if wall else math.nan,
         "overhead_median_s": float(overhead.median()) if len(overhead) else math.nan,
         "overhead_max_s": float(overhead.max()) if len(overhead) else math.nan,

@@ -1,0 +1,104 @@
+"""Warm workers that serve every batch size of their model (inference.share_workers, micro.share_workers): one process
+per framework and mode per launch, each batch size compiled on its own shapes, the batch sizes' bursts in the same
+blocks, each cell's record its own; a crash fails every cell of its worker; the study's time counts a process once."""
+
+from __future__ import annotations
+
+import pytest
+
+from fwbench.analysis.time.study_time import process_rows
+from fwbench.running.faults import INJECT_FAULT_ENV
+from fwbench.running.runner import _workers, run_group
+from fwbench.study.config import validate_config
+from fwbench.study.grid import Cell, measuring_processes
+
+
+def _cells():
+    return [
+        Cell("inference", framework, "small_cnn", "fp32", batch, 16)
+        for framework in ("torch", "jax")
+        for batch in (1, 2)
+    ]
+
+
+def _run(tiny_study, tmp_path, settings=None):
+    root, _, base = tiny_study
+    cells = _cells()
+    return run_group(
+        cells,
+        {**base, "trials": 2, "blocks": 2, **(settings or {})},
+        data_dir=root / "data",
+        weights_path=root / "weights.npz",
+        num_classes=4,
+        threads=1,
+        out_paths=[tmp_path / f"{c.framework}-{c.batch_size}.json" for c in cells],
+        log_path=tmp_path / "group.log",
+    )
+
+
+def test_workers_group_the_batch_sizes_of_a_framework_and_mode_unless_told_not_to():
+    cells = [*_cells(), Cell("inference", "torch", "small_cnn", "fp32", 8, 16)]
+    assert _workers(cells, {"blocks": 2}) == [[0, 1, 4], [2, 3]]
+    assert _workers(cells, {"blocks": 2, "share_workers": False}) == [[0], [1], [2], [3], [4]]
+    training = [Cell("training", "torch", "small_cnn", "fp32", b, 16) for b in (8, 16)]
+    assert _workers(training, {"blocks": 2}) == [[0], [1]], "a training cell is a process of its own"
+
+
+def test_the_study_counts_a_process_per_worker_and_launch():
+    config = validate_config(
+        {"suites": ["inference", "micro"], "frameworks": ["torch", "jax"], "models": ["small_cnn"]}
+    )
+    shared = measuring_processes(config)
+    config["inference"]["share_workers"] = config["micro"]["share_workers"] = False
+    alone = measuring_processes(config)
+    inference, micro = config["inference"], config["micro"]
+    assert shared == {"inference": 2 * inference["trials"], "micro": 3 * len(micro["operations"]) * micro["trials"]}
+    assert alone == {
+        "inference": shared["inference"] * len(inference["batch_sizes"]),
+        "micro": shared["micro"] * len(micro["batch_sizes"]),
+    }
+
+
+def test_one_worker_per_framework_serves_both_batch_sizes_in_the_same_blocks(tiny_study, tmp_path):
+    results = _run(tiny_study, tmp_path)
+    assert [r["status"] for r in results] == ["ok"] * 4, [r["reason"] for r in results]
+    log = (tmp_path / "group.log").read_text()
+    assert log.count("[fwbench.running.worker]") == 2 * 2, "one process per framework per launch"
+    group = results[0]["provenance"]["group"]
+    assert group["order"]["variants"] == ["torch/eager", "jax/jit"] and all(
+        len(row) == 2 for row in group["blocks"]["ran"]
+    )
+    for result in results:
+        metrics, batch = result["metrics"], result["cell"]["batch_size"]
+        assert metrics["blocks"]["bursts"] == 2 * 2, "a burst per block per launch"
+        mode = "eager" if result["cell"]["framework"] == "torch" else "jit"
+        served = [f"inference/{result['cell']['framework']}/{mode}/small_cnn/fp32/bs{b}" for b in (1, 2)]
+        for trial in metrics["trials"]:
+            assert trial["process"]["cells"] == served and trial["process"]["first"] is (batch == 1)
+        assert "batch sizes [1, 2]" in metrics["rss_mb"]["source"]
+    # each batch size ran its own shapes: the inputs differ, the bursts are the cell's own
+    torch1, torch2 = results[0]["metrics"], results[1]["metrics"]
+    assert torch1["input_sha256"] != torch2["input_sha256"]
+    # the study's time: 4 processes (2 workers x 2 launches), each counted once with its wall time
+    rows = process_rows(results)
+    assert int((~rows["shared_process"]).sum()) == 4 and rows.loc[rows["shared_process"], "wall_s"].eq(0).all()
+    assert rows.loc[~rows["shared_process"], "timed"].gt(0).all()
+
+
+def test_a_crash_fails_every_cell_of_its_worker_and_no_other(tiny_study, tmp_path, monkeypatch):
+    monkeypatch.setenv(INJECT_FAULT_ENV, "segfault@inference/jax/jit/small_cnn/fp32/bs2")
+    results = {(r["cell"]["framework"], r["cell"]["batch_size"]): r for r in _run(tiny_study, tmp_path)}
+    for batch in (1, 2):
+        crashed = results["jax", batch]
+        assert crashed["status"] == "failed" and crashed["failure"]["kind"] == "crash", batch
+        assert "Segmentation fault" in crashed["stderr_tail"]
+        assert results["torch", batch]["status"] == "ok"
+
+
+@pytest.mark.parametrize("share", [True, False])
+def test_a_process_per_cell_when_not_shared_measures_the_same_cells(tiny_study, tmp_path, share):
+    results = _run(tiny_study, tmp_path, {"share_workers": share})
+    assert [r["status"] for r in results] == ["ok"] * 4
+    starts = (tmp_path / "group.log").read_text().count("[fwbench.running.worker]")
+    assert starts == (4 if share else 8)
+    assert all(("process" in t) is share for r in results for t in r["metrics"]["trials"])
