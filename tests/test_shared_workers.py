@@ -81,6 +81,9 @@ def test_one_worker_per_framework_serves_both_batch_sizes_in_the_same_blocks(tin
     rows = process_rows(results)
     assert int((~rows["shared_process"]).sum()) == 4 and rows.loc[rows["shared_process"], "wall_s"].eq(0).all()
     assert rows.loc[~rows["shared_process"], "timed"].gt(0).all()
+    # without its first cell's result (an analysis of some cells only) a cell keeps its process's wall time
+    alone = process_rows([results[1]])
+    assert not alone["shared_process"].any() and alone["wall_s"].gt(0).all()
 
 
 def test_a_crash_fails_every_cell_of_its_worker_and_no_other(tiny_study, tmp_path, monkeypatch):

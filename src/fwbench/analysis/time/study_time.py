@@ -146,7 +146,8 @@ def _count_shared_processes_once(rows: list[dict[str, Any]]) -> None:
     first = {row["process_key"][:2]: row for row in rows if row.get("process_key") and row["process_key"][2]}
     for row in rows:
         key = row.pop("process_key", None)
-        row["shared_process"] = bool(key) and not key[2]
+        # a row whose first cell is not among these results keeps its own process
+        row["shared_process"] = bool(key) and not key[2] and key[:2] in first
         if not row["shared_process"]:
             continue
         lead = first[key[:2]]
