@@ -74,6 +74,26 @@ def report(since: dict[str, Any] | None = None) -> dict[str, Any]:
     }
 
 
+REPORT_COUNTS = ("graphs", "graph_breaks", "frames_compiled")
+
+
+def report_difference(now: dict[str, Any] | None, before: dict[str, Any] | None) -> dict[str, Any] | None:
+    """What Dynamo compiled between two `report`s of one backend (None where either is None: no torch.compile), e.g.
+    while a worker was timed after compiling each of its batch sizes (fwbench.scenarios.inference.run_cells)."""
+    if now is None or before is None:
+        return None
+    reasons = [reason for reason in now["graph_break_reasons"] if reason not in before["graph_break_reasons"]]
+    return {**{key: now[key] - before[key] for key in REPORT_COUNTS}, "graph_break_reasons": reasons}
+
+
+def report_sum(report: dict[str, Any] | None, more: dict[str, Any] | None) -> dict[str, Any] | None:
+    """Two `report`s of disjoint spans as one (the first where either is None)."""
+    if report is None or more is None:
+        return report
+    reasons = list(dict.fromkeys([*report["graph_break_reasons"], *more["graph_break_reasons"]]))[:5]
+    return {**{key: report[key] + more[key] for key in REPORT_COUNTS}, "graph_break_reasons": reasons}
+
+
 def cache_state() -> dict[str, Any]:
     """Inductor's cache as this process found it: fresh and empty (every compilation cold, the study keeps no
     cache), or the study's persistent directory, cold or warm by whether it held entries before this process."""

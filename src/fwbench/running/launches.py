@@ -100,9 +100,10 @@ def _end_worker(context, runs, worker, state, launch, trials, launch_order, retu
     if returncode is None and not child.timed_out:
         returncode = child.wait()
     outcome = child.end(returncode)
-    cell = context.cells[context.leader(worker)]
+    lead = context.leader(worker)
+    cell = context.cells[lead]
     label = f"{cell.framework}/{cell.mode}: launch {launch + 1} of {trials} (#{position + 1})"
-    context.record(runs[context.leader(worker)], label + (f", attempt {attempts}" if attempts > 1 else ""), outcome)
+    context.record(runs[lead], label + (f", attempt {attempts}" if attempts > 1 else ""), outcome)
     schedule = _launch_schedule(launch, position, launch_order, started, context.t0, attempts)
     _finish(context, runs, worker, launch, trials, schedule, outcome)
 

@@ -274,7 +274,7 @@ def _workers(cells: Sequence[Cell], settings: Mapping[str, Any]) -> list[list[in
         return [[index] for index in range(len(cells))]
     shared: dict[tuple, list[int]] = {}
     for index, cell in enumerate(cells):
-        shared.setdefault((cell.framework, cell.mode, cell.model, cell.precision, cell.image_size), []).append(index)
+        shared.setdefault(cell.worker_key(), []).append(index)
     return [sorted(members, key=lambda i: cells[i].batch_size) for members in shared.values()]
 
 

@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from fwbench.backends import torch_compile
 from fwbench.backends.base import Backend
 from fwbench.data.inputs import batch_of, normalize
 from fwbench.data.store import load_split
@@ -109,7 +110,7 @@ def run_cells(
     process's, over every batch size it compiled and ran), recompilations during the bursts, and the time the
     process waited for the other workers (phases_s.waiting_s, in the first cell's phases only, with the model
     build in its load_s), so that a process's phases still add up once over its cells."""
-    if not cells or len({(c.framework, c.mode, c.model, c.precision, c.image_size) for c in cells}) != 1:
+    if not cells or len({cell.worker_key() for cell in cells}) != 1:
         raise ValueError("a worker serves the batch sizes of one (framework, mode, model, precision, image size)")
     start = time.perf_counter()
     missing: dict[str, str] = {}
@@ -146,7 +147,7 @@ def run_cells(
         measuring_s = time.perf_counter() - waiting_from
         sampler.set_interval(LOAD_INTERVAL_S)
         recompilations = backend.compilations - compilations_before
-        timed_report = _report_since(backend.compile_report(), report_before)
+        timed_report = torch_compile.report_difference(backend.compile_report(), report_before)
         timed = {item.step: blocks.summarise(measured, item.step, item.cell.batch_size) for item in prepared}
         # Device time in a pass of its own, after the host-timed loop and outside the energy window: the event
         # records never enter the host-timed samples, which hold the same work (step + synchronise) everywhere.
@@ -323,7 +324,7 @@ def _cell_part(backend, item, settings, timed, measured, device_ms, shared, phas
         # torch.compile: the graphs and graph breaks Dynamo saw compiling this cell's shapes and while the worker was
         # timed (a break there is also a recompilation above); None where the framework compiles whole programs (XLA)
         # or runs eagerly.
-        "compile_report": _report_plus(item.compile_report, shared["timed_report"]),
+        "compile_report": torch_compile.report_sum(item.compile_report, shared["timed_report"]),
         "cold_inputs": item.cold,
         "device_latency_ms": device_latency,
         "device_samples_ms": device_ms or None,
@@ -342,21 +343,3 @@ def _cell_part(backend, item, settings, timed, measured, device_ms, shared, phas
         "phases_s": phases,
     }
     return {"metrics": metrics, "samples_ms": samples_ms}
-
-
-COUNTS = ("graphs", "graph_breaks", "frames_compiled")
-
-
-def _report_since(now: dict[str, Any] | None, before: dict[str, Any] | None) -> dict[str, Any] | None:
-    """What Dynamo compiled between two compile_reports of the same backend (None where it reports nothing)."""
-    if now is None or before is None:
-        return None
-    reasons = [reason for reason in now["graph_break_reasons"] if reason not in before["graph_break_reasons"]]
-    return {**{key: now[key] - before[key] for key in COUNTS}, "graph_break_reasons": reasons}
-
-
-def _report_plus(report: dict[str, Any] | None, more: dict[str, Any] | None) -> dict[str, Any] | None:
-    if report is None or more is None:
-        return report
-    reasons = list(dict.fromkeys([*report["graph_break_reasons"], *more["graph_break_reasons"]]))[:5]
-    return {**{key: report[key] + more[key] for key in COUNTS}, "graph_break_reasons": reasons}

@@ -87,7 +87,7 @@ def run_cells(
     against NumPy and its warm-up, in the order given; the bursts of every batch size then run in the same blocks.
     Returns one part per cell, in order; the time the process waited for the other workers is in the first cell's
     phases only, so that a process's phases add up once over its cells."""
-    if not cells or len({(c.framework, c.mode, c.model, c.precision) for c in cells}) != 1:
+    if not cells or len({cell.worker_key() for cell in cells}) != 1:
         raise ValueError("a worker serves the batch sizes of one (framework, mode, operation, precision)")
     start = time.perf_counter()
     operands = load_operands(operands_path, settings)

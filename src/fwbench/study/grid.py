@@ -52,6 +52,11 @@ class Cell:
         if not self.mode:
             object.__setattr__(self, "mode", execution_modes.primary(self.framework))
 
+    def worker_key(self) -> tuple:
+        """Everything but the batch size: the cells one warm worker may serve (`share_workers`,
+        fwbench.running.runner), which share its process, its model and its compiler."""
+        return (self.suite, self.framework, self.mode, self.model, self.precision, self.image_size)
+
     def relpath(self) -> str:
         return CELL_PATH.format(
             suite=self.suite,
@@ -142,20 +147,12 @@ def measuring_processes(config: Mapping[str, Any]) -> dict[str, int]:
     (framework, mode, model, precision) (fwbench.running.runner); each training cell one. What a study costs is
     mostly these processes' start-up and compilation, so study files state this count beside their cells."""
     counts = dict.fromkeys(config["suites"], 0)
-    workers: set[tuple] = set()
+    workers: set[Any] = set()
     for cell in cells(config):
         if cell.suite == "training":
             counts[cell.suite] += 1
             continue
-        shared = config[cell.suite].get("share_workers", True)
-        worker = (
-            cell.suite,
-            cell.framework,
-            cell.mode,
-            cell.model,
-            cell.precision,
-            None if shared else cell.batch_size,
-        )
+        worker = cell.worker_key() if config[cell.suite].get("share_workers", True) else cell
         if worker not in workers:
             workers.add(worker)
             counts[cell.suite] += int(config[cell.suite]["trials"])
