@@ -10,6 +10,7 @@ import os
 import shutil
 import subprocess
 import time
+from pathlib import Path
 
 import pytest
 
@@ -29,7 +30,8 @@ CONFIG = {
 BENCHMARK_RULES = ("device_check", "device_peak", "parity_logits", "inference_group", "training_cell")
 CPU_RULES = ("prepare_dataset", "loader_throughput", "model_facts")
 # The node has two CPUs and ~80% of this machine's memory: each job asks for one core and 2 GB instead of the
-# profile's GPU-node sizes; the status checks start after 2 s instead of 40 (a test, not a queue of hours).
+# profile's GPU-node sizes; the status checks start after 2 s instead of 40 and repeat every 2 s (_command): a test,
+# not a queue of hours.
 OVERRIDES = [
     "--set-threads",
     *(f"{rule}=1" for rule in (*BENCHMARK_RULES, "prepare_dataset", "loader_throughput")),
@@ -55,7 +57,10 @@ def cluster(tmp_path_factory):
 
 
 def _command(venv_bin, *args):
-    return [str(venv_bin / "snakemake"), "--workflow-profile", "profiles/slurm", *STUDY_ARGS, *OVERRIDES, *args]
+    """The README's SLURM command with the test's study and overrides, through tests/slurm_snakemake.py: Snakemake's
+    command line with the executor's status checks every 2 s."""
+    snakemake = [str(venv_bin / "python"), str(Path(__file__).with_name("slurm_snakemake.py"))]
+    return [*snakemake, "--workflow-profile", "profiles/slurm", *STUDY_ARGS, *OVERRIDES, *args]
 
 
 def _env(venv_bin):

@@ -58,7 +58,7 @@ def _jax_stepper(name, state, dtype, num_classes, image_size):
         x = jnp.asarray(images.transpose(0, 2, 3, 1), dtype)
         with jax.default_matmul_precision("highest"):
             (loss, (logits, updates)), grads = grad_fn(variables["params"], x, jnp.asarray(labels))
-        tree = jax.tree_util.tree_map(lambda a: np.asarray(a, np.float64), {"params": grads, **updates})
+        tree = jax.tree_util.tree_map(np.asarray, {"params": grads, **updates})
         return np.asarray(logits, np.float64), float(loss), flax_to_torch(tree, state)
 
     return step

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from fwbench.models import keras_model, load_torch_weights, tf_forward
-from fwbench.models.keras_convert import arrays_to_torch, keras_to_torch
+from fwbench.models.keras_convert import arrays_to_torch, variable_paths
 from fwbench.models.keras_layers import update_running_statistics
 from fwbench.models.parity_core import eval_parity_of, train_step_parity_of
 from fwbench.models.tensorflow_import import tf
@@ -50,17 +50,23 @@ def step_maker(name: str, num_classes: int, image_size: int, mode: str = "xla"):
     def make_step(state, dtype: str):
         model = keras_model(name, num_classes=num_classes, image_size=image_size, dtype=dtype)
         step = train_step(model, mode=mode)
+        load_torch_weights(model, state)
+        # a step changes only the running statistics (the gradients are returned, never applied): each batch starts
+        # from their loaded values, and only they and the gradients go back to torch keys (converting all of
+        # ViT-B/16's weights per batch cost more than its step)
+        statistics = [variable for _, variable in variable_paths(model) if not variable.trainable]
+        loaded = [variable.numpy() for variable in statistics]
 
         def run(images, labels):
-            load_torch_weights(model, state)  # every batch starts from the same weights and statistics
+            for variable, value in zip(statistics, loaded, strict=True):
+                variable.assign(value)
             x = tf.constant(images.transpose(0, 2, 3, 1).astype(dtype))
             logits, loss, grads = step(x, tf.constant(labels, tf.int32))
-            named = {**keras_to_torch(model, state), **arrays_to_torch(model, [g.numpy() for g in grads], state)}
-            return (
-                np.asarray(logits, np.float64),
-                float(loss),
-                {key: np.asarray(value, np.float64) for key, value in named.items()},
-            )
+            named = {
+                **arrays_to_torch(model, [v.numpy() for v in statistics], state, statistics),
+                **arrays_to_torch(model, [g.numpy() for g in grads], state),
+            }
+            return np.asarray(logits, np.float64), float(loss), named
 
         return run
 
