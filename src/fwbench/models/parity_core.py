@@ -95,10 +95,10 @@ def eval_parity_of(
 
 
 def torch_step(model, images, labels):
-    """One cross-entropy forward/backward of `model` in its own dtype, leaving its weights, buffers and gradients as
-    they were: (logits, loss, gradients by torch key in the model's dtype, the buffers after the step). Restoring
-    the buffers instead of stepping a copy: a copy of ViT-B/16 in float64 is 700 MB, made for each of a test's 18
-    reference steps."""
+    """One cross-entropy forward/backward of `model` in its own dtype: (logits, loss, gradients by torch key in the
+    model's dtype, the buffers after the step). The model is left with the buffers it had and no gradients, so the
+    next step starts where this one did: restoring the buffers instead of stepping a copy, because a copy of
+    ViT-B/16 in float64 is 700 MB, made for each of a test's 18 reference steps."""
     before = {key: buffer.clone() for key, buffer in model.named_buffers()}
     model.zero_grad(set_to_none=True)
     logits = model(torch.from_numpy(images).to(next(model.parameters()).dtype))

@@ -1,8 +1,7 @@
 """Measuring how closely a Keras (TensorFlow) twin reproduces its torch model, with the protocols and statistics the
 Flax twins are judged by (fwbench.models.parity_core). Every float32 twin step runs compiled with XLA
 (`tf.function(jit_compile=True)`), as the study runs it; the float64 train step runs as a graph (step_maker says
-why); TF32 is off, so float32 is true float32 (a no-op on the
-CPU, where TensorFlow never uses it).
+why). TF32 is off, so float32 is true float32 (a no-op on the CPU, where TensorFlow never uses it).
 """
 
 from __future__ import annotations
