@@ -222,6 +222,30 @@ def venv_bin() -> Path:
     return Path(sys.executable).parent
 
 
+BACKGROUND = pytest.StashKey["background.Studies"]()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def background_studies(request, tmp_path_factory, venv_bin):
+    """The studies that the selected tests only read, started now, before the first test, and built in the background
+    one after another while the other tests run (tests/background.py)."""
+    from tests import background
+
+    studies = background.Studies(request.session.items, tmp_path_factory.mktemp, venv_bin)
+    request.config.stash[BACKGROUND] = studies
+    yield studies
+    studies.close()
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    """How long each background study took, and how long its tests waited for it."""
+    studies = config.stash.get(BACKGROUND, None)
+    if studies is not None and studies.summary():
+        terminalreporter.write_sep("-", "studies built in the background")
+        for line in studies.summary():
+            terminalreporter.write_line(line)
+
+
 @pytest.fixture(autouse=True)
 def _quiet_jax(monkeypatch):
     monkeypatch.setenv("TF_CPP_MIN_LOG_LEVEL", os.environ.get("TF_CPP_MIN_LOG_LEVEL", "2"))

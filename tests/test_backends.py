@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from types import SimpleNamespace
 
 import numpy as np
@@ -11,6 +13,7 @@ import torch
 from fwbench.backends import get_backend
 from fwbench.data.inputs import normalize
 from fwbench.models import torch_model, torch_state_dict_numpy
+from tests import background
 
 
 @pytest.fixture(scope="module")
@@ -235,26 +238,31 @@ def test_bf16_weights_and_inputs_are_cast_on_the_host(weights, monkeypatch):
     assert all("dtype" not in kwargs for _, kwargs in moves[1:])
 
 
-@pytest.mark.parametrize("framework", ["jax", "torch", "tensorflow"])
-def test_a_measuring_process_loads_only_its_own_framework(tmp_path, framework):
-    """A cell's process imports the framework it measures and none of the others (whose import time and memory
-    would count against it): build and run every model's twin, then look at sys.modules."""
-    import subprocess
-    import sys
+TOP_MODULES = {"torch": {"torch", "torchvision"}, "jax": {"jax", "flax"}, "tensorflow": {"tensorflow", "keras"}}
 
-    from fwbench.backends import FRAMEWORKS
+
+@background.study("own_framework_processes")
+def _own_framework_processes(root, venv_bin, env) -> dict[str, subprocess.CompletedProcess]:
+    """For each framework, a fresh process that builds and runs every model's twin and then fails if it loaded
+    another framework's modules; every model's weights are made first, in a process of their own."""
     from fwbench.models.registry import MODELS
 
-    top_modules = {"torch": {"torch", "torchvision"}, "jax": {"jax", "flax"}, "tensorflow": {"tensorflow", "keras"}}
-    others = sorted(set().union(*(modules for name, modules in top_modules.items() if name != framework)))
-    assert set(FRAMEWORKS) - {"numpy"} == set(top_modules), "a new framework belongs in this test"
-    script = f"""
+    make_weights = (
+        "from fwbench.models.weights import init_weights\n"
+        f"for name in {sorted(MODELS)!r}:\n"
+        f"    init_weights(name, num_classes=4, image_size=32, seed=0, out={str(root)!r} + '/' + name + '.npz')\n"
+    )
+    subprocess.run([sys.executable, "-c", make_weights], env=env, check=True, capture_output=True, timeout=600)
+    processes = {}
+    for framework in TOP_MODULES:
+        others = sorted(set().union(*(other for name, other in TOP_MODULES.items() if name != framework)))
+        script = f"""
 import sys
 import numpy as np
 from fwbench.backends import get_backend
 backend = get_backend({framework!r}, threads=1, precision="fp32")
 for name in {sorted(MODELS)!r}:
-    weights = dict(np.load({str(tmp_path)!r} + "/" + name + ".npz"))
+    weights = dict(np.load({str(root)!r} + "/" + name + ".npz"))
     backend.build(name, weights, num_classes=4, image_size=32)
     backend.to_device(np.zeros((1, 32, 32, 3), np.float32))
 backend.versions()
@@ -262,9 +270,24 @@ others = {others!r}
 loaded = sorted(m for m in sys.modules if m.split(".")[0] in others)
 assert not loaded, f"{framework} process loaded {{loaded[:5]}}"
 """
-    from fwbench.models.weights import init_weights
+        processes[framework] = subprocess.run(
+            [sys.executable, "-c", script], capture_output=True, text=True, timeout=600, env=env
+        )
+    return processes
 
-    for name in MODELS:
-        init_weights(name, num_classes=4, image_size=32, seed=0, out=tmp_path / f"{name}.npz")
-    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600)
+
+@pytest.fixture(scope="module")
+def own_framework_processes(background_studies):
+    return background_studies.result(_own_framework_processes)
+
+
+@pytest.mark.parametrize("framework", ["jax", "torch", "tensorflow"])
+def test_a_measuring_process_loads_only_its_own_framework(own_framework_processes, framework):
+    """A cell's process imports the framework it measures and none of the others (whose import time and memory
+    would count against it): build and run every model's twin, then look at sys.modules (the processes run in the
+    background while other tests run, tests/background.py)."""
+    from fwbench.backends import FRAMEWORKS
+
+    assert set(FRAMEWORKS) - {"numpy"} == set(TOP_MODULES), "a new framework belongs in this test"
+    proc = own_framework_processes[framework]
     assert proc.returncode == 0, proc.stderr[-2000:]

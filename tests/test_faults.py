@@ -22,6 +22,7 @@ from fwbench.running.memory_limit import MemoryLimit, system_oom_kills
 from fwbench.running.runner import run_cell
 from fwbench.study.config import ConfigError, validate_config
 from fwbench.study.grid import Cell, cells
+from tests import background
 from tests.conftest import STUDY_ARGS, TINY_CONFIG, copy_workflow, run_tiny_cell, write_study
 
 DEFAULT_LADDER = validate_config(TINY_CONFIG)["fallbacks"]
@@ -311,25 +312,35 @@ def test_a_measuring_child_dies_with_its_runner(study, tmp_path):
 # --- the whole study with injected faults -------------------------------------------------------------------------
 
 
+# The crash fails one cell of torch's warm worker, the autotuner failure one cell of JAX's.
+CRASH, AUTOTUNE = "inference/torch/eager/small_cnn/fp32/bs2", "inference/jax/jit/small_cnn/fp32/bs1"
+
+
+@background.study("two_fault_study")
+def _two_fault_study(root, venv_bin, env):
+    """The tiny study run with a crash and an autotuner failure injected; its results/ directory."""
+    copy_workflow(root)
+    write_study(root, TINY_CONFIG)
+    env = {**env, INJECT_FAULT_ENV: f"segfault@{CRASH},autotune_once@{AUTOTUNE}"}
+    proc = subprocess.run(
+        [str(venv_bin / "snakemake"), *STUDY_ARGS], cwd=root, capture_output=True, text=True, timeout=900, env=env
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return root / "results"
+
+
+@pytest.fixture(scope="module")
+def two_fault_study(background_studies):
+    return background_studies.result(_two_fault_study)
+
+
 @pytest.mark.slow
-def test_a_study_with_two_injected_faults_builds_its_paper_listing_them(tmp_path, venv_bin):
+def test_a_study_with_two_injected_faults_builds_its_paper_listing_them(two_fault_study):
     """A crash and an autotuner failure (fixed by the ladder) in one study: the study completes, the crash is a
     failed cell of kind crash, the other cell ran with its workaround, and the paper's table lists both. Each
     framework's warm worker serves both batch sizes (inference.share_workers): the crash fails the other batch size
     of its worker too, naming the same crash, and the workaround applies to both cells of the retried worker."""
-    copy_workflow(tmp_path)
-    write_study(tmp_path, TINY_CONFIG)
-    crash, autotune = "inference/torch/eager/small_cnn/fp32/bs2", "inference/jax/jit/small_cnn/fp32/bs1"
-    env = {
-        **os.environ,
-        "PATH": f"{venv_bin}{os.pathsep}{os.environ['PATH']}",
-        INJECT_FAULT_ENV: f"segfault@{crash},autotune_once@{autotune}",
-    }
-    proc = subprocess.run(
-        [str(venv_bin / "snakemake"), *STUDY_ARGS], cwd=tmp_path, capture_output=True, text=True, timeout=900, env=env
-    )
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    results = tmp_path / "results"
+    results = two_fault_study
     for batch in (1, 2):
         crashed = load_result(results / "cells" / f"inference/torch/eager/small_cnn/fp32/bs{batch}.json")
         assert crashed["status"] == "failed" and crashed["failure"]["kind"] == "crash", batch
@@ -337,7 +348,7 @@ def test_a_study_with_two_injected_faults_builds_its_paper_listing_them(tmp_path
         worked_around = load_result(results / "cells" / f"inference/jax/jit/small_cnn/fp32/bs{batch}.json")
         assert worked_around["status"] == "ok", batch
         assert [d["name"] for d in worked_around["deviations"]] == ["xla_autotune_off"], batch
-    assert autotune.endswith("bs1") and crash.endswith("bs2"), "each fault names one cell of its worker"
+    assert AUTOTUNE.endswith("bs1") and CRASH.endswith("bs2"), "each fault names one cell of its worker"
     tidy = (results / "tables" / "inference.csv").read_text()
     assert "crash" in tidy and "xla_autotune_off" in tidy
     text = subprocess.run(

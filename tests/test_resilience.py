@@ -20,6 +20,7 @@ from fwbench.io import atomic_write_json
 from fwbench.results import load_result
 from fwbench.study.params import canonical
 from fwbench.workflow import state as workflow_state
+from tests import background
 from tests.conftest import STUDY_ARGS, TINY_CONFIG, copy_workflow, write_study
 from tests.test_analysis import _result
 
@@ -246,8 +247,8 @@ def _command(venv_bin) -> list[str]:
     return [str(venv_bin / "snakemake"), "--cores", "all", "--resources", "gpu=1", *STUDY_ARGS]
 
 
-def _run(root, venv_bin, *extra, timeout=900) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PATH": f"{venv_bin}{os.pathsep}{os.environ['PATH']}"}
+def _run(root, venv_bin, *extra, timeout=900, env=None) -> subprocess.CompletedProcess:
+    env = env or {**os.environ, "PATH": f"{venv_bin}{os.pathsep}{os.environ['PATH']}"}
     return subprocess.run(
         [*_command(venv_bin), *extra], cwd=root, capture_output=True, text=True, timeout=timeout, env=env
     )
@@ -257,11 +258,10 @@ def _cell_times(root: Path) -> dict[Path, int]:
     return {p: p.stat().st_mtime_ns for p in sorted((root / "results" / "cells").rglob("*.json"))}
 
 
-@pytest.fixture(scope="module")
-def killed_study(tmp_path_factory, venv_bin):
+@background.study("killed_study")
+def _killed_study(root, venv_bin, env):
     """A study (inference + training) SIGKILLed while a training cell is between epoch checkpoints, with at least
     one other cell finished, then rerun with the same command; returns what the tests check."""
-    root = tmp_path_factory.mktemp("killed")
     copy_workflow(root)
     config = {
         **TINY_CONFIG,
@@ -273,7 +273,6 @@ def killed_study(tmp_path_factory, venv_bin):
         "training": {"batch_sizes": [4], "epochs": 5, "lr": 0.001},
     }
     write_study(root, config)
-    env = {**os.environ, "PATH": f"{venv_bin}{os.pathsep}{os.environ['PATH']}"}
     log = (root / "first-run.log").open("w")
     proc = subprocess.Popen(
         _command(venv_bin), cwd=root, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True
@@ -307,7 +306,7 @@ def killed_study(tmp_path_factory, venv_bin):
         (state / interrupted.relative_to(cells / "training").with_suffix("") / "progress.json").read_text()
     )
     before = _cell_times(root)
-    rerun = _run(root, venv_bin)
+    rerun = _run(root, venv_bin, env=env)
     return {
         "root": root,
         "interrupted": interrupted,
@@ -315,6 +314,11 @@ def killed_study(tmp_path_factory, venv_bin):
         "before": before,
         "rerun": rerun,
     }
+
+
+@pytest.fixture(scope="module")
+def killed_study(background_studies):
+    return background_studies.result(_killed_study)
 
 
 @pytest.mark.slow

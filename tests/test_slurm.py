@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from fwbench.results import load_result
-from tests import slurm_cluster
+from tests import background, slurm_cluster
 from tests.conftest import STUDY_ARGS, TINY_CONFIG, copy_workflow, write_study
 
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]
@@ -43,17 +43,36 @@ OVERRIDES = [
 TRAINING_CELL = "results/cells/training/torch/eager/small_cnn/fp32/bs8.json"
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
+def _stop_cluster(root: Path) -> None:
+    if (root / "cluster").exists():
+        slurm_cluster.stop(root / "cluster")
+
+
+@background.study("cluster", stop=_stop_cluster)
+def _cluster_and_study(root, venv_bin, env):
+    """The one-node cluster started under root/cluster, and the study run on it in root/study: (cluster, the study's
+    directory, its snakemake process, its wall time)."""
     if os.geteuid() != 0:
         pytest.skip("the SLURM test cluster needs root (it installs and starts SLURM's daemons)")
     if not shutil.which("apt-get") and not shutil.which("slurmctld"):
         pytest.skip("the SLURM test cluster needs Debian's slurm-wlm (apt-get)")
-    root = tmp_path_factory.mktemp("slurm")
+    cluster = slurm_cluster.start(root / "cluster")
+    workdir = root / "study"
+    workdir.mkdir()
+    copy_workflow(workdir)
+    write_study(workdir, CONFIG)
+    started = time.monotonic()
+    proc = _snakemake(workdir, venv_bin, env=env)
+    return cluster, workdir, proc, time.monotonic() - started
+
+
+@pytest.fixture(scope="module")
+def cluster(background_studies):
+    """The cluster, started with the study in the background (tests/background.py), stopped after this module."""
     try:
-        yield slurm_cluster.start(root)
+        yield background_studies.result(_cluster_and_study)[0]
     finally:
-        slurm_cluster.stop(root)
+        background_studies.stop(_cluster_and_study)
 
 
 def _command(venv_bin, *args):
@@ -67,9 +86,14 @@ def _env(venv_bin):
     return {**os.environ, "PATH": f"{venv_bin}{os.pathsep}{os.environ['PATH']}"}
 
 
-def _snakemake(workdir, venv_bin, *args, timeout=600):
+def _snakemake(workdir, venv_bin, *args, timeout=600, env=None):
     proc = subprocess.run(
-        _command(venv_bin, *args), cwd=workdir, capture_output=True, text=True, timeout=timeout, env=_env(venv_bin)
+        _command(venv_bin, *args),
+        cwd=workdir,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env or _env(venv_bin),
     )
     return proc
 
@@ -93,14 +117,10 @@ def _sacct() -> list[dict[str, str]]:
 
 
 @pytest.fixture(scope="module")
-def study(cluster, tmp_path_factory, venv_bin):
-    root = tmp_path_factory.mktemp("slurm-study")
-    copy_workflow(root)
-    write_study(root, CONFIG)
-    started = time.monotonic()
-    proc = _snakemake(root, venv_bin)
+def study(cluster, background_studies):
+    _, workdir, proc, wall_s = background_studies.result(_cluster_and_study)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    return root, proc.stdout + proc.stderr, time.monotonic() - started
+    return workdir, proc.stdout + proc.stderr, wall_s
 
 
 def test_every_benchmark_job_went_through_sbatch_and_each_cell_records_its_job(study, cluster):

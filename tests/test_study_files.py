@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests import background
 from tests.conftest import REPO, copy_workflow
 
 STUDY_FILES = sorted(p.name for p in (REPO / "config").glob("*.yaml"))
@@ -153,19 +154,34 @@ def readme_run_cell_command() -> list[str]:
     return line.split()
 
 
+@background.study("readme_cell")
+def _readme_cell(root, venv_bin, env) -> tuple[list[str], subprocess.CompletedProcess, Path]:
+    """The README's command as printed, run in a copy of the workflow of its own (it makes the dataset, device record
+    and weights there), its `--out` outside the copy: (the command, its process, the result's path)."""
+    clone = copy_workflow(root / "clone")
+    command = readme_run_cell_command()
+    out_at = command.index("--out") + 1
+    out = root / "cell.json"
+    program = [str(venv_bin / "fwbench"), *command[1:out_at], str(out), *command[out_at + 1 :]]
+    proc = subprocess.run(program, cwd=clone, capture_output=True, text=True, timeout=300, env=env)
+    return command, proc, out
+
+
+@pytest.fixture(scope="module")
+def readme_cell(background_studies):
+    return background_studies.result(_readme_cell)
+
+
 @pytest.mark.slow
-def test_readme_run_cell_command_measures_its_cell(clone, venv_bin, tmp_path):
-    """The README's command as printed, run for real in the clone (the dataset, device record and weights are made on
-    first use, as for a user), its `--out` in the test's directory. That `--model` takes every other model of the
-    study is the fast test above (each resolves to its cell); a large model's backend, weights and steps are the
+def test_readme_run_cell_command_measures_its_cell(readme_cell):
+    """The README's command as printed, run for real in a copy of the workflow (the dataset, device record and weights
+    are made on first use, as for a user), its `--out` outside the copy. That `--model` takes every other model of
+    the study is the fast test above (each resolves to its cell); a large model's backend, weights and steps are the
     parity and backend tests'."""
     from fwbench.results import load_result
 
-    command = readme_run_cell_command()
+    command, proc, out = readme_cell
     assert command[0] == ".venv/bin/fwbench" and "--config" in command and "config/config.yaml" in command
-    model = command[command.index("--model") + 1]
-    out_at = command.index("--out") + 1
-    out = tmp_path / "cell.json"
-    output = _run(clone, venv_bin, "fwbench", *command[1:out_at], str(out), *command[out_at + 1 :])
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     result = load_result(out)
-    assert result["status"] == "ok" and result["cell"]["model"] == model, output[-2000:]
+    assert result["status"] == "ok" and result["cell"]["model"] == command[command.index("--model") + 1]

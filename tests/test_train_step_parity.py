@@ -44,8 +44,18 @@ def test_both_twins_take_pytorchs_train_step(name):
 def test_error_statistics_follow_their_definitions():
     """Truth computes both errors in one pass per tensor: each as its formula says, with the floor on tiny tensors."""
     rng = np.random.default_rng(0)
-    reference = {"a": rng.standard_normal((3, 4)), "b": rng.standard_normal(5) * 1e-9, "c": np.zeros(2)}
+    reference = {
+        "a": rng.standard_normal((3, 4)),
+        "b": rng.standard_normal(5) * 1e-9,
+        "c": np.zeros(2),
+        "kernel": rng.standard_normal((4, 3, 2, 5)),
+        "big": rng.standard_normal((300, 301)),  # more than one block
+    }
     grads = {key: value + rng.standard_normal(value.shape) * 1e-3 for key, value in reference.items()}
+    # a twin's kernels come as transposed views of its own layout (HWIO as OIHW, (in, out) as (out, in)), in float32
+    grads["kernel"] = np.ascontiguousarray(grads["kernel"].transpose(2, 3, 1, 0), np.float32).transpose(3, 2, 0, 1)
+    grads["big"] = np.ascontiguousarray(grads["big"].T).T
+    assert not grads["kernel"].flags.c_contiguous and not grads["big"].flags.c_contiguous
     largest = max(float(np.abs(value).max()) for value in reference.values())
     expected = {
         key: float(np.abs(grads[key] - ref).max()) / max(float(np.abs(ref).max()), 1e-5 * largest)
@@ -54,7 +64,9 @@ def test_error_statistics_follow_their_definitions():
     norm = np.sqrt(
         sum(np.sum((grads[k] - r) ** 2) for k, r in reference.items()) / sum(np.sum(r**2) for r in reference.values())
     )
-    per_tensor, whole = Truth(reference).errors(grads)
-    assert per_tensor == pytest.approx(expected, rel=1e-12) and whole == pytest.approx(norm, rel=1e-12)
+    truth = Truth(reference)
+    for _ in range(2):  # the second time with the references it copied into the kernels' memory order
+        per_tensor, whole = truth.errors(grads)
+        assert per_tensor == pytest.approx(expected, rel=1e-12) and whole == pytest.approx(norm, rel=1e-12)
     assert grad_errors(grads, reference) == per_tensor and global_error(grads, reference) == whole
     assert Truth(reference).errors(reference) == ({key: 0.0 for key in reference}, 0.0)

@@ -13,11 +13,12 @@ import pytest
 import yaml
 
 from fwbench.results import load_result
+from tests import background
 from tests.conftest import REPO, STUDY_ARGS, STUDY_FILE, copy_workflow, write_study
 
 
-def _snakemake(workdir, venv_bin, *args, timeout=900):
-    env = {**os.environ, "PATH": f"{venv_bin}{os.pathsep}{os.environ['PATH']}"}
+def _snakemake(workdir, venv_bin, *args, timeout=900, env=None):
+    env = env or {**os.environ, "PATH": f"{venv_bin}{os.pathsep}{os.environ['PATH']}"}
     proc = subprocess.run(
         [str(venv_bin / "snakemake"), *args], cwd=workdir, capture_output=True, text=True, timeout=timeout, env=env
     )
@@ -25,9 +26,9 @@ def _snakemake(workdir, venv_bin, *args, timeout=900):
     return proc.stdout + proc.stderr
 
 
-def _run_study(workdir, venv_bin, *args, timeout=900):
+def _run_study(workdir, venv_bin, *args, timeout=900, env=None):
     """Snakemake on the test's own study file (conftest.write_study), beside the shipped config/ of the copy."""
-    return _snakemake(workdir, venv_bin, *STUDY_ARGS, *args, timeout=timeout)
+    return _snakemake(workdir, venv_bin, *STUDY_ARGS, *args, timeout=timeout, env=env)
 
 
 def _paper_text(workdir) -> str:
@@ -77,11 +78,10 @@ MICRO = {
 }
 
 
-@pytest.fixture(scope="module")
-def workdir(tmp_path_factory, venv_bin):
+@background.study("workdir")
+def _workflow_study(root, venv_bin, env):
     from tests.conftest import TINY_CONFIG
 
-    root = tmp_path_factory.mktemp("clone")
     copy_workflow(root)
     # Two trials: every comparison group runs interleaved rounds, as the default study's do.
     # and the profiling pass at batch 2 (docs/op-profile.md), as the default study profiles one batch size
@@ -93,8 +93,16 @@ def workdir(tmp_path_factory, venv_bin):
         "micro": MICRO,
     }
     write_study(root, config)
-    _run_study(root, venv_bin)
+    _run_study(root, venv_bin, env=env)
+    # the HTML report of the study as run (test_html_report_opens_in_a_browser_with_every_figure opens it)
+    _run_study(root, venv_bin, "--report", "results/report/report.html", env=env)
     return root
+
+
+@pytest.fixture(scope="module")
+def workdir(background_studies):
+    """The module's study, built in the background (tests/background.py); its tests change it in place."""
+    return background_studies.result(_workflow_study)
 
 
 def _set_config(workdir, **inference):
@@ -360,13 +368,12 @@ def test_params_do_not_depend_on_key_order_or_number_spelling(workdir, venv_bin)
 
 
 @pytest.mark.slow
-def test_html_report_opens_in_a_browser_with_every_figure(workdir, venv_bin, tmp_path):
-    """`snakemake --report` after the study, opened in headless Chromium (fwbench.workflow.report_check): the page loads
-    without errors and lists the paper, figures and tables by category, each with its description, every figure
-    decodes, and a screenshot is saved."""
+def test_html_report_opens_in_a_browser_with_every_figure(workdir, tmp_path):
+    """`snakemake --report` after the study (made with it, `_workflow_study`), opened in headless Chromium
+    (fwbench.workflow.report_check): the page loads without errors and lists the paper, figures and tables by
+    category, each with its description, every figure decodes, and a screenshot is saved."""
     from fwbench.workflow.report_check import check_report
 
-    _run_study(workdir, venv_bin, "--report", "results/report/report.html")
     expected = {
         "Paper": ["paper.pdf"],
         "Inference": ["inference_throughput.png", "inference.csv", "speedups.csv"],
