@@ -18,7 +18,9 @@ it starts; it must not read os.environ or rely on the working directory.
 from __future__ import annotations
 
 import inspect
+import json
 import os
+import subprocess
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -26,6 +28,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 # build(root, venv_bin, env) -> what the fixture returns; root is an empty directory of its own, venv_bin the
 # test environment's bin/ (snakemake), env the environment for every process the build starts
@@ -35,6 +39,7 @@ Build = Callable[[Path, Path, dict[str, str]], Any]
 @dataclass(frozen=True)
 class _Builder:
     build: Build
+    wanted: Callable[[Any], bool]  # whether a selected test needs the study
     stop: Callable[[Path], None] | None  # what to stop afterwards (a cluster's daemons), given the study's root
 
 
@@ -44,14 +49,30 @@ SWITCH = "FWBENCH_TESTS_BACKGROUND"  # "0": no study is built in the background
 _BUILDERS: dict[tuple[Path, str], _Builder] = {}
 
 
-def study(fixture: str, *, stop: Callable[[Path], None] | None = None) -> Callable[[Build], Build]:
-    """Register the decorated `build(root, venv_bin, env)` as the study that module fixture `fixture` of the decorated
-    function's module returns (`Studies.result`). `stop(root)`, if given, runs once after the study's tests
-    (`Studies.stop`) or at the end of the session, whichever comes first, even when the build failed."""
+def study(
+    name: str,
+    *,
+    wanted: Callable[[Any], bool] | None = None,
+    stop: Callable[[Path], None] | None = None,
+    module: str | None = None,
+) -> Callable[[Build], Build]:
+    """Register the decorated `build(root, venv_bin, env)` as a study that the tests of the decorated function's
+    module read, through `background_studies.result(build)` (their module fixture `name`, typically). It is started
+    in the background if a selected test of the module uses fixture `name`, or if `wanted(item)` says a selected test
+    needs it. `stop(root)`, if given, runs once after the study's tests (`Studies.stop`) or at the end of the
+    session, whichever comes first, even when the build failed. `module`: the test module's file, where the
+    decorated function is not defined in it."""
 
     def register(build: Build) -> Build:
-        key = (Path(inspect.getfile(build)).resolve(), fixture)
-        _BUILDERS[key] = _Builder(build, stop)
+        path = Path(module or inspect.getfile(build)).resolve()
+        key = (path, name)
+
+        def uses(item: Any) -> bool:
+            if Path(str(item.path)).resolve() != path:
+                return False
+            return wanted(item) if wanted is not None else name in getattr(item, "fixturenames", ())
+
+        _BUILDERS[key] = _Builder(build, uses, stop)
         build.background_key = key  # type: ignore[attr-defined]
         return build
 
@@ -153,13 +174,12 @@ class Studies:
 
 
 def _needed(items: Sequence[Any]) -> list[tuple[Path, str]]:
-    """The registered studies that `items` (the selected tests, in order) use, in the order of their first test."""
+    """The registered studies that `items` (the selected tests, in order) need, in the order of their first test."""
     first: dict[tuple[Path, str], int] = {}
     for index, item in enumerate(items):
-        path = Path(str(item.path)).resolve()
-        for key in _BUILDERS:
-            if key[0] == path and key[1] in getattr(item, "fixturenames", ()):
-                first.setdefault(key, index)
+        for key, builder in _BUILDERS.items():
+            if key not in first and builder.wanted(item):
+                first[key] = index
     return sorted(first, key=first.__getitem__)
 
 
@@ -171,3 +191,64 @@ def _run_now(function: Callable[[], Any]) -> Future:
     except BaseException as error:  # noqa: BLE001 - handed to the test that asked, as a background build's would be
         future.set_exception(error)
     return future
+
+
+# --- tests run in a child pytest process ----------------------------------------------------------------------------
+
+# Set in a child pytest (`in_a_child_process`): the JSON-lines file its conftest writes each test's outcome to. The
+# child runs its tests itself.
+CHILD_REPORTS = "FWBENCH_TESTS_CHILD_REPORTS"
+
+
+def in_a_child_process(name: str, nodeids: Sequence[str]) -> Build:
+    """Register a background build that runs the tests `nodeids` (in the caller's module) in a child pytest and
+    hands back each one's outcome; each of those tests starts with `if ran_in_child(request, build): return`, which
+    in this process waits for the child and passes, fails or skips as the test did there. For tests whose work is in
+    this process and heavy (compiling a real model's trainers in three frameworks), so that it overlaps the others."""
+    wanted_ids = set(nodeids)
+
+    def build(root: Path, venv_bin: Path, env: dict[str, str]) -> dict[str, list[dict]]:
+        reports = root / "reports.jsonl"
+        command = [str(venv_bin / "python"), "-m", "pytest", "-p", "no:cacheprovider", "-q", *nodeids]
+        repo = Path(__file__).resolve().parents[1]
+        child_env = {**env, CHILD_REPORTS: str(reports), SWITCH: "0"}
+        proc = subprocess.run(command, cwd=repo, env=child_env, capture_output=True, text=True, timeout=1800)
+        outcomes: dict[str, list[dict]] = {}
+        if reports.exists():
+            for line in reports.read_text().splitlines():
+                report = json.loads(line)
+                outcomes.setdefault(report["nodeid"], []).append(report)
+        missing = wanted_ids - set(outcomes)
+        assert not missing, (
+            f"the child pytest (exit {proc.returncode}) reported nothing for {sorted(missing)}:\n"
+            + proc.stdout[-3000:]
+            + proc.stderr[-3000:]
+        )
+        return outcomes
+
+    caller = inspect.stack()[1].filename
+    return study(name, wanted=lambda item: item.nodeid in wanted_ids, module=caller)(build)
+
+
+def ran_in_child(request: Any, build: Build) -> bool:
+    """Whether the test of `request` ran in the child pytest of `build` (`in_a_child_process`), as its outcome
+    there says: True when it passed there; fails or skips with the child's report otherwise. False (run it here)
+    in the child itself, and where background builds are switched off."""
+    if os.environ.get(CHILD_REPORTS) or os.environ.get(SWITCH, "1") == "0":
+        return False
+    reports = request.getfixturevalue("background_studies").result(build)[request.node.nodeid]
+    for report in reports:
+        if report["outcome"] == "failed":
+            pytest.fail(f"in the child pytest ({report['when']}):\n{report['text']}", pytrace=False)
+        if report["outcome"] == "skipped":
+            pytest.skip(f"in the child pytest: {report['text']}")
+    return True
+
+
+def write_child_report(report: Any) -> None:
+    """In a child pytest, append `report`'s outcome to the file the parent reads (conftest's logreport hook)."""
+    path = os.environ.get(CHILD_REPORTS)
+    if path:
+        line = {"nodeid": report.nodeid, "when": report.when, "outcome": report.outcome, "text": report.longreprtext}
+        with open(path, "a", encoding="utf-8") as handle:
+            handle.write(json.dumps(line) + "\n")

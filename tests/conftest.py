@@ -237,6 +237,13 @@ def background_studies(request, tmp_path_factory, venv_bin):
     studies.close()
 
 
+def pytest_runtest_logreport(report):
+    """In a child pytest of tests/background.py (in_a_child_process): each test's outcome, for the parent."""
+    from tests import background
+
+    background.write_child_report(report)
+
+
 def pytest_terminal_summary(terminalreporter, config):
     """How long each background study took, and how long its tests waited for it."""
     studies = config.stash.get(BACKGROUND, None)

@@ -10,20 +10,26 @@ random and fresh on every run; the seed is in the message.
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+from collections.abc import Callable
+
 import numpy as np
 import pytest
 
 from fwbench.models import MODELS, parity, parity_tf
 from fwbench.models.parity_core import DEFAULT_RESOLUTION, Truth, global_error, grad_errors, train_step_parity_of
 from fwbench.models.parity_core import train_step_failures as failures_of
+from tests import background
+from tests.conftest import LARGE_MODELS, REPO
 
 NUM_CLASSES = 10
 
 
-@pytest.mark.parametrize("name", sorted(MODELS))
-def test_both_twins_take_pytorchs_train_step(name):
-    seed = int(np.random.default_rng().integers(1 << 30))
-    results = train_step_parity_of(
+def parity_of_both_twins(name: str, seed: int) -> dict:
+    """Both twins of `name` against one PyTorch float64 reference, on batches drawn from `seed`."""
+    return train_step_parity_of(
         {
             "jax": parity.step_maker(name, NUM_CLASSES, DEFAULT_RESOLUTION),
             "tensorflow": parity_tf.step_maker(name, NUM_CLASSES, DEFAULT_RESOLUTION),
@@ -33,6 +39,50 @@ def test_both_twins_take_pytorchs_train_step(name):
         seed,
         num_classes=NUM_CLASSES,
     )
+
+
+def _in_a_process_of_its_own(name: str) -> Callable:
+    """A background build (tests/background.py) of a large model's parity: a fresh process computes it while other
+    tests run (each compiles XLA programs for up to a minute and holds up to 11 GB), and hands back its numbers and
+    seed as JSON; the test judges them."""
+
+    def build(root, venv_bin, env) -> tuple[dict, int]:
+        seed = int(np.random.default_rng().integers(1 << 30))
+        out = root / "parity.json"
+        script = (
+            "import json\n"
+            "import tests.conftest  # noqa: F401 - orders the frameworks' imports as in the test process\n"
+            "from tests.test_train_step_parity import parity_of_both_twins\n"
+            f"results = parity_of_both_twins({name!r}, {seed})\n"
+            f"open({str(out)!r}, 'w').write(json.dumps(results, default=float))\n"
+        )
+        proc = subprocess.run(
+            [sys.executable, "-c", script], cwd=REPO, env=env, capture_output=True, text=True, timeout=1200
+        )
+        assert proc.returncode == 0, f"{name}, seed {seed}:\n{proc.stderr[-4000:]}"
+        return json.loads(out.read_text()), seed
+
+    build.__name__ = build.__qualname__ = f"parity_of_{name}"
+    return background.study(
+        f"train_step_parity[{name}]",
+        wanted=lambda item: (
+            item.originalname == "test_both_twins_take_pytorchs_train_step" and item.callspec.params["name"] == name
+        ),
+    )(build)
+
+
+IN_BACKGROUND = {name: _in_a_process_of_its_own(name) for name in LARGE_MODELS}
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_both_twins_take_pytorchs_train_step(name, background_studies):
+    """The large models' parity is computed in the background, in processes of their own (IN_BACKGROUND); the small
+    CNN's here."""
+    if name in IN_BACKGROUND:
+        results, seed = background_studies.result(IN_BACKGROUND[name])
+    else:
+        seed = int(np.random.default_rng().integers(1 << 30))
+        results = parity_of_both_twins(name, seed)
     assert set(results) == {"jax", "tensorflow"}
     failures = [line for twin, r in results.items() for line in failures_of(r, f"{twin} twin of {name}, seed {seed}")]
     assert not failures, "\n".join(failures)

@@ -7,6 +7,7 @@ import pytest
 
 from fwbench.data.loader import to_layout
 from fwbench.training.recipe import Recipe, learning_rates
+from tests import background
 
 
 def _recipe(**overrides) -> Recipe:
@@ -94,6 +95,18 @@ def _on_device(trainer, images_nhwc, labels):
 MOBILENET_BATCH = (8, 32, 32, 3)  # every MobileNetV3-Small trainer test's batch: one compiled shape for all
 
 
+# The three tests of the MobileNetV3-Small trainers (and their compiles, over a minute of XLA) run in a child pytest in
+# the background while other tests run (tests/background.py); each reports here what it did there.
+MOBILENET_TESTS = background.in_a_child_process(
+    "mobilenet_trainers",
+    [
+        "tests/test_training.py::test_step0_agrees_between_frameworks[mobilenet_v3_small-32]",
+        "tests/test_training.py::test_trainers_evaluate_identically",
+        "tests/test_training.py::test_bn_recalibration_averages_batch_statistics_identically",
+    ],
+)
+
+
 @pytest.fixture(scope="module")
 def compiled_mobilenet():
     """MobileNetV3-Small trainers of all three frameworks, compiled once for MOBILENET_BATCH and shared by the tests
@@ -123,6 +136,9 @@ def mobilenet_trainers(compiled_mobilenet):
 def test_step0_agrees_between_frameworks(model, image_size, request):
     from fwbench.data.inputs import normalize
 
+    if model == "mobilenet_v3_small" and background.ran_in_child(request, MOBILENET_TESTS):
+        return
+
     rng = np.random.default_rng(1)
     images = normalize(rng.integers(0, 256, (8, image_size, image_size, 3), dtype=np.uint8))
     labels = rng.integers(0, 10, 8)
@@ -145,10 +161,14 @@ def test_step0_agrees_between_frameworks(model, image_size, request):
         assert abs(probe["loss_after_step"] - torch_probe["loss_after_step"]) / torch_probe["loss"] < 1e-3, framework
 
 
-def test_trainers_evaluate_identically(mobilenet_trainers):
+def test_trainers_evaluate_identically(request):
     import torch
 
     from fwbench.data.inputs import normalize
+
+    if background.ran_in_child(request, MOBILENET_TESTS):
+        return
+    mobilenet_trainers = request.getfixturevalue("mobilenet_trainers")
 
     rng = np.random.default_rng(2)
     labels = rng.integers(0, 10, 8)
@@ -170,7 +190,7 @@ def test_trainers_evaluate_identically(mobilenet_trainers):
     assert torch_trainer.model.training, "the trainer goes back to train mode"
 
 
-def test_bn_recalibration_averages_batch_statistics_identically(mobilenet_trainers):
+def test_bn_recalibration_averages_batch_statistics_identically(request):
     """Both frameworks' recalibrated statistics are the plain average of the batches' own statistics (checked
     against a hand computation on the stem's BatchNorm), agree with each other, change evaluation, and leave the
     running statistics that training uses untouched."""
@@ -179,6 +199,9 @@ def test_bn_recalibration_averages_batch_statistics_identically(mobilenet_traine
 
     from fwbench.data.inputs import normalize
 
+    if background.ran_in_child(request, MOBILENET_TESTS):
+        return
+    mobilenet_trainers = request.getfixturevalue("mobilenet_trainers")
     rng = np.random.default_rng(3)
     batches = [normalize(rng.integers(0, 256, MOBILENET_BATCH, dtype=np.uint8)) for _ in range(3)]
     labels = rng.integers(0, 10, 8)

@@ -15,6 +15,7 @@ float32 error, which tests that the twin is as accurate as PyTorch itself.
 from __future__ import annotations
 
 import copy
+import warnings
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -155,7 +156,10 @@ def _dense(grad: np.ndarray, buffer: np.ndarray) -> np.ndarray:
     if grad.dtype != np.float32 or grad.size > buffer.size:
         return np.ascontiguousarray(grad)
     dense = buffer[: grad.size].reshape(grad.shape)
-    torch.from_numpy(dense).copy_(torch.from_numpy(grad))
+    with warnings.catch_warnings():  # JAX's arrays are read-only; torch only reads this one
+        warnings.filterwarnings("ignore", "The given NumPy array is not writable", UserWarning)
+        source = torch.from_numpy(grad)
+    torch.from_numpy(dense).copy_(source)
     return dense
 
 
