@@ -173,6 +173,16 @@ class Studies:
         return lines
 
 
+def readers_last(items: Sequence[Any]) -> list[Any]:
+    """`items` with the tests that read a background build moved to the end, each group in its order: the other
+    tests then run while the builds do, instead of these tests waiting for them (152 s of waiting in a full run with
+    the tests in file order, 2026-11-26). Unchanged where background builds are switched off."""
+    if os.environ.get(SWITCH, "1") == "0":
+        return list(items)
+    readers = {id(item) for item in items if any(builder.wanted(item) for builder in _BUILDERS.values())}
+    return [item for item in items if id(item) not in readers] + [item for item in items if id(item) in readers]
+
+
 def _needed(items: Sequence[Any]) -> list[tuple[Path, str]]:
     """The registered studies that `items` (the selected tests, in order) need, in the order of their first test."""
     first: dict[tuple[Path, str], int] = {}
