@@ -1,14 +1,19 @@
-"""Whole-workflow studies built in the background while other tests run.
+"""Work that tests only read, built in the background while the other tests run.
 
-A test module whose tests only read one study's results (the workflow study, the two-fault study, the killed and
-resumed study, the SLURM study) registers how to build it with `@background.study("fixture")`, and its module
-fixture of that name takes the result from the session's `background_studies` (tests/conftest.py). When the test
-run is collected, every registered study one of the selected tests needs is started, one after another on one
-thread, in the order their tests come. The studies are Snakemake runs in other processes, and the in-process tests
-before them use about one of the machine's two cores: this overlap is what took the full suite under 15 minutes
-(docs/development.md). A study that no selected test needs is not built; one asked for that was not started (a
-test selected by other means) is built then, in the foreground. `FWBENCH_TESTS_BACKGROUND=0` builds every study that
-way, when its first test asks for it: to compare, or to read a failing build's traceback in its own test.
+Three kinds: whole-workflow studies (the workflow study, the two-fault study, the killed and resumed study, the
+SLURM study, the README's one-cell command), fresh processes whose output a test judges (a large model's
+training-step parity, the measuring processes' imports), and tests whose in-process work is heavy, run in a child
+pytest (`in_a_child_process`: the MobileNetV3-Small trainers). A test module registers how to build one with
+`@background.study(name)`, and its tests take the result from the session's `background_studies`
+(tests/conftest.py), through a module fixture of that name, typically.
+
+When the test run is collected, every registered build that a selected test needs is started, in two lanes (LANES)
+of one build at a time, in the order their tests come, and those tests are moved to the end of the run
+(`readers_last`), so that the other tests run meanwhile. The builds are other processes; the in-process tests use
+about one of the machine's two cores. A build that no selected test needs is not started; one asked for that was not
+started (a test selected by other means) is built then, in the foreground. `FWBENCH_TESTS_BACKGROUND=0` builds every
+one that way, in file order, when its first test asks for it: to compare, or to read a failing build's traceback in
+its own test. The terminal summary says when each was built and how long its tests waited for it.
 
 A builder runs on another thread while tests change the process's environment (monkeypatch) and working
 directory, so it gets its own copy of the environment, taken before the first test, and passes it to every process
@@ -41,9 +46,16 @@ class _Builder:
     build: Build
     wanted: Callable[[Any], bool]  # whether a selected test needs the study
     stop: Callable[[Path], None] | None  # what to stop afterwards (a cluster's daemons), given the study's root
+    lane: str  # builds of one lane run one after another; the two lanes run side by side
 
 
 SWITCH = "FWBENCH_TESTS_BACKGROUND"  # "0": no study is built in the background
+
+# Two lanes of builds, each one build at a time, side by side with each other and the tests: Snakemake studies
+# (a process tree using about one core) and processes compiling large models (up to 11 GB and 1.5 cores each). One
+# lane for all took 847 s, longer than the tests beside it (2026-11-26); two heavy builds at once could need more
+# memory than the 24 GB machine has.
+LANES = ("studies", "compiles")
 
 # (the test module's file, the fixture's name) -> how to build the study
 _BUILDERS: dict[tuple[Path, str], _Builder] = {}
@@ -55,13 +67,14 @@ def study(
     wanted: Callable[[Any], bool] | None = None,
     stop: Callable[[Path], None] | None = None,
     module: str | None = None,
+    lane: str = "studies",
 ) -> Callable[[Build], Build]:
     """Register the decorated `build(root, venv_bin, env)` as a study that the tests of the decorated function's
     module read, through `background_studies.result(build)` (their module fixture `name`, typically). It is started
     in the background if a selected test of the module uses fixture `name`, or if `wanted(item)` says a selected test
     needs it. `stop(root)`, if given, runs once after the study's tests (`Studies.stop`) or at the end of the
     session, whichever comes first, even when the build failed. `module`: the test module's file, where the
-    decorated function is not defined in it."""
+    decorated function is not defined in it. `lane`: LANES says which."""
 
     def register(build: Build) -> Build:
         path = Path(module or inspect.getfile(build)).resolve()
@@ -72,7 +85,9 @@ def study(
                 return False
             return wanted(item) if wanted is not None else name in getattr(item, "fixturenames", ())
 
-        _BUILDERS[key] = _Builder(build, uses, stop)
+        if lane not in LANES:
+            raise ValueError(f"lane {lane!r}: one of {', '.join(LANES)}")
+        _BUILDERS[key] = _Builder(build, uses, stop, lane)
         build.background_key = key  # type: ignore[attr-defined]
         return build
 
@@ -102,10 +117,12 @@ class Studies:
         self.env = {**os.environ, "PATH": f"{venv_bin}{os.pathsep}{os.environ.get('PATH', '')}"}
         self._runs: dict[tuple[Path, str], _Run] = {}
         self._session_start = time.monotonic()
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="background-study")
+        self._executors = {
+            lane: ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"background-{lane}") for lane in LANES
+        }
         if os.environ.get(SWITCH, "1") != "0":
             for key in _needed(items):
-                self._start(key, self._executor.submit)
+                self._start(key, self._executors[_BUILDERS[key].lane].submit)
 
     def _start(self, key: tuple[Path, str], submit: Callable[..., Future]) -> _Run:
         run = _Run(self._mktemp(f"{key[1]}-"), Future(), time.monotonic(), submit is not _run_now)
@@ -151,7 +168,8 @@ class Studies:
     def close(self) -> None:
         """At the end of the session: drop the studies not started, wait for the one running, stop every study
         whose `stop` has not run."""
-        self._executor.shutdown(wait=True, cancel_futures=True)
+        for executor in self._executors.values():
+            executor.shutdown(wait=True, cancel_futures=True)
         for key, run in self._runs.items():
             if not run.future.cancelled():
                 self.stop(_BUILDERS[key].build)
@@ -237,7 +255,7 @@ def in_a_child_process(name: str, nodeids: Sequence[str]) -> Build:
         return outcomes
 
     caller = inspect.stack()[1].filename
-    return study(name, wanted=lambda item: item.nodeid in wanted_ids, module=caller)(build)
+    return study(name, wanted=lambda item: item.nodeid in wanted_ids, module=caller, lane="compiles")(build)
 
 
 def ran_in_child(request: Any, build: Build) -> bool:

@@ -68,6 +68,7 @@ def _in_a_process_of_its_own(name: str) -> Callable:
         wanted=lambda item: (
             item.originalname == "test_both_twins_take_pytorchs_train_step" and item.callspec.params["name"] == name
         ),
+        lane="compiles",
     )(build)
 
 
@@ -88,7 +89,9 @@ def test_both_twins_take_pytorchs_train_step(name, background_studies):
     assert not failures, "\n".join(failures)
     # one PyTorch reference for both: the same draws of PyTorch's own error beside each twin's
     assert results["jax"]["torch_grad32_global_draws"] == results["tensorflow"]["torch_grad32_global_draws"]
-    assert len(results["jax"]["grad32_global_draws"]) == len(results["tensorflow"]["grad32_worst_draws"]) == 9
+    for twin in results.values():
+        for statistic in ("logits32", "loss32", "grad32_global", "grad32_worst", "stats32"):
+            assert len(twin[f"{statistic}_draws"]) == len(twin[f"torch_{statistic}_draws"]) == 9, statistic
 
 
 def test_error_statistics_follow_their_definitions():

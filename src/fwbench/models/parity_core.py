@@ -193,6 +193,8 @@ def train_step_parity_of(
     errors were alike on average. So the fp32 gradient errors are also measured on `fp32_draws` further batches
     (same weights, fresh inputs; one compiled twin step): `grad32_global_draws`/`torch_grad32_global_draws` and
     `grad32_worst_draws`/`torch_grad32_worst_draws`, whose geometric means compare the two frameworks' accuracy.
+    The logits', loss's and worst running statistic's fp32 errors are draws too, kept likewise (`logits32_draws`,
+    `loss32_draws`, `stats32_draws` and PyTorch's `torch_...`).
 
     With a mapping of twins ({"jax": make_step, "tensorflow": make_step}) every twin is measured against the same
     PyTorch references, computed once (on ViT-B/16 they cost a quarter of a twin's test), and the result is one
@@ -206,7 +208,8 @@ def train_step_parity_of(
     state = torch_state_dict_numpy(model)
     model64 = copy.deepcopy(model).double()
 
-    truth_logits, truth_loss, truth_grads, truth_state = torch_step(model64, images, labels)
+    truth_step = torch_step(model64, images, labels)
+    truth_logits, truth_loss, truth_grads, truth_state = truth_step
     torch_logits, torch_loss, torch_grads, torch_state = torch_step(model, images, labels)
     stats = [k for k in truth_state if k.endswith(("running_mean", "running_var"))]
     truth = Truth(truth_grads)
@@ -237,25 +240,46 @@ def train_step_parity_of(
             **torch_part,
             "grad32_global_draws": [grad32_global],
             "grad32_worst_draws": [max(grad32.values())],
+            **_step_draws("", [logits32, loss32, twin32], truth_step, stats),
         }
     torch_draws: dict[str, list[float]] = {
         "torch_grad32_global_draws": [torch_grad32_global],
         "torch_grad32_worst_draws": [max(torch_grad32.values())],
+        **_step_draws("torch_", [torch_logits, torch_loss, torch_state], truth_step, stats),
     }
     for _ in range(fp32_draws):
         images = rng.standard_normal(images.shape).astype(np.float32)
         labels = rng.integers(0, num_classes, batch)
-        draw_truth = Truth(torch_step(model64, images, labels)[2])
-        per_tensor, whole = draw_truth.errors(torch_step(model, images, labels)[2])
+        truth_step = torch_step(model64, images, labels)
+        draw_truth = Truth(truth_step[2])
+        torch32 = torch_step(model, images, labels)
+        per_tensor, whole = draw_truth.errors(torch32[2])
         torch_draws["torch_grad32_global_draws"].append(whole)
         torch_draws["torch_grad32_worst_draws"].append(max(per_tensor.values()))
+        for key, value in _step_draws("torch_", [torch32[0], torch32[1], torch32[3]], truth_step, stats).items():
+            torch_draws[key] += value
         for twin, step in steps32.items():
-            per_tensor, whole = draw_truth.errors(step(images, labels)[2])
+            logits, loss, twin32 = step(images, labels)
+            per_tensor, whole = draw_truth.errors(twin32)
             results[twin]["grad32_global_draws"].append(whole)
             results[twin]["grad32_worst_draws"].append(max(per_tensor.values()))
+            for key, value in _step_draws("", [logits, loss, twin32], truth_step, stats).items():
+                results[twin][key] += value
     for result in results.values():
         result.update({key: list(values) for key, values in torch_draws.items()})
     return results if isinstance(make_step, Mapping) else results[None]
+
+
+def _step_draws(prefix: str, step: list, truth_step: tuple, stats: list[str]) -> dict[str, list[float]]:
+    """One draw of a float32 step's logits, loss and worst running-statistic errors against the float64 truth's
+    (`step`: logits, loss and the state or dict holding the statistics), as one-element lists under `prefix`."""
+    logits, loss, state = step
+    truth_logits, truth_loss, _, truth_state = truth_step
+    return {
+        f"{prefix}logits32_draws": [relative(logits, truth_logits)],
+        f"{prefix}loss32_draws": [abs(loss - truth_loss) / abs(truth_loss)],
+        f"{prefix}stats32_draws": [max((relative(state[k], truth_state[k]) for k in stats), default=0.0)],
+    }
 
 
 def geometric_mean(values: list[float]) -> float:
@@ -272,10 +296,13 @@ def train_step_failures(r: dict, where: str) -> list[str]:
 
     (a) In float64 the twin's logits and running statistics match PyTorch's to 1e-9 and its gradients to 1e-3 per
     parameter: the backward passes are the same function. (b) In float32 the twin is as accurate as PyTorch itself
-    against the float64 truth. Where the problem is ill-conditioned each fp32 gradient error is one heavy-tailed
-    draw of rounding noise, so (b) compares the geometric means over the draws of the whole-gradient relative error
-    and of the worst per-parameter error, each within 1e-3 or three times PyTorch's own. A twin that is
-    systematically less accurate (a one-pass variance, fp32 accumulation where PyTorch uses more) moves every draw.
+    against the float64 truth. Where the problem is ill-conditioned each fp32 error is one heavy-tailed draw of
+    rounding noise, so (b) compares the geometric means over the batches (the draws) of the logits' and the loss's
+    errors, of the whole-gradient relative error, of the worst per-parameter error and of the worst running
+    statistic's error, each within its floor or three times PyTorch's own. A twin that is systematically less
+    accurate (a one-pass variance, fp32 accumulation where PyTorch uses more) moves every draw. (One batch alone was
+    judged for the logits and statistics until 2026-11-26: ResNet-50's JAX twin drew logits 4.7x PyTorch's error on
+    seed 1014633104, and 0.6-1.1x on seeds 1-3.)
     """
 
     def as_accurate(twin: float, theirs: float, floor: float) -> bool:
@@ -288,16 +315,16 @@ def train_step_failures(r: dict, where: str) -> list[str]:
         worst = max(r[key], key=r[key].get, default=None)
         if worst is not None and not r[key][worst] <= bar:
             failures.append(f"{where} (float64): {key} of {worst} off by {r[key][worst]:.3g} > {bar:g}")
-    for key in ("logits32", "loss32"):
-        if not as_accurate(r[key], r[f"torch_{key}"], TRAIN_LOGIT_TOLERANCE):
-            failures.append(f"{where}: {key} {r[key]:.3g}, PyTorch's own {r[f'torch_{key}']:.3g}")
-    for statistic in ("grad32_global", "grad32_worst"):
+    for statistic, floor in (
+        ("logits32", TRAIN_LOGIT_TOLERANCE),
+        ("loss32", TRAIN_LOGIT_TOLERANCE),
+        ("grad32_global", GRAD_TOLERANCE),
+        ("grad32_worst", GRAD_TOLERANCE),
+        ("stats32", STATS32_FLOOR),  # the worst running statistic after the step
+    ):
         twin, theirs = r[f"{statistic}_draws"], r[f"torch_{statistic}_draws"]
-        if len(twin) != len(theirs) or not as_accurate(geometric_mean(twin), geometric_mean(theirs), GRAD_TOLERANCE):
+        if len(twin) != len(theirs) or not as_accurate(geometric_mean(twin), geometric_mean(theirs), floor):
             failures.append(
-                f"{where} {statistic}: twin {np.round(twin, 5).tolist()} vs PyTorch {np.round(theirs, 5).tolist()}"
+                f"{where} {statistic}: twin {np.round(twin, 6).tolist()} vs PyTorch {np.round(theirs, 6).tolist()}"
             )
-    ours, theirs = max(r["stats32"].values(), default=0.0), max(r["torch_stats32"].values(), default=0.0)
-    if not as_accurate(ours, theirs, STATS32_FLOOR):
-        failures.append(f"{where}: running statistics off by {ours:.3g}, PyTorch's own {theirs:.3g}")
     return failures
