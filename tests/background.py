@@ -7,12 +7,11 @@ pytest (`in_a_child_process`: the MobileNetV3-Small trainers). A test module reg
 `@background.study(name)`, and its tests take the result from the session's `background_studies`
 (tests/conftest.py), through a module fixture of that name, typically.
 
-When the test run is collected, every registered build that a selected test needs is started, in two lanes (LANES)
-of one build at a time, in the order their tests come, and those tests are moved to the end of the run
-(`readers_last`), so that the other tests run meanwhile. The builds are other processes; the in-process tests use
-about one of the machine's two cores. A build that no selected test needs is not started; one asked for that was not
-started (a test selected by other means) is built then, in the foreground. `FWBENCH_TESTS_BACKGROUND=0` builds every
-one that way, in file order, when its first test asks for it: to compare, or to read a failing build's traceback in
+When the test run is collected, every registered build that a selected test needs is started, one at a time on one
+thread, in the order their tests come, while the other tests run. The builds are other processes; the in-process
+tests use about one of the machine's two cores. A build that no selected test needs is not started; one asked for
+that was not started (a test selected by other means) is built then, in the foreground. `FWBENCH_TESTS_BACKGROUND=0`
+builds every one that way, when its first test asks for it: to compare, or to read a failing build's traceback in
 its own test. The terminal summary says when each was built and how long its tests waited for it.
 
 A builder runs on another thread while tests change the process's environment (monkeypatch) and working
@@ -46,16 +45,15 @@ class _Builder:
     build: Build
     wanted: Callable[[Any], bool]  # whether a selected test needs the study
     stop: Callable[[Path], None] | None  # what to stop afterwards (a cluster's daemons), given the study's root
-    lane: str  # builds of one lane run one after another; the two lanes run side by side
 
 
 SWITCH = "FWBENCH_TESTS_BACKGROUND"  # "0": no study is built in the background
 
-# Two lanes of builds, each one build at a time, side by side with each other and the tests: Snakemake studies
-# (a process tree using about one core) and processes compiling large models (up to 11 GB and 1.5 cores each). One
-# lane for all took 847 s, longer than the tests beside it (2026-11-26); two heavy builds at once could need more
-# memory than the 24 GB machine has.
-LANES = ("studies", "compiles")
+# One build at a time, in the order their tests come, beside the tests. Measured on 2026-11-26 (full suite, 864
+# tests): one build at a time with the tests in file order 14 min 57 s; with the tests that read a build moved to
+# the end 15 min 41 s; with two builds at a time as well 16 min 11 s. The more runs at once, the more CPU time the
+# same work takes on two cores (1,407 s, 1,561 s and 1,666 s of it): the tests' waits for the builds are cheaper
+# than the contention.
 
 # (the test module's file, the fixture's name) -> how to build the study
 _BUILDERS: dict[tuple[Path, str], _Builder] = {}
@@ -67,14 +65,13 @@ def study(
     wanted: Callable[[Any], bool] | None = None,
     stop: Callable[[Path], None] | None = None,
     module: str | None = None,
-    lane: str = "studies",
 ) -> Callable[[Build], Build]:
     """Register the decorated `build(root, venv_bin, env)` as a study that the tests of the decorated function's
     module read, through `background_studies.result(build)` (their module fixture `name`, typically). It is started
     in the background if a selected test of the module uses fixture `name`, or if `wanted(item)` says a selected test
     needs it. `stop(root)`, if given, runs once after the study's tests (`Studies.stop`) or at the end of the
     session, whichever comes first, even when the build failed. `module`: the test module's file, where the
-    decorated function is not defined in it. `lane`: LANES says which."""
+    decorated function is not defined in it."""
 
     def register(build: Build) -> Build:
         path = Path(module or inspect.getfile(build)).resolve()
@@ -85,9 +82,7 @@ def study(
                 return False
             return wanted(item) if wanted is not None else name in getattr(item, "fixturenames", ())
 
-        if lane not in LANES:
-            raise ValueError(f"lane {lane!r}: one of {', '.join(LANES)}")
-        _BUILDERS[key] = _Builder(build, uses, stop, lane)
+        _BUILDERS[key] = _Builder(build, uses, stop)
         build.background_key = key  # type: ignore[attr-defined]
         return build
 
@@ -117,12 +112,10 @@ class Studies:
         self.env = {**os.environ, "PATH": f"{venv_bin}{os.pathsep}{os.environ.get('PATH', '')}"}
         self._runs: dict[tuple[Path, str], _Run] = {}
         self._session_start = time.monotonic()
-        self._executors = {
-            lane: ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"background-{lane}") for lane in LANES
-        }
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="background-build")
         if os.environ.get(SWITCH, "1") != "0":
             for key in _needed(items):
-                self._start(key, self._executors[_BUILDERS[key].lane].submit)
+                self._start(key, self._executor.submit)
 
     def _start(self, key: tuple[Path, str], submit: Callable[..., Future]) -> _Run:
         run = _Run(self._mktemp(f"{key[1]}-"), Future(), time.monotonic(), submit is not _run_now)
@@ -168,8 +161,7 @@ class Studies:
     def close(self) -> None:
         """At the end of the session: drop the studies not started, wait for the one running, stop every study
         whose `stop` has not run."""
-        for executor in self._executors.values():
-            executor.shutdown(wait=True, cancel_futures=True)
+        self._executor.shutdown(wait=True, cancel_futures=True)
         for key, run in self._runs.items():
             if not run.future.cancelled():
                 self.stop(_BUILDERS[key].build)
@@ -189,16 +181,6 @@ class Studies:
                 f"{run.waited_s:.0f} s for it"
             )
         return lines
-
-
-def readers_last(items: Sequence[Any]) -> list[Any]:
-    """`items` with the tests that read a background build moved to the end, each group in its order: the other
-    tests then run while the builds do, instead of these tests waiting for them (152 s of waiting in a full run with
-    the tests in file order, 2026-11-26). Unchanged where background builds are switched off."""
-    if os.environ.get(SWITCH, "1") == "0":
-        return list(items)
-    readers = {id(item) for item in items if any(builder.wanted(item) for builder in _BUILDERS.values())}
-    return [item for item in items if id(item) not in readers] + [item for item in items if id(item) in readers]
 
 
 def _needed(items: Sequence[Any]) -> list[tuple[Path, str]]:
@@ -255,7 +237,7 @@ def in_a_child_process(name: str, nodeids: Sequence[str]) -> Build:
         return outcomes
 
     caller = inspect.stack()[1].filename
-    return study(name, wanted=lambda item: item.nodeid in wanted_ids, module=caller, lane="compiles")(build)
+    return study(name, wanted=lambda item: item.nodeid in wanted_ids, module=caller)(build)
 
 
 def ran_in_child(request: Any, build: Build) -> bool:

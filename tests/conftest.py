@@ -114,7 +114,7 @@ FULL_SUITE_ONLY: dict[str, tuple[str, ...]] = {
 
 def pytest_collection_modifyitems(config, items):
     """Mark FULL_SUITE_ONLY's tests slow: a node id equal to an entry, or starting with an entry's text before its
-    final `*`. Then put the tests that read a background build last (tests/background.py: readers_last)."""
+    final `*`."""
     patterns = [pattern for group in FULL_SUITE_ONLY.values() for pattern in group]
     for item in items:
         if any(
@@ -122,9 +122,6 @@ def pytest_collection_modifyitems(config, items):
             for pattern in patterns
         ):
             item.add_marker(pytest.mark.slow)
-    from tests import background
-
-    items[:] = background.readers_last(items)
 
 
 @pytest.hookimpl(wrapper=True)

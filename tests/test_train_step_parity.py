@@ -68,7 +68,6 @@ def _in_a_process_of_its_own(name: str) -> Callable:
         wanted=lambda item: (
             item.originalname == "test_both_twins_take_pytorchs_train_step" and item.callspec.params["name"] == name
         ),
-        lane="compiles",
     )(build)
 
 

@@ -285,7 +285,9 @@ def latex_table(summary: Mapping[str, Any], *, latex_pending: bool = False) -> s
         + ".}",
         r"\label{tab:study-time}",
         r"\small",
-        r"\begin{tabular}{@{}p{0.66\columnwidth}rr@{}}",
+        # the label column leaves the numbers room for "12345.6" and "-110.5\%": shares pass 100% where jobs
+        # overlapped (a SLURM study's local report jobs beside its cluster jobs), and at 0.66 that row overflowed
+        r"\begin{tabular}{@{}p{0.6\columnwidth}rr@{}}",
         r"\toprule",
         r"Part & Seconds & Share \\",
         r"\midrule",

@@ -1,0 +1,67 @@
+"""tests/background.py, the harness that builds what tests only read while other tests run: which builds start, in
+what order, what a test gets back (a build's exception included), and that a build's `stop` runs once."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from tests import background
+
+HERE = Path(__file__).resolve()
+
+
+def _item(name: str, *fixtures: str) -> SimpleNamespace:
+    return SimpleNamespace(path=HERE, nodeid=f"tests/test_background.py::{name}", fixturenames=fixtures)
+
+
+@pytest.fixture
+def builds(monkeypatch):
+    """Three builds registered for this module only (the session's registry restored after)."""
+    monkeypatch.setattr(background, "_BUILDERS", {})
+    monkeypatch.delenv(background.SWITCH, raising=False)
+    calls, stopped = [], []
+
+    @background.study("first")
+    def first(root, venv_bin, env):
+        calls.append(("first", env["PATH"].split(":")[0]))
+        return root
+
+    @background.study("failing", stop=stopped.append)
+    def failing(root, venv_bin, env):
+        calls.append(("failing", None))
+        raise RuntimeError("the study failed")
+
+    @background.study("unused", wanted=lambda item: item.nodeid.endswith("::never"))
+    def unused(root, venv_bin, env):
+        calls.append(("unused", None))
+        return "built on demand"
+
+    return SimpleNamespace(first=first, failing=failing, unused=unused, calls=calls, stopped=stopped)
+
+
+def test_the_builds_selected_tests_need_start_in_their_order_and_hand_back_results(builds, tmp_path_factory):
+    items = [_item("a"), _item("b", "failing"), _item("c", "first"), _item("d", "first", "failing")]
+    studies = background.Studies(items, tmp_path_factory.mktemp, Path("/venv/bin"))
+    root = studies.result(builds.first)
+    assert root.is_dir() and root.name.startswith("first-")
+    with pytest.raises(RuntimeError, match="the study failed"):
+        studies.result(builds.failing)
+    # in the order of their first tests; the builder's environment has the venv first on PATH
+    assert builds.calls == [("failing", None), ("first", "/venv/bin")]
+    # a build no selected test named is built when a test asks for it, in the foreground
+    assert studies.result(builds.unused) == "built on demand"
+    studies.stop(builds.failing)
+    studies.close()
+    assert len(builds.stopped) == 1, "stop runs once, after the build, even a failed one"
+    assert any("in the foreground" in line for line in studies.summary())
+
+
+def test_switched_off_nothing_starts_before_a_test_asks(builds, tmp_path_factory, monkeypatch):
+    monkeypatch.setenv(background.SWITCH, "0")
+    studies = background.Studies([_item("c", "first")], tmp_path_factory.mktemp, Path("/venv/bin"))
+    assert builds.calls == []
+    assert studies.result(builds.first).is_dir() and builds.calls == [("first", "/venv/bin")]
+    studies.close()
