@@ -25,11 +25,10 @@ import inspect
 import json
 import os
 import subprocess
-import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -49,11 +48,10 @@ class _Builder:
 
 SWITCH = "FWBENCH_TESTS_BACKGROUND"  # "0": no study is built in the background
 
-# One build at a time, in the order their tests come, beside the tests. Measured on 2026-11-26 (full suite, 864
-# tests): one build at a time with the tests in file order 14 min 57 s; with the tests that read a build moved to
-# the end 15 min 41 s; with two builds at a time as well 16 min 11 s. The more runs at once, the more CPU time the
-# same work takes on two cores (1,407 s, 1,561 s and 1,666 s of it): the tests' waits for the builds are cheaper
-# than the contention.
+
+def _switched_on() -> bool:
+    return os.environ.get(SWITCH, "1") != "0"
+
 
 # (the test module's file, the fixture's name) -> how to build the study
 _BUILDERS: dict[tuple[Path, str], _Builder] = {}
@@ -93,13 +91,11 @@ def study(
 class _Run:
     root: Path
     future: Future
-    queued: float
     in_background: bool
     started: float | None = None
     finished: float | None = None
     waited_s: float = 0.0
-    stopped: bool = False
-    lock: threading.Lock = field(default_factory=threading.Lock)
+    stopped: bool = False  # stop runs once (Studies.stop, from the main thread only)
 
 
 class Studies:
@@ -112,13 +108,17 @@ class Studies:
         self.env = {**os.environ, "PATH": f"{venv_bin}{os.pathsep}{os.environ.get('PATH', '')}"}
         self._runs: dict[tuple[Path, str], _Run] = {}
         self._session_start = time.monotonic()
+        # One build at a time, in the order their tests come. Measured on 2026-11-26 (full suite): so, 14 min 57 s;
+        # with the tests that read a build moved to the end 15 min 41 s; with two builds at a time as well 16 min
+        # 11 s. The more runs at once, the more CPU time the same work takes on two cores (1,407 s, 1,561 s and
+        # 1,666 s): the tests' waits for the builds cost less than the contention.
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="background-build")
-        if os.environ.get(SWITCH, "1") != "0":
+        if _switched_on():
             for key in _needed(items):
                 self._start(key, self._executor.submit)
 
     def _start(self, key: tuple[Path, str], submit: Callable[..., Future]) -> _Run:
-        run = _Run(self._mktemp(f"{key[1]}-"), Future(), time.monotonic(), submit is not _run_now)
+        run = _Run(self._mktemp(f"{key[1]}-"), Future(), submit is not _run_now)
 
         def build() -> Any:
             run.started = time.monotonic()
@@ -147,12 +147,9 @@ class Studies:
         key = build.background_key  # type: ignore[attr-defined]
         run = self._runs.get(key)
         stop = _BUILDERS[key].stop
-        if run is None or stop is None:
+        if run is None or stop is None or run.stopped:
             return
-        with run.lock:
-            if run.stopped:
-                return
-            run.stopped = True
+        run.stopped = True
         try:
             run.future.exception()  # wait; a failed build may have started what stop ends
         finally:
@@ -244,7 +241,7 @@ def ran_in_child(request: Any, build: Build) -> bool:
     """Whether the test of `request` ran in the child pytest of `build` (`in_a_child_process`), as its outcome
     there says: True when it passed there; fails or skips with the child's report otherwise. False (run it here)
     in the child itself, and where background builds are switched off."""
-    if os.environ.get(CHILD_REPORTS) or os.environ.get(SWITCH, "1") == "0":
+    if os.environ.get(CHILD_REPORTS) or not _switched_on():
         return False
     reports = request.getfixturevalue("background_studies").result(build)[request.node.nodeid]
     for report in reports:

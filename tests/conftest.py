@@ -247,9 +247,10 @@ def pytest_runtest_logreport(report):
 def pytest_terminal_summary(terminalreporter, config):
     """How long each background study took, and how long its tests waited for it."""
     studies = config.stash.get(BACKGROUND, None)
-    if studies is not None and studies.summary():
+    lines = studies.summary() if studies is not None else []
+    if lines:
         terminalreporter.write_sep("-", "studies built in the background")
-        for line in studies.summary():
+        for line in lines:
             terminalreporter.write_line(line)
 
 
