@@ -14,6 +14,11 @@ that was not started (a test selected by other means) is built then, in the fore
 builds every one that way, when its first test asks for it: to compare, or to read a failing build's traceback in
 its own test. The terminal summary says when each was built and how long its tests waited for it.
 
+Under pytest-xdist (the default: `-n 2 --dist loadgroup`, pyproject.toml) the two worker processes are the two
+lanes. A worker builds nothing in the background and runs no child pytest: the first test that asks for a build
+builds it, in the foreground, and `group_by_build` marks all the tests that read one build into one xdist group, so
+that one worker runs them and the build is built once in the test run.
+
 A builder runs on another thread while tests change the process's environment (monkeypatch) and working
 directory, so it gets its own copy of the environment, taken before the first test, and passes it to every process
 it starts; it must not read os.environ or rely on the working directory.
@@ -51,6 +56,16 @@ SWITCH = "FWBENCH_TESTS_BACKGROUND"  # "0": no study is built in the background
 
 def _switched_on() -> bool:
     return os.environ.get(SWITCH, "1") != "0"
+
+
+def _in_xdist_worker() -> bool:
+    return "PYTEST_XDIST_WORKER" in os.environ
+
+
+def _in_background() -> bool:
+    """Whether builds start in the background (and tests of `in_a_child_process` run in their child): neither under
+    xdist, whose workers are already the lanes, nor when switched off."""
+    return _switched_on() and not _in_xdist_worker()
 
 
 # (the test module's file, the fixture's name) -> how to build the study
@@ -113,7 +128,7 @@ class Studies:
         # 11 s. The more runs at once, the more CPU time the same work takes on two cores (1,407 s, 1,561 s and
         # 1,666 s): the tests' waits for the builds cost less than the contention.
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="background-build")
-        if _switched_on():
+        if _in_background():
             for key in _needed(items):
                 self._start(key, self._executor.submit)
 
@@ -190,6 +205,16 @@ def _needed(items: Sequence[Any]) -> list[tuple[Path, str]]:
     return sorted(first, key=first.__getitem__)
 
 
+def group_by_build(items: Sequence[Any]) -> None:
+    """Mark each test that reads a registered build with the xdist group of that build (its first, if several), so
+    that under `--dist loadgroup` one worker runs all its readers, and builds it once."""
+    for item in items:
+        for (path, name), builder in _BUILDERS.items():
+            if builder.wanted(item):
+                item.add_marker(pytest.mark.xdist_group(f"{path.stem}.{name}"))
+                break
+
+
 def _run_now(function: Callable[[], Any]) -> Future:
     """A finished Future of `function()`, run on this thread."""
     future: Future = Future()
@@ -211,12 +236,14 @@ def in_a_child_process(name: str, nodeids: Sequence[str]) -> Build:
     """Register a background build that runs the tests `nodeids` (in the caller's module) in a child pytest and
     hands back each one's outcome; each of those tests starts with `if ran_in_child(request, build): return`, which
     in this process waits for the child and passes, fails or skips as the test did there. For tests whose work is in
-    this process and heavy (compiling a real model's trainers in three frameworks), so that it overlaps the others."""
+    this process and heavy (compiling a real model's trainers in three frameworks), so that it overlaps the others in
+    a serial run; under xdist they run in their worker."""
     wanted_ids = set(nodeids)
 
     def build(root: Path, venv_bin: Path, env: dict[str, str]) -> dict[str, list[dict]]:
         reports = root / "reports.jsonl"
-        command = [str(venv_bin / "python"), "-m", "pytest", "-p", "no:cacheprovider", "-q", *nodeids]
+        # serially (no xdist workers): the child is itself the second lane
+        command = [str(venv_bin / "python"), "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:xdist", "-q", *nodeids]
         repo = Path(__file__).resolve().parents[1]
         child_env = {**env, CHILD_REPORTS: str(reports), SWITCH: "0"}
         proc = subprocess.run(command, cwd=repo, env=child_env, capture_output=True, text=True, timeout=1800)
@@ -240,8 +267,8 @@ def in_a_child_process(name: str, nodeids: Sequence[str]) -> Build:
 def ran_in_child(request: Any, build: Build) -> bool:
     """Whether the test of `request` ran in the child pytest of `build` (`in_a_child_process`), as its outcome
     there says: True when it passed there; fails or skips with the child's report otherwise. False (run it here)
-    in the child itself, and where background builds are switched off."""
-    if os.environ.get(CHILD_REPORTS) or not _switched_on():
+    in the child itself, in an xdist worker, and where background builds are switched off."""
+    if os.environ.get(CHILD_REPORTS) or not _in_background():
         return False
     reports = request.getfixturevalue("background_studies").result(build)[request.node.nodeid]
     for report in reports:

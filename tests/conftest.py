@@ -43,6 +43,10 @@ def write_study(root: Path, config: dict) -> Path:
 with contextlib.suppress(ImportError):  # a torch without Triton: nothing to order
     import torch._dynamo  # noqa: F401
 
+# The suite runs in two xdist workers (pyproject.toml), each importing JAX: on a GPU, the first to touch it would
+# take 75% of its memory (JAX's default), and the other would run out. Measuring processes set the same (worker.py).
+os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+
 # The fast tier (`pytest -m "not slow"`, CONTRIBUTING.md) is the signal for every change: logic, and each framework
 # check at its smallest model. These tests, each seconds to minutes of CPU, run in the full suite only (the `slow`
 # mark, added at collection), grouped by why. A test marked `slow` in its own file is a whole-workflow run.
@@ -112,9 +116,14 @@ FULL_SUITE_ONLY: dict[str, tuple[str, ...]] = {
 }
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's own, which turns xdist_group marks into node id suffixes
 def pytest_collection_modifyitems(config, items):
     """Mark FULL_SUITE_ONLY's tests slow: a node id equal to an entry, or starting with an entry's text before its
-    final `*`."""
+    final `*`. Under `--dist loadgroup`, put the tests that read one background build into one xdist group."""
+    if getattr(config.option, "dist", "no") == "loadgroup":
+        from tests import background
+
+        background.group_by_build(items)
     patterns = [pattern for group in FULL_SUITE_ONLY.values() for pattern in group]
     for item in items:
         if any(

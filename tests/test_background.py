@@ -14,7 +14,14 @@ HERE = Path(__file__).resolve()
 
 
 def _item(name: str, *fixtures: str) -> SimpleNamespace:
-    return SimpleNamespace(path=HERE, nodeid=f"tests/test_background.py::{name}", fixturenames=fixtures)
+    marks = []
+    return SimpleNamespace(
+        path=HERE,
+        nodeid=f"tests/test_background.py::{name}",
+        fixturenames=fixtures,
+        marks=marks,
+        add_marker=marks.append,
+    )
 
 
 @pytest.fixture
@@ -22,6 +29,7 @@ def builds(monkeypatch):
     """Three builds registered for this module only (the session's registry restored after)."""
     monkeypatch.setattr(background, "_BUILDERS", {})
     monkeypatch.delenv(background.SWITCH, raising=False)
+    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)  # this test may run in one: a serial run's harness
     calls, stopped = [], []
 
     @background.study("first")
@@ -63,5 +71,26 @@ def test_switched_off_nothing_starts_before_a_test_asks(builds, tmp_path_factory
     monkeypatch.setenv(background.SWITCH, "0")
     studies = background.Studies([_item("c", "first")], tmp_path_factory.mktemp, Path("/venv/bin"))
     assert builds.calls == []
+    assert studies.result(builds.first).is_dir() and builds.calls == [("first", "/venv/bin")]
+    studies.close()
+
+
+def test_in_an_xdist_worker_builds_wait_for_their_first_test_and_their_readers_share_a_group(
+    builds, tmp_path_factory, monkeypatch
+):
+    monkeypatch.setenv("PYTEST_XDIST_WORKER", "gw1")
+    items = [_item("a"), _item("b", "failing"), _item("c", "first"), _item("d", "first", "failing"), _item("never")]
+    background.group_by_build(items)
+    groups = [[mark.args[0] for mark in item.marks if mark.name == "xdist_group"] for item in items]
+    # one group per build, the first a test reads; a test that reads none is in none
+    assert groups == [
+        [],
+        ["test_background.failing"],
+        ["test_background.first"],
+        ["test_background.first"],
+        ["test_background.unused"],
+    ]
+    studies = background.Studies(items, tmp_path_factory.mktemp, Path("/venv/bin"))
+    assert builds.calls == [], "the worker is a lane itself: nothing is built beside its tests"
     assert studies.result(builds.first).is_dir() and builds.calls == [("first", "/venv/bin")]
     studies.close()
