@@ -211,8 +211,22 @@ def group_by_build(items: Sequence[Any]) -> None:
     for item in items:
         for (path, name), builder in _BUILDERS.items():
             if builder.wanted(item):
-                item.add_marker(pytest.mark.xdist_group(f"{path.stem}.{name}"))
+                group = f"{path.stem}.{name}"
+                item.add_marker(pytest.mark.xdist_group(group))
+                _suffix_node_id(item, group)
                 break
+
+
+def _suffix_node_id(item: Any, group: str) -> None:
+    """Give `item` the node id "<id>@<group>" by which xdist's scheduler groups it. xdist 3.8.0 writes that suffix
+    to `item._nodeid`, which pytest 9.2 no longer reads (`Node.nodeid` is `str(item._id)`): every grouped test was
+    scheduled alone, and both workers built the SLURM cluster at once (pytest-xdist issue 1386, its fix unreleased).
+    So the suffix is set here, as that fix does, unless the item's id already carries it."""
+    if not hasattr(item, "_id") or item.nodeid.endswith(f"@{group}"):
+        return
+    from _pytest.nodeid import coerce_node_id
+
+    item._id = coerce_node_id(f"{item.nodeid}@{group}")
 
 
 def _run_now(function: Callable[[], Any]) -> Future:

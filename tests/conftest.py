@@ -119,11 +119,8 @@ FULL_SUITE_ONLY: dict[str, tuple[str, ...]] = {
 @pytest.hookimpl(tryfirst=True)  # before xdist's own, which turns xdist_group marks into node id suffixes
 def pytest_collection_modifyitems(config, items):
     """Mark FULL_SUITE_ONLY's tests slow: a node id equal to an entry, or starting with an entry's text before its
-    final `*`. Under `--dist loadgroup`, put the tests that read one background build into one xdist group."""
-    if getattr(config.option, "dist", "no") == "loadgroup":
-        from tests import background
-
-        background.group_by_build(items)
+    final `*`. Then, under `--dist loadgroup`, put the tests that read one background build into one xdist group
+    (which suffixes their node ids)."""
     patterns = [pattern for group in FULL_SUITE_ONLY.values() for pattern in group]
     for item in items:
         if any(
@@ -131,6 +128,11 @@ def pytest_collection_modifyitems(config, items):
             for pattern in patterns
         ):
             item.add_marker(pytest.mark.slow)
+    # "dist" in the controller; an xdist worker gets dist "no" and loadgroup True
+    if config.getoption("loadgroup", False) or config.getoption("dist", "no") == "loadgroup":
+        from tests import background
+
+        background.group_by_build(items)
 
 
 @pytest.hookimpl(wrapper=True)

@@ -94,3 +94,22 @@ def test_in_an_xdist_worker_builds_wait_for_their_first_test_and_their_readers_s
     assert builds.calls == [], "the worker is a lane itself: nothing is built beside its tests"
     assert studies.result(builds.first).is_dir() and builds.calls == [("first", "/venv/bin")]
     studies.close()
+
+
+@background.study("registered_build")
+def _registered_build(root, venv_bin, env):
+    """A build registered as every other (module scope, a fixture of its name): this run's wiring of the harness."""
+    return root
+
+
+@pytest.fixture(scope="module")
+def registered_build(background_studies):
+    return background_studies.result(_registered_build)
+
+
+def test_this_runs_wiring_puts_a_builds_readers_in_its_xdist_group(registered_build, request):
+    """In this very run: under `--dist loadgroup` (pyproject.toml's default) a test that reads a build carries the
+    build's group in its node id, so one worker runs all its readers; run serially, it carries none."""
+    assert registered_build.is_dir()
+    grouped = request.config.getoption("loadgroup", False) or request.config.getoption("dist", "no") == "loadgroup"
+    assert request.node.nodeid.endswith("@test_background.registered_build") == grouped, request.node.nodeid

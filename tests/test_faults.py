@@ -192,14 +192,26 @@ def test_a_hanging_child_is_a_timeout(study, tmp_path, monkeypatch):
 
 
 def test_a_runaway_child_is_stopped_at_its_memory_limit(study, tmp_path, monkeypatch):
+    from fwbench.running import children
+
+    limits = []  # this cell's limits (a test in the other xdist worker may hold a cgroup of its own meanwhile)
+    create = children.MemoryLimit.create
+
+    def create_and_keep(*args, **kwargs):
+        limits.append(create(*args, **kwargs))
+        return limits[-1]
+
+    monkeypatch.setattr(children.MemoryLimit, "create", create_and_keep)
     result = _run(study, tmp_path, monkeypatch, "host_alloc", max_host_mb=400)
     failure = _failure(result)
     assert failure["kind"] == "host_oom" and "inference.max_host_mb limit of 400 MB" in failure["reason"], failure
     assert result["provenance"]["host_memory_limit"]["limit_mb"] == 400
     # and the machine's own cgroup is left as it was: no per-cell cgroup survives its child
     mechanism = result["provenance"]["host_memory_limit"]["mechanism"]
+    assert limits and all(limit.mechanism == mechanism for limit in limits)
     if mechanism.startswith("cgroup"):
-        assert not list(Path("/sys/fs/cgroup").rglob("fwbench-cell-*"))
+        assert all(str(limit.cgroup).startswith("/sys/fs/cgroup/") for limit in limits)
+        assert not [limit.cgroup for limit in limits if limit.cgroup.exists()]
 
 
 def test_the_rlimit_fallback_also_stops_a_runaway_child(study, tmp_path, monkeypatch):

@@ -62,6 +62,7 @@ from fwbench.analysis.micro.vocabulary import (
 from fwbench.study.modes import primary
 from fwbench.trackers.stats import paired_ratio_interval
 from tests.test_analysis import BASE
+from tests.test_pdf_check import TEXT, _build, _check, needs_latex
 
 REPO = Path(__file__).resolve().parents[1]
 REFERENCE_CSV = REPO / "reference" / "published-t4-micro.csv"
@@ -930,3 +931,35 @@ def test_an_interval_in_powers_of_ten_takes_two_lines():
         {"speedup_at_largest": 0.025, "largest_batch": 64, "ci_low_at_largest": 7.37e-19, "ci_high_at_largest": 1.32e15}
     )
     assert cell.count(r"\\") == 2 and "0.0250$\\times$ at 64" in cell
+
+
+@needs_latex
+@pytest.mark.parametrize(
+    "at_largest",
+    [
+        (0.00157, 0.000553, 0.00448, 64),
+        (0.000157, 0.000111, 0.000448, 4096),
+        (0.00171, 0.00117, 0.00250, 4096),
+        (0.0663, 0.00117, 0.00250, 4096),  # each line at its most characters
+    ],
+)
+def test_the_crossover_table_fits_the_page_at_its_widest_plain_numbers(tmp_path, at_largest):
+    """A workflow study under load once drew [0.000553, 0.00448] at its largest batch size: on one line, that cell
+    made the crossover table 3.8 pt wider than the page, and the paper check refused the paper. At the widest
+    numbers written without powers of ten (eight characters each), at both ends and in the speedup at 4096, it
+    fits: what is longer than a line's room takes two."""
+    analysis = micro_analysis.analyse_micro(_study(tmp_path / "cells"), REFERENCE_CSV, resamples=RESAMPLES)
+    comparison = analysis.comparison.copy()
+    measured = comparison["kind"] != "not measured"
+    columns = ["speedup_at_largest", "ci_low_at_largest", "ci_high_at_largest", "largest_batch"]
+    comparison.loc[measured, columns] = at_largest
+    (tmp_path / "crossovers.tex").write_text(micro_tables.crossover_table(comparison))
+    body = "\n".join(
+        [
+            *micro_section_module.table_float("table", "Crossovers", "tab:x", r"\input{crossovers}"),
+            r"Table~\ref{tab:x}. " + TEXT,
+        ]
+    )
+    pdf, log, tex = _build(tmp_path, body)
+    report = _check(tmp_path, pdf, log, tex)
+    assert report["problems"] == [], report["problems"]

@@ -226,7 +226,8 @@ def _method(analysis: MicroAnalysis) -> str:
     )
 
 
-def _float(kind: str, caption: str, label_: str, body: str) -> list[str]:
+def table_float(kind: str, caption: str, label_: str, body: str) -> list[str]:
+    """A page-wide float (`kind`* environment) of the section, set as its widest table needs."""
     return [
         rf"\begin{{{kind}*}}[tp]",
         r"\centering",
@@ -275,7 +276,7 @@ def micro_section(analysis: MicroAnalysis | None, figure: str = "micro") -> str:
         *[
             line
             for variant in micro_variants(analysis.frame)
-            for line in _float(
+            for line in table_float(
                 "table",
                 micro_caption(analysis.frame, variant, analysis.speedups),
                 micro_label(variant),
@@ -287,7 +288,7 @@ def micro_section(analysis: MicroAnalysis | None, figure: str = "micro") -> str:
         "",
         r"\paragraph{Published against reproduced} " + comparison_text(analysis),
         "",
-        *_float(
+        *table_float(
             "table",
             CROSSOVER_CAPTION + crossover_names(analysis.comparison),
             "tab:micro-crossover",

@@ -152,24 +152,38 @@ def micro_label(variant: str) -> str:
     return "tab:micro" if variant == "resident" else f"tab:micro-{variant}"
 
 
+# The most characters of a speedup and its batch size on one line of the crossover table ("0.0663x at 4096");
+# "0.00171x at 4096" was 2.8 pt too wide for the page at 8 pt.
+ONE_LINE_SPEEDUP_CHARS = 10
+
+
 def at_largest(row: Mapping[str, Any]) -> str:
-    """The speedup at the largest batch size over its CI, on two lines."""
+    """The speedup at the largest batch size over its CI, on two lines; the batch size on a line of its own where
+    the speedup's line would take more than ONE_LINE_SPEEDUP_CHARS."""
     if not is_measured(row.get("speedup_at_largest")):
         return "---"
+    speedup, batch = number(row["speedup_at_largest"]), str(int(row["largest_batch"]))
+    where = rf"{speedup}$\times$ at {batch}"
+    head = [where] if len(speedup + batch) <= ONE_LINE_SPEEDUP_CHARS else [rf"{speedup}$\times$", f"at {batch}"]
     return stacked(
-        rf"{number(row['speedup_at_largest'])}$\times$ at {int(row['largest_batch'])}",
+        *head,
         *interval_lines(row["ci_low_at_largest"], row["ci_high_at_largest"]),
         align="l",
         position="t",
     )
 
 
+# The most characters of a CI's two ends on one line: "[0.00117, 0.00250]" fits the crossover table's page width
+# at 8 pt, "[0.000553, 0.00448]" was 3.8 pt too wide (tests/test_micro_analysis.py sets both).
+ONE_LINE_CHARS = 14
+
+
 def interval_lines(low: float, high: float) -> list[str]:
     """A CI as small type, "[0.0342, 0.0837]" on one line, or its two ends on two lines where either is written in
     powers of ten (an interval over two processes under load once spanned 7.37e-19 to 1.32e15, 24 pt wider than
-    its column)."""
+    its column) or both take more than ONE_LINE_CHARS."""
     low_text, high_text = number(low), number(high)
-    if "ensuremath" not in low_text + high_text:
+    if "ensuremath" not in low_text + high_text and len(low_text + high_text) <= ONE_LINE_CHARS:
         return [rf"{{\scriptsize[{low_text}, {high_text}]}}"]
     return [rf"{{\scriptsize[{low_text},}}", rf"{{\scriptsize\phantom{{[}}{high_text}]}}"]
 
