@@ -62,6 +62,32 @@ def _in_xdist_worker() -> bool:
     return "PYTEST_XDIST_WORKER" in os.environ
 
 
+# Set in the environment of a process a test starts to compute for it: the CPUs it runs on, with as many threads
+# (tests/conftest.py pins it at import, before any framework starts its thread pools).
+CPUS = "FWBENCH_TESTS_CPUS"
+
+
+def worker_cpus() -> list[int] | None:
+    """Under xdist, this worker's share of the CPUs this process may use (worker i of n gets every n-th, from the
+    i-th: one core each with two workers on two); None in a serial run."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if worker is None:
+        return None
+    count = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    cpus = sorted(os.sched_getaffinity(0))
+    return cpus[int(worker.removeprefix("gw")) % count :: count] or cpus
+
+
+def on_worker_cpus(env: dict[str, str]) -> dict[str, str]:
+    """`env` for a process that computes for a test while its worker waits: under xdist, on the worker's CPUs
+    only (CPUS). On all cores, beside the other worker, it oversubscribes them: each large model's training-step
+    parity took 2-4 times as long (EfficientNet-B0's 225 s against 70 s pinned), its thread pools waiting for
+    threads the other worker had descheduled."""
+    cpus = worker_cpus()
+    child = {key: value for key, value in env.items() if not key.startswith("PYTEST_XDIST_")}
+    return {**child, CPUS: ",".join(map(str, cpus))} if cpus else child
+
+
 def _in_background() -> bool:
     """Whether builds start in the background (and tests of `in_a_child_process` run in their child): neither under
     xdist, whose workers are already the lanes, nor when switched off."""
@@ -250,16 +276,16 @@ def in_a_child_process(name: str, nodeids: Sequence[str]) -> Build:
     """Register a background build that runs the tests `nodeids` (in the caller's module) in a child pytest and
     hands back each one's outcome; each of those tests starts with `if ran_in_child(request, build): return`, which
     in this process waits for the child and passes, fails or skips as the test did there. For tests whose work is in
-    this process and heavy (compiling a real model's trainers in three frameworks), so that it overlaps the others in
-    a serial run; under xdist they run in their worker."""
+    this process and heavy (compiling a real model's trainers in three frameworks): in a serial run it overlaps the
+    other tests; under xdist the worker waits for it, and it runs on the worker's CPUs (`on_worker_cpus`)."""
     wanted_ids = set(nodeids)
 
     def build(root: Path, venv_bin: Path, env: dict[str, str]) -> dict[str, list[dict]]:
         reports = root / "reports.jsonl"
-        # serially (no xdist workers): the child is itself the second lane
-        command = [str(venv_bin / "python"), "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:xdist", "-q", *nodeids]
+        # serially (no xdist workers of its own): under xdist it runs on its worker's CPUs, in a serial run beside it
+        command = [str(venv_bin / "python"), "-m", "pytest", "-p", "no:cacheprovider", "-n", "0", "-q", *nodeids]
         repo = Path(__file__).resolve().parents[1]
-        child_env = {**env, CHILD_REPORTS: str(reports), SWITCH: "0"}
+        child_env = {**on_worker_cpus(env), CHILD_REPORTS: str(reports), SWITCH: "0"}
         proc = subprocess.run(command, cwd=repo, env=child_env, capture_output=True, text=True, timeout=1800)
         outcomes: dict[str, list[dict]] = {}
         if reports.exists():
@@ -281,16 +307,21 @@ def in_a_child_process(name: str, nodeids: Sequence[str]) -> Build:
 def ran_in_child(request: Any, build: Build) -> bool:
     """Whether the test of `request` ran in the child pytest of `build` (`in_a_child_process`), as its outcome
     there says: True when it passed there; fails or skips with the child's report otherwise. False (run it here)
-    in the child itself, in an xdist worker, and where background builds are switched off."""
-    if os.environ.get(CHILD_REPORTS) or not _in_background():
+    in the child itself, and where background builds are switched off."""
+    if os.environ.get(CHILD_REPORTS) or not _switched_on():
         return False
-    reports = request.getfixturevalue("background_studies").result(build)[request.node.nodeid]
+    reports = request.getfixturevalue("background_studies").result(build)[_plain_id(request.node.nodeid)]
     for report in reports:
         if report["outcome"] == "failed":
             pytest.fail(f"in the child pytest ({report['when']}):\n{report['text']}", pytrace=False)
         if report["outcome"] == "skipped":
             pytest.skip(f"in the child pytest: {report['text']}")
     return True
+
+
+def _plain_id(nodeid: str) -> str:
+    """A node id without its xdist group suffix ("...::test[a]@group" -> "...::test[a]"), by xdist's rule."""
+    return nodeid.rpartition("@")[0] if nodeid.rfind("@") > nodeid.rfind("]") else nodeid
 
 
 def write_child_report(report: Any) -> None:

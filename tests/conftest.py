@@ -37,6 +37,14 @@ def write_study(root: Path, config: dict) -> Path:
     return path
 
 
+# A process a test starts to compute for it under xdist runs on its worker's CPUs, with as many threads
+# (tests/background.py: on_worker_cpus); pinned here, before any framework starts its thread pools.
+if os.environ.get("FWBENCH_TESTS_CPUS"):
+    from fwbench.running.threads import pin_threads
+
+    _cpus = [int(cpu) for cpu in os.environ["FWBENCH_TESTS_CPUS"].split(",")]
+    pin_threads(len(_cpus), _cpus)
+
 # The test process imports all three frameworks, which no measuring process ever does. TensorFlow and Triton (which
 # torch._dynamo imports, e.g. from torch.optim) each bundle LLVM, and Triton's extension segfaults on import when
 # TensorFlow's is already loaded; the other order works. So Triton goes first, whatever order the tests run in.

@@ -57,7 +57,12 @@ def _in_a_process_of_its_own(name: str) -> Callable:
             f"open({str(out)!r}, 'w').write(json.dumps(results, default=float))\n"
         )
         proc = subprocess.run(
-            [sys.executable, "-c", script], cwd=REPO, env=env, capture_output=True, text=True, timeout=1200
+            [sys.executable, "-c", script],
+            cwd=REPO,
+            env=background.on_worker_cpus(env),  # under xdist, on its worker's core (the worker waits for it)
+            capture_output=True,
+            text=True,
+            timeout=1200,
         )
         assert proc.returncode == 0, f"{name}, seed {seed}:\n{proc.stderr[-4000:]}"
         return json.loads(out.read_text()), seed
