@@ -130,6 +130,7 @@ def study(
 
 @dataclass
 class _Run:
+    builder: _Builder  # looked up when started: tests/test_background.py swaps the registry for its own meanwhile
     root: Path
     future: Future
     in_background: bool
@@ -159,12 +160,12 @@ class Studies:
                 self._start(key, self._executor.submit)
 
     def _start(self, key: tuple[Path, str], submit: Callable[..., Future]) -> _Run:
-        run = _Run(self._mktemp(f"{key[1]}-"), Future(), submit is not _run_now)
+        run = _Run(_BUILDERS[key], self._mktemp(f"{key[1]}-"), Future(), submit is not _run_now)
 
         def build() -> Any:
             run.started = time.monotonic()
             try:
-                return _BUILDERS[key].build(run.root, self.venv_bin, dict(self.env))
+                return run.builder.build(run.root, self.venv_bin, dict(self.env))
             finally:
                 run.finished = time.monotonic()
 
@@ -185,24 +186,22 @@ class Studies:
 
     def stop(self, build: Build) -> None:
         """Run the study's `stop` now (once), after waiting for its build to end."""
-        key = build.background_key  # type: ignore[attr-defined]
-        run = self._runs.get(key)
-        stop = _BUILDERS[key].stop
-        if run is None or stop is None or run.stopped:
+        run = self._runs.get(build.background_key)  # type: ignore[attr-defined]
+        if run is None or run.builder.stop is None or run.stopped:
             return
         run.stopped = True
         try:
             run.future.exception()  # wait; a failed build may have started what stop ends
         finally:
-            stop(run.root)
+            run.builder.stop(run.root)
 
     def close(self) -> None:
         """At the end of the session: drop the studies not started, wait for the one running, stop every study
         whose `stop` has not run."""
         self._executor.shutdown(wait=True, cancel_futures=True)
-        for key, run in self._runs.items():
+        for run in self._runs.values():
             if not run.future.cancelled():
-                self.stop(_BUILDERS[key].build)
+                self.stop(run.builder.build)
 
     def summary(self) -> list[str]:
         """One line per study: how long it took to build, and how long its tests waited for it."""

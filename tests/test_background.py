@@ -3,6 +3,10 @@ what order, what a test gets back (a build's exception included), and that a bui
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -113,3 +117,35 @@ def test_this_runs_wiring_puts_a_builds_readers_in_its_xdist_group(registered_bu
     assert registered_build.is_dir()
     grouped = request.config.getoption("loadgroup", False) or request.config.getoption("dist", "no") == "loadgroup"
     assert request.node.nodeid.endswith("@test_background.registered_build") == grouped, request.node.nodeid
+
+
+def test_under_xdist_a_compute_process_gets_its_workers_share_of_the_cpus(monkeypatch):
+    monkeypatch.setattr(background.os, "sched_getaffinity", lambda pid: {0, 1, 2, 3})
+    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
+    assert background.worker_cpus() is None
+    assert background.on_worker_cpus({"PATH": "/bin"}) == {"PATH": "/bin"}, "a serial run's processes use every CPU"
+    monkeypatch.setenv("PYTEST_XDIST_WORKER", "gw1")
+    monkeypatch.setenv("PYTEST_XDIST_WORKER_COUNT", "2")
+    assert background.worker_cpus() == [1, 3]
+    env = background.on_worker_cpus({"PATH": "/bin", "PYTEST_XDIST_WORKER": "gw1"})
+    assert env == {"PATH": "/bin", background.CPUS: "1,3"}, "and is no xdist worker itself"
+
+
+def test_a_process_importing_the_conftest_with_its_cpus_is_pinned_to_them(tmp_path):
+    """What a large model's parity process and the trainer tests' child pytest do first (tests/conftest.py)."""
+    script = (
+        "import os, json, tests.conftest\n"
+        "print(json.dumps([sorted(os.sched_getaffinity(0)), os.environ['OMP_NUM_THREADS']]))"
+    )
+    cpu = min(os.sched_getaffinity(0))
+    env = {**os.environ, background.CPUS: str(cpu)}
+    out = subprocess.run(
+        [sys.executable, "-c", script], cwd=HERE.parents[1], env=env, capture_output=True, text=True, check=True
+    )
+    assert json.loads(out.stdout.splitlines()[-1]) == [[cpu], "1"]
+
+
+def test_a_node_id_loses_only_its_group_suffix():
+    assert background._plain_id("tests/t.py::test[a]@t.build") == "tests/t.py::test[a]"
+    assert background._plain_id("tests/t.py::test[user@host]") == "tests/t.py::test[user@host]"
+    assert background._plain_id("tests/t.py::test@t.build") == "tests/t.py::test"
