@@ -1,4 +1,4 @@
-"""Work that tests only read, built in the background while the other tests run.
+"""Work that tests only read, built once per test run, and the processes that compute it.
 
 Three kinds: whole-workflow studies (the workflow study, the two-fault study, the killed and resumed study, the
 SLURM study, the README's one-cell command), fresh processes whose output a test judges (a large model's
@@ -7,19 +7,20 @@ pytest (`in_a_child_process`: the MobileNetV3-Small trainers). A test module reg
 `@background.study(name)`, and its tests take the result from the session's `background_studies`
 (tests/conftest.py), through a module fixture of that name, typically.
 
-When the test run is collected, every registered build that a selected test needs is started, one at a time on one
-thread, in the order their tests come, while the other tests run. The builds are other processes; the in-process
+**Under pytest-xdist** (the default: `-n 2 --dist loadgroup`, pyproject.toml) the two workers are the two lanes.
+`group_by_build` puts the tests that read one build into one xdist group, so one worker runs them all and builds it
+once, in the foreground, when the first of them asks. A process that computes for a test while its worker waits
+(a parity process, the trainer tests' child pytest) runs on that worker's share of the CPUs (`on_worker_cpus`), so
+that it never oversubscribes the other worker's core.
+
+**In a serial run** (`-n 0`), every registered build that a selected test needs is started when the run is
+collected, one at a time on one thread, in the order their tests come, while the other tests run: the in-process
 tests use about one of the machine's two cores. A build that no selected test needs is not started; one asked for
 that was not started (a test selected by other means) is built then, in the foreground. `FWBENCH_TESTS_BACKGROUND=0`
 builds every one that way, when its first test asks for it: to compare, or to read a failing build's traceback in
 its own test. The terminal summary says when each was built and how long its tests waited for it.
 
-Under pytest-xdist (the default: `-n 2 --dist loadgroup`, pyproject.toml) the two worker processes are the two
-lanes. A worker builds nothing in the background and runs no child pytest: the first test that asks for a build
-builds it, in the foreground, and `group_by_build` marks all the tests that read one build into one xdist group, so
-that one worker runs them and the build is built once in the test run.
-
-A builder runs on another thread while tests change the process's environment (monkeypatch) and working
+A builder may run on another thread while tests change the process's environment (monkeypatch) and working
 directory, so it gets its own copy of the environment, taken before the first test, and passes it to every process
 it starts; it must not read os.environ or rely on the working directory.
 """

@@ -246,8 +246,9 @@ BACKGROUND = pytest.StashKey["background.Studies"]()
 
 @pytest.fixture(scope="session", autouse=True)
 def background_studies(request, tmp_path_factory, venv_bin):
-    """The studies that the selected tests only read, started now, before the first test, and built in the background
-    one after another while the other tests run (tests/background.py)."""
+    """The studies that the selected tests only read, each built once: under xdist by the worker that runs its
+    readers, when the first asks; in a serial run started now, and built in the background one after another while
+    the other tests run (tests/background.py)."""
     from tests import background
 
     studies = background.Studies(request.session.items, tmp_path_factory.mktemp, venv_bin)
