@@ -71,12 +71,12 @@ CPUS = "FWBENCH_TESTS_CPUS"
 def worker_cpus() -> list[int] | None:
     """Under xdist, this worker's share of the CPUs this process may use (worker i of n gets every n-th, from the
     i-th: one core each with two workers on two); None in a serial run."""
-    worker = os.environ.get("PYTEST_XDIST_WORKER")
-    if worker is None:
+    if not _in_xdist_worker():
         return None
+    worker = int(os.environ["PYTEST_XDIST_WORKER"].removeprefix("gw"))
     count = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
     cpus = sorted(os.sched_getaffinity(0))
-    return cpus[int(worker.removeprefix("gw")) % count :: count] or cpus
+    return cpus[worker % count :: count] or cpus
 
 
 def on_worker_cpus(env: dict[str, str]) -> dict[str, str]:
@@ -90,8 +90,8 @@ def on_worker_cpus(env: dict[str, str]) -> dict[str, str]:
 
 
 def _in_background() -> bool:
-    """Whether builds start in the background (and tests of `in_a_child_process` run in their child): neither under
-    xdist, whose workers are already the lanes, nor when switched off."""
+    """Whether builds start in the background when the run is collected: neither under xdist, whose workers are
+    already the lanes, nor when switched off."""
     return _switched_on() and not _in_xdist_worker()
 
 

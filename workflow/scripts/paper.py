@@ -25,7 +25,9 @@ with open(snakemake.log[0], "w") as log:
     subprocess.run(command, stdout=log, stderr=subprocess.STDOUT, env=env, check=True)
     latex_s = time.perf_counter() - t0
     measured.write_text(latex_time_macros(latex_s, before_latex_s + latex_s))
-    subprocess.run(command, stdout=log, stderr=subprocess.STDOUT, env=env, check=True)
+    # Forced (-g): the macros just changed, so a pass is due. Left to latexmk's own records of what changed, a study's
+    # PDF once kept the first pass's placeholders (a test run with another test process beside it, 2026-11-26).
+    subprocess.run([command[0], "-g", *command[1:]], stdout=log, stderr=subprocess.STDOUT, env=env, check=True)
 tmp = Path(f"{snakemake.output[0]}.tmp")
 shutil.copyfile(build / "paper.pdf", tmp)
 tmp.replace(snakemake.output[0])
