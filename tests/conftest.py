@@ -124,7 +124,7 @@ FULL_SUITE_ONLY: dict[str, tuple[str, ...]] = {
 }
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist's own, which turns xdist_group marks into node id suffixes
+@pytest.hookimpl(tryfirst=True)  # before "-m" deselects by the slow mark, and before xdist's own hook
 def pytest_collection_modifyitems(config, items):
     """Mark FULL_SUITE_ONLY's tests slow: a node id equal to an entry, or starting with an entry's text before its
     final `*`. Then, under `--dist loadgroup`, put the tests that read one background build into one xdist group
