@@ -64,7 +64,7 @@ def _in_xdist_worker() -> bool:
 
 
 # Set in the environment of a process a test starts to compute for it: the CPUs it runs on, with as many threads
-# (tests/conftest.py pins it at import, before any framework starts its thread pools).
+# (`pin_to_given_cpus`).
 CPUS = "FWBENCH_TESTS_CPUS"
 
 
@@ -87,6 +87,16 @@ def on_worker_cpus(env: dict[str, str]) -> dict[str, str]:
     cpus = worker_cpus()
     child = {key: value for key, value in env.items() if not key.startswith("PYTEST_XDIST_")}
     return {**child, CPUS: ",".join(map(str, cpus))} if cpus else child
+
+
+def pin_to_given_cpus() -> None:
+    """In a process started with `on_worker_cpus`: run on its CPUs, with as many threads. Called first thing when
+    tests/conftest.py is imported, before any framework starts its thread pools."""
+    if os.environ.get(CPUS):
+        from fwbench.running.threads import pin_threads
+
+        cpus = [int(cpu) for cpu in os.environ[CPUS].split(",")]
+        pin_threads(len(cpus), cpus)
 
 
 def _in_background() -> bool:
@@ -229,6 +239,12 @@ def _needed(items: Sequence[Any]) -> list[tuple[Path, str]]:
             if key not in first and builder.wanted(item):
                 first[key] = index
     return sorted(first, key=first.__getitem__)
+
+
+def grouping(config: Any) -> bool:
+    """Whether this run schedules by xdist groups (`--dist loadgroup`): the controller's "dist" says so; an xdist
+    worker gets dist "no" and loadgroup True."""
+    return bool(config.getoption("loadgroup", False)) or config.getoption("dist", "no") == "loadgroup"
 
 
 def group_by_build(items: Sequence[Any]) -> None:

@@ -39,11 +39,9 @@ def write_study(root: Path, config: dict) -> Path:
 
 # A process a test starts to compute for it under xdist runs on its worker's CPUs, with as many threads
 # (tests/background.py: on_worker_cpus); pinned here, before any framework starts its thread pools.
-if os.environ.get("FWBENCH_TESTS_CPUS"):
-    from fwbench.running.threads import pin_threads
+from tests import background  # noqa: E402 - stdlib and pytest only
 
-    _cpus = [int(cpu) for cpu in os.environ["FWBENCH_TESTS_CPUS"].split(",")]
-    pin_threads(len(_cpus), _cpus)
+background.pin_to_given_cpus()
 
 # The test process imports all three frameworks, which no measuring process ever does. TensorFlow and Triton (which
 # torch._dynamo imports, e.g. from torch.optim) each bundle LLVM, and Triton's extension segfaults on import when
@@ -136,10 +134,7 @@ def pytest_collection_modifyitems(config, items):
             for pattern in patterns
         ):
             item.add_marker(pytest.mark.slow)
-    # "dist" in the controller; an xdist worker gets dist "no" and loadgroup True
-    if config.getoption("loadgroup", False) or config.getoption("dist", "no") == "loadgroup":
-        from tests import background
-
+    if background.grouping(config):
         background.group_by_build(items)
 
 
@@ -249,8 +244,6 @@ def background_studies(request, tmp_path_factory, venv_bin):
     """The studies that the selected tests only read, each built once: under xdist by the worker that runs its
     readers, when the first asks; in a serial run started now, and built in the background one after another while
     the other tests run (tests/background.py)."""
-    from tests import background
-
     studies = background.Studies(request.session.items, tmp_path_factory.mktemp, venv_bin)
     request.config.stash[BACKGROUND] = studies
     yield studies
@@ -259,8 +252,6 @@ def background_studies(request, tmp_path_factory, venv_bin):
 
 def pytest_runtest_logreport(report):
     """In a child pytest of tests/background.py (in_a_child_process): each test's outcome, for the parent."""
-    from tests import background
-
     background.write_child_report(report)
 
 

@@ -115,7 +115,7 @@ def test_this_runs_wiring_puts_a_builds_readers_in_its_xdist_group(registered_bu
     """In this very run: under `--dist loadgroup` (pyproject.toml's default) a test that reads a build carries the
     build's group in its node id, so one worker runs all its readers; run serially, it carries none."""
     assert registered_build.is_dir()
-    grouped = request.config.getoption("loadgroup", False) or request.config.getoption("dist", "no") == "loadgroup"
+    grouped = background.grouping(request.config)
     assert request.node.nodeid.endswith("@test_background.registered_build") == grouped, request.node.nodeid
 
 

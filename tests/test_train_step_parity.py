@@ -42,9 +42,9 @@ def parity_of_both_twins(name: str, seed: int) -> dict:
 
 
 def _in_a_process_of_its_own(name: str) -> Callable:
-    """A background build (tests/background.py) of a large model's parity: a fresh process computes it while other
-    tests run (each compiles XLA programs for up to a minute and holds up to 11 GB), and hands back its numbers and
-    seed as JSON; the test judges them."""
+    """A build (tests/background.py) of a large model's parity: a fresh process computes it (each compiles XLA
+    programs for up to a minute and holds up to 11 GB), on its xdist worker's core or, in a serial run, beside the
+    other tests, and hands back its numbers and seed as JSON; the test judges them."""
 
     def build(root, venv_bin, env) -> tuple[dict, int]:
         seed = int(np.random.default_rng().integers(1 << 30))
@@ -81,8 +81,7 @@ IN_BACKGROUND = {name: _in_a_process_of_its_own(name) for name in LARGE_MODELS}
 
 @pytest.mark.parametrize("name", sorted(MODELS))
 def test_both_twins_take_pytorchs_train_step(name, background_studies):
-    """The large models' parity is computed in the background, in processes of their own (IN_BACKGROUND); the small
-    CNN's here."""
+    """The large models' parity is computed in processes of their own (IN_BACKGROUND); the small CNN's here."""
     if name in IN_BACKGROUND:
         results, seed = background_studies.result(IN_BACKGROUND[name])
     else:

@@ -95,8 +95,9 @@ def _on_device(trainer, images_nhwc, labels):
 MOBILENET_BATCH = (8, 32, 32, 3)  # every MobileNetV3-Small trainer test's batch: one compiled shape for all
 
 
-# The three tests of the MobileNetV3-Small trainers (and their compiles, over a minute of XLA) run in a child pytest in
-# the background while other tests run (tests/background.py); each reports here what it did there.
+# The three tests of the MobileNetV3-Small trainers (and their compiles, over a minute of XLA) run in a child pytest
+# (tests/background.py): on their xdist worker's core, or in a serial run in the background beside the other tests;
+# each reports here what it did there.
 MOBILENET_TESTS = background.in_a_child_process(
     "mobilenet_trainers",
     [
