@@ -4,10 +4,11 @@
 # Used by both README commands and by .ci/run; a second call is a no-op check (seconds).
 #
 # Accelerator: cuda where an NVIDIA driver answers `nvidia-smi -L` with at least one GPU, else cpu;
-# FWBENCH_ACCELERATOR=cpu|cuda overrides. cpu installs `-e .[cpu]` (TensorFlow's CPU build); cuda installs
-# `-e .[cuda]` (JAX's CUDA plugin at the pinned JAX version, on the CUDA libraries of the pinned torch wheel, and
-# TensorFlow's CUDA build). `bash setup.sh --plan` prints the choice and the exact pip requirements, and installs
-# nothing.
+# FWBENCH_ACCELERATOR=cpu|cuda overrides. Both install the tested set (pyproject.toml's `tested` extra): cpu with
+# `-e .[tested,cpu]` (TensorFlow's CPU build), cuda with `-e .[tested,cuda]` (JAX's CUDA plugin at the pinned JAX
+# version, on the CUDA libraries of the pinned torch wheel, and TensorFlow's CUDA build). `bash setup.sh --plan`
+# prints the choice and the exact pip requirements, and installs nothing. To install fwbench into an environment
+# that already holds its frameworks instead, see the README (`python -m pip install -e .`).
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -39,27 +40,48 @@ else
     echo "setup.sh: note: no NVIDIA driver answers nvidia-smi -L here; installing the CUDA set anyway"
   fi
 fi
-target=".[$accelerator]"
+target=".[tested,$accelerator]"
 
+# The newest supported Python found (3.13, 3.12, then 3.11: every pinned package has wheels for each, and
+# envs/resolved/ records that the tested set resolves on each); FWBENCH_PYTHON names another interpreter. An existing
+# .venv keeps the Python it was made with.
+supported='import sys; sys.exit(not ((3, 11) <= sys.version_info[:2] <= (3, 13)))'
 python=""
-for candidate in python3.11 python3; do
-  if command -v "$candidate" >/dev/null 2>&1 &&
-     "$candidate" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))' 2>/dev/null; then
-    python=$candidate; break
+if [ -n "${FWBENCH_PYTHON-}" ]; then
+  command -v "$FWBENCH_PYTHON" >/dev/null 2>&1 || { echo "setup.sh: FWBENCH_PYTHON=$FWBENCH_PYTHON: no such interpreter" >&2; exit 1; }
+  "$FWBENCH_PYTHON" -c "$supported" 2>/dev/null ||
+    { echo "setup.sh: FWBENCH_PYTHON=$FWBENCH_PYTHON is $("$FWBENCH_PYTHON" --version 2>&1 | head -1); Python 3.11, 3.12 or 3.13 is required" >&2; exit 1; }
+  python=$FWBENCH_PYTHON
+else
+  for candidate in python3.13 python3.12 python3.11 python3; do
+    if command -v "$candidate" >/dev/null 2>&1 && "$candidate" -c "$supported" 2>/dev/null; then
+      python=$candidate; break
+    fi
+  done
+  [ -n "$python" ] || { echo "setup.sh: Python 3.11, 3.12 or 3.13 is required (as python3.13, python3.12, python3.11 or python3; FWBENCH_PYTHON names another)" >&2; exit 1; }
+fi
+if [ -x .venv/bin/python ] && [ -n "${FWBENCH_PYTHON-}" ]; then
+  made_with=$(.venv/bin/python -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+  asked=$("$python" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+  if [ "$made_with" != "$asked" ]; then
+    echo "setup.sh: .venv was made with Python $made_with and FWBENCH_PYTHON=$FWBENCH_PYTHON is $asked: remove .venv to make it anew" >&2
+    exit 1
   fi
-done
-[ -n "$python" ] || { echo "setup.sh: Python 3.11 is required (the pinned torch/torchvision wheels are for 3.11)" >&2; exit 1; }
+fi
 
 if [ "$plan" -eq 1 ]; then
-  echo "setup.sh: plan: pip install -e '$target' into .venv, i.e. these pinned requirements (nothing installed now):"
-  "$python" - "$accelerator" <<'EOF'
+  venv_python="$("$python" --version 2>&1)"
+  [ ! -x .venv/bin/python ] || venv_python="$(.venv/bin/python --version 2>&1) (the existing .venv's)"
+  echo "setup.sh: plan: pip install -e '$target' into .venv with $venv_python, i.e. these pinned requirements (nothing installed now):"
+  PYTHONDONTWRITEBYTECODE=1 PYTHONPATH=src "$python" - "$accelerator" <<'EOF'
 import sys
 import tomllib
 
+from fwbench.installation import expand_extra
+
 with open("pyproject.toml", "rb") as f:
-    project = tomllib.load(f)["project"]
-requirements = project["dependencies"] + project["optional-dependencies"][sys.argv[1]]
-print("\n".join(requirements))
+    extras = tomllib.load(f)["project"]["optional-dependencies"]
+print("\n".join(expand_extra(extras, "tested") + extras[sys.argv[1]]))
 EOF
   exit 0
 fi

@@ -147,7 +147,16 @@ def test_the_docs_index_lists_every_page():
 
 def test_the_readme_links_the_docs_index_and_each_topic_page():
     targets = {target.partition("#")[0] for target in links(README.read_text())}
-    for page in ("docs/README.md", "docs/gpus.md", "docs/slurm.md", "config/README.md", "LICENSE", "CITATION.cff"):
+    for page in (
+        "docs/README.md",
+        "docs/install.md",
+        "docs/elsewhere.md",
+        "docs/gpus.md",
+        "docs/slurm.md",
+        "config/README.md",
+        "LICENSE",
+        "CITATION.cff",
+    ):
         assert page in targets, f"README.md links {page}"
 
 

@@ -36,6 +36,11 @@ def _result(framework, model="resnet50", batch=1, suite="inference", mode=None, 
         settings |= {"intra_op_threads": 2, "inter_op_threads": 2}
     order = ROTATION_3[framework] if order is None else order
     compile_s = None if mode == "eager" else 1.0
+    versions = {  # the tested set's, as each framework's cells record them (beside CUDA's, which is no package)
+        "torch": {"torch": "2.14.1+cu130", "torchvision": "0.29.1", "cuda": "13.0"},
+        "jax": {"jax": "0.10.2", "jaxlib": "0.10.2", "flax": "0.12.8", "cuda": None},
+        "tensorflow": {"tensorflow": "2.21.0", "keras": "3.15.1", "cuda": None},
+    }.get(framework, {})
     base_metrics = {
         "flags": {"noisy": False, "ci_not_reached": False, "recompiled": False, "other_gpu_processes": False},
         "compile_s": compile_s,
@@ -64,6 +69,7 @@ def _result(framework, model="resnet50", batch=1, suite="inference", mode=None, 
                 "device": {"name": "cpu", "platform": "cpu"},
                 "settings": settings,
                 "threads": {"effective": 2, "clamped": False},
+                "versions": versions,
             },
             "cpu_model": "Test CPU",
             "placement": {"host": "box", "node": "box", "scheduler": None},
@@ -113,7 +119,11 @@ def test_a_fair_study_holds_every_control_it_can_measure():
     assert statuses["Same node for each pair"][1] == "every cell ran on 1 node (box)"
     assert statuses["Ratios pair compiled with compiled"][1] == "inference: 2 of 2 ratios pair compiled with compiled"
     assert statuses["Autotuning alike"][1].startswith("on in 3 of 3 cells; not applicable: every cell ran on a CPU")
-    assert len(statuses) + 1 == 16, "thirteen controls, the node control and the two mode controls"
+    assert statuses["Framework versions as tested"][1] == (
+        "flax 0.12.8, jax 0.10.2, jaxlib 0.10.2, keras 3.15.1, tensorflow 2.21.0, torch 2.14.1+cu130, "
+        "torchvision 0.29.1"
+    )
+    assert len(statuses) + 1 == 17, "thirteen controls, the versions, the node control and the two mode controls"
 
 
 def test_differing_inputs_are_named():
@@ -164,6 +174,11 @@ def test_parity_beyond_the_bound_or_missing_does_not_hold():
             "settings differ: off in inference jax jit resnet50 fp32 bs1; on in",
         ),
         ("No workarounds", lambda r: r.update(deviations=[{"name": "xla_autotune_off"}]), "xla_autotune_off"),
+        (
+            "Framework versions as tested",
+            lambda r: r["provenance"]["framework"]["versions"].update(jax="0.11.2", jaxlib="0.11.2"),
+            "jax 0.11.2 (tested 0.10.2); jaxlib 0.11.2 (tested 0.10.2)",
+        ),
         (
             "Same device and settings",
             lambda r: r["provenance"]["framework"]["device"].update(name="cuda:0"),

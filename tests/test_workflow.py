@@ -210,6 +210,74 @@ def test_the_paper_has_its_ledger_published_comparison_and_conclusions(workdir):
     assert "No published figure matches a cell of this study" in text
 
 
+# The jobs that measure or compute with a framework (and the data and weights they read): none runs where restored
+# results build the paper.
+MEASURING_JOBS = {
+    "device_check",
+    "device_peak",
+    "download_dataset",
+    "prepare_dataset",
+    "init_weights",
+    "model_facts",
+    "loader_throughput",
+    "micro_operands",
+    "parity_logits",
+    "parity",
+    "inference_group",
+    "inference_group_primary",
+    "training_cell",
+    "micro_group",
+}
+FRAMEWORK_MODULES = ("torch", "torchvision", "jax", "jaxlib", "flax", "optax", "tensorflow", "keras")
+
+
+@pytest.mark.slow
+def test_archived_results_build_the_paper_in_a_fresh_checkout_where_no_framework_can_be_imported(
+    workdir, venv_bin, tmp_path
+):
+    """fwbench archive in the study's checkout, fwbench restore in a fresh copy of the workflow without its data or
+    weights, in an environment where no framework can be imported (tests/hidden_frameworks): the usual snakemake
+    command plans and runs no measuring job, builds the paper, and its tables are the measuring checkout's byte for
+    byte (the study's timing tables aside, which add the jobs run here)."""
+    env = {
+        **os.environ,
+        "PATH": f"{venv_bin}{os.pathsep}{os.environ['PATH']}",
+        "PYTHONPATH": os.pathsep.join(
+            filter(None, [str(REPO / "tests" / "hidden_frameworks"), os.environ.get("PYTHONPATH")])
+        ),
+        "FWBENCH_TESTS_HIDE": ",".join(FRAMEWORK_MODULES),
+    }
+    archive = tmp_path / "study.tar.xz"
+    fwbench = [str(venv_bin / "fwbench")]
+    made = subprocess.run([*fwbench, "archive", str(workdir), str(archive), "--config", STUDY_FILE], **_quietly(env))
+    assert made.returncode == 0 and "cells) of study.yaml" in made.stdout, made.stderr
+    fresh = copy_workflow(tmp_path / "fresh")
+    (fresh / STUDY_FILE).write_text((workdir / STUDY_FILE).read_text())
+    restored = subprocess.run([*fwbench, "restore", str(archive), "--into", str(fresh)], **_quietly(env))
+    assert restored.returncode == 0, restored.stderr
+    assert not list((fresh / "results" / "data").glob("*.npy")) and not list(fresh.glob("results/weights/*.npz"))
+
+    planned = _planned_jobs(_run_study(fresh, venv_bin, "-n", env=env))
+    assert planned and not MEASURING_JOBS & set(planned), planned
+    _run_study(fresh, venv_bin, env=env)
+    assert json.loads((fresh / "results" / "report" / "paper_check.json").read_text())["problems"] == []
+    tables = sorted(p.relative_to(workdir) for p in (workdir / "results" / "tables").iterdir())
+    differ = [str(t) for t in tables if (fresh / t).read_bytes() != (workdir / t).read_bytes()]
+    assert differ and all(name.startswith("results/tables/study_time") for name in differ), differ
+    assert _planned_jobs(_run_study(fresh, venv_bin, "-n", env=env)) == {}
+
+    # a study that needs a cell the archive lacks is not completed from the restored results
+    config = yaml.safe_load((fresh / STUDY_FILE).read_text())
+    config["inference"]["batch_sizes"] = [*config["inference"]["batch_sizes"], 8]
+    (fresh / STUDY_FILE).write_text(yaml.safe_dump(config))
+    refused = subprocess.run([str(venv_bin / "snakemake"), *STUDY_ARGS, "-n"], cwd=fresh, **_quietly(env))
+    assert refused.returncode != 0 and "fwbench: results/ holds results restored from" in refused.stderr
+
+
+def _quietly(env):
+    return {"env": env, "capture_output": True, "text": True, "timeout": 600}
+
+
 @pytest.mark.slow
 def test_reruns_are_minimal(workdir, venv_bin):
     assert _planned_jobs(_run_study(workdir, venv_bin, "-n")) == {}, "a complete run leaves nothing to do"

@@ -11,6 +11,7 @@ from fwbench.running.devices import DeviceCheckError
 from fwbench.study.config import ConfigError, validate_config
 from fwbench.study.files import DEFAULT_STUDY, load_config, resolve, show
 from fwbench.study.params import measurement_settings
+from fwbench.workflow.archive import ArchiveError
 
 
 def _cell_config(config: dict, args: argparse.Namespace) -> dict:
@@ -211,6 +212,55 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return 1 if args.fail_on_change and comparison.has_change else 0
 
 
+def cmd_doctor(args: argparse.Namespace) -> int:
+    """What this environment can run (fwbench.workflow.doctor); always exit 0: it reports, it does not judge."""
+    from fwbench.workflow import doctor
+
+    environment = doctor.inspect(probe_devices=True if args.probe else None)
+    print("\n".join(doctor.report_lines(environment, doctor.studies(Path(args.studies)))))
+    return 0
+
+
+def _size(n_bytes: int) -> str:
+    return f"{n_bytes / 1e6:.1f} MB" if n_bytes >= 1e5 else f"{n_bytes / 1e3:.0f} kB"
+
+
+def cmd_archive(args: argparse.Namespace) -> int:
+    from snakemake.cli import parse_config
+
+    from fwbench.workflow.archive import write_archive
+
+    manifest = write_archive(args.study_dir, args.out, args.config, parse_config(args.set))
+    files = manifest["files"]
+    cells = sum(1 for name in files if name.startswith("results/cells/"))
+    raw = sum(entry["size"] for entry in files.values())
+    print(
+        f"{args.out}: {_size(Path(args.out).stat().st_size)} ({len(files)} files, {_size(raw)} uncompressed, "
+        f"{cells} cells) of {' + '.join(manifest['study']['configfiles'])}, measured on "
+        f"{manifest['machine']['summary']}, code at {(manifest['code']['commit'] or 'no commit')[:12]}"
+    )
+    for pattern, why in manifest["left_out"].items():
+        print(f"  left out {pattern}: {why}")
+    return 0
+
+
+def cmd_restore(args: argparse.Namespace) -> int:
+    from snakemake.cli import parse_config
+
+    from fwbench.workflow.restore import restore
+
+    record = restore(args.archive, args.into, args.config, parse_config(args.set) if args.set else None)
+    manifest = record["manifest"]
+    configfiles = args.config or manifest["study"]["configfiles"]
+    command = "snakemake --cores all --resources gpu=1" + "".join(f" --configfile {f}" for f in configfiles)
+    print(
+        f"restored {record['files']} files of {' + '.join(configfiles)} into {Path(args.into, 'results')}, measured on "
+        f"{manifest['machine']['summary']} ({manifest['created']}); build the tables, figures and paper with:\n"
+        f"  {command}"
+    )
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="fwbench", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -303,6 +353,59 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--show", action="store_true", help="print the effective config, each value with its source")
     check.add_argument("--results", default="results")
     check.set_defaults(func=cmd_check_config)
+
+    doctor = sub.add_parser(
+        "doctor",
+        help="what this environment can run: frameworks, builds, devices, LaTeX, and which studies in config/",
+        description="Each framework found with its version (against the tested one), its build and the device it "
+        "would compute on (asked in a fresh process each, as the device check asks), the GPUs the NVIDIA driver "
+        "lists, LaTeX and the browser, and for every study file in config/ whether it can run here as it is. Where the "
+        "driver lists no GPU the builds are read from the installed files (no import; --probe asks anyway). Starts "
+        "no study.",
+    )
+    doctor.add_argument("--studies", default="config", metavar="DIR", help="where the study files are (config/)")
+    doctor.add_argument(
+        "--probe",
+        action="store_true",
+        help="ask each framework what it computes on even where the NVIDIA driver lists no GPU (seconds per framework)",
+    )
+    doctor.set_defaults(func=cmd_doctor)
+
+    archive = sub.add_parser(
+        "archive",
+        help="write a study's results as one compressed file that another checkout can restore",
+        description="Every cell JSON, table, figure, log and job time under STUDY_DIR/results, with a manifest of "
+        "the study (its files and effective config), the code (commit and digests), the measuring machine, and "
+        "Snakemake's records of each file; not the dataset shards, starting weights or micro operands, which the "
+        "workflow writes again from the seed (docs/elsewhere.md).",
+    )
+    archive.add_argument("study_dir", metavar="STUDY_DIR", help="where snakemake ran the study (holds results/)")
+    archive.add_argument("out", metavar="OUT", help="the archive to write (an xz-compressed tar, e.g. study.tar.xz)")
+    archive.add_argument(
+        "--config",
+        action="append",
+        default=None,
+        metavar="FILE",
+        help=f"the study file(s) the study ran with, as given to --configfile (default: {DEFAULT_STUDY})",
+    )
+    archive.add_argument("--set", action="append", metavar="KEY=VALUE", help="as the study's snakemake --config")
+    archive.set_defaults(func=cmd_archive)
+
+    restore = sub.add_parser(
+        "restore",
+        help="restore an archive into this checkout, so snakemake builds the paper without measuring",
+        description="Checks the whole archive before writing anything: members only under results/ (no absolute "
+        "path, '..', link or device file), every file against its digest, the code against this checkout's, the "
+        "study against the archive's, and results/ without cells of its own. Then the usual snakemake command "
+        "builds the tables, figures and paper without a measuring job.",
+    )
+    restore.add_argument("archive", metavar="ARCHIVE", help="a file written by fwbench archive")
+    restore.add_argument("--into", default=".", metavar="DIR", help="the checkout to restore into (default: .)")
+    restore.add_argument(
+        "--config", action="append", default=None, metavar="FILE", help="the study file(s) (default: the archive's)"
+    )
+    restore.add_argument("--set", action="append", metavar="KEY=VALUE", help="as snakemake's --config")
+    restore.set_defaults(func=cmd_restore)
     return parser
 
 
@@ -312,7 +415,7 @@ def main(argv: list[str] | None = None) -> int:
         args.data_dir = str(Path(args.results, "data"))
     try:
         return args.func(args)
-    except (ConfigError, DeviceCheckError, ValueError, KeyError) as exc:
+    except (ConfigError, DeviceCheckError, ArchiveError, ValueError, KeyError) as exc:
         print(f"fwbench: {exc}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # `fwbench check-config | head`: the reader has what it wanted

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import fwbench
+from fwbench.installation import interpreter
 from fwbench.trackers.hardware import blas_identity, cpu_identity
 
 ENV_PREFIXES = ("OMP_", "MKL_", "OPENBLAS_", "XLA_", "JAX_", "TF_", "CUDA_", "NVIDIA_", "TORCH_", "PYTORCH_")
@@ -80,6 +81,9 @@ def host_provenance() -> dict[str, Any]:
         "fwbench": fwbench.__version__,
         "harness_version": fwbench.HARNESS_VERSION,
         "python": sys.version.split()[0],
+        # which Python ran the cell: the implementation, its executable and the kind of environment (venv, conda or
+        # the system's), since fwbench now runs in environments it did not make
+        "interpreter": interpreter(),
         "platform": platform.platform(),
         "machine": platform.machine(),
         "hostname": platform.node(),

@@ -28,6 +28,7 @@ from fwbench.analysis.fairness.rows import (
     succeeded,
     variant_of,
 )
+from fwbench.installation import FRAMEWORK_DISTRIBUTIONS, normalise, untested_framework_versions
 from fwbench.trackers.hardware import recorded_core_type
 
 
@@ -237,3 +238,27 @@ def blas_core_row(results: list[dict[str, Any]]) -> dict[str, str] | None:
     if unrecorded:
         return row(control, NOT_MEASURED, measured, f"no environment recorded in {named(unrecorded)}")
     return row(control, HELD, measured)
+
+
+def versions_row(results: list[dict[str, Any]]) -> dict[str, str]:
+    """The frameworks' versions as the cells recorded them, against the tested set (pyproject.toml's `tested`
+    extra): fwbench runs in environments it did not make, and a version it was not tested with is named here and in
+    the setup table, not hidden."""
+    control = "Framework versions as tested"
+    found: dict[str, set[str]] = defaultdict(set)
+    untested: dict[str, set[str]] = defaultdict(set)
+    for r in succeeded(results):
+        framework = r["provenance"]["framework"]
+        versions = {
+            k: v for k, v in (framework.get("versions") or {}).items() if normalise(k) in FRAMEWORK_DISTRIBUTIONS
+        }
+        for name, version in versions.items():
+            if version:
+                found[name].add(str(version))
+        for name, tested in untested_framework_versions(versions).items():
+            untested[name].add(f"{name} {versions[name]} (tested {tested})")
+    if not found:
+        return row(control, NOT_MEASURED, "no successful cell recorded a framework version")
+    measured = ", ".join(f"{name} {'/'.join(sorted(found[name]))}" for name in sorted(found))
+    where = "; ".join(sorted(v for values in untested.values() for v in values))
+    return row(control, NOT_HELD if where else HELD, measured, where)

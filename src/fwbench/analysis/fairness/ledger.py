@@ -27,7 +27,14 @@ import pandas as pd
 
 from fwbench.analysis.common.latex import escape, join_words
 from fwbench.analysis.fairness.block_checks import block_order_row, idle_row, load_row, steal_row
-from fwbench.analysis.fairness.input_checks import blas_core_row, inputs_row, precision_row, threads_row, weights_row
+from fwbench.analysis.fairness.input_checks import (
+    blas_core_row,
+    inputs_row,
+    precision_row,
+    threads_row,
+    versions_row,
+    weights_row,
+)
 from fwbench.analysis.fairness.mode_checks import autotune_row, compile_row, pairing_row, recompile_row
 from fwbench.analysis.fairness.outcome_checks import deviations_row, failures_row, flag_row, noise_row
 from fwbench.analysis.fairness.placement_checks import device_row, isolation_row, node_row, order_row
@@ -54,6 +61,7 @@ def ledger(
         precision_row(results),
         threads_row(results),
         blas_core_row(results),
+        versions_row(results),
         compile_row(results),
         pairing_row(results, speedups, config),
         autotune_row(results),

@@ -18,6 +18,7 @@ from typing import Any
 from fwbench.analysis.common.cells import load_cells
 from fwbench.analysis.common.latex import label, mode_label, ordered_frameworks, ordered_variants
 from fwbench.analysis.common.partners import cell_mode, variant_names
+from fwbench.installation import untested_framework_versions
 from fwbench.study.modes import is_compiled
 
 
@@ -113,14 +114,17 @@ def _gpu_rows(results: list[dict[str, Any]]) -> dict[str, set[Any]]:
 
 
 def _versions(results: list[dict[str, Any]], present: set[str]) -> dict[str, set[Any]]:
-    """The library versions of the frameworks the study has, each from its own cells."""
+    """The library versions of the frameworks the study has, each from its own cells, and the tested version beside
+    each that is not the tested set's ("2.11.0 (tested: 2.14.1)", fwbench.installation)."""
     rows = [row for row in VERSION_ROWS if row[1] in present]
     fields: dict[str, set[Any]] = {label_: set() for label_, *_ in rows}
     for result in results:
         framework = _framework(result)
         for label_, name, key in rows:
             if framework.get("name") in (None, name):  # a cell from before `name` was recorded counts for every row
-                fields[label_].add((framework.get("versions") or {}).get(key))
+                version = (framework.get("versions") or {}).get(key)
+                tested = untested_framework_versions({key: version}).get(key)
+                fields[label_].add(f"{version} (tested: {tested})" if tested else version)
     return fields
 
 

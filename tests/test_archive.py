@@ -1,0 +1,298 @@
+"""fwbench archive and fwbench restore on a study directory of their own (fwbench.workflow.archive, .restore): what
+goes in and what stays out, a round trip, and every archive that must be refused whole, before anything is written.
+The round trip of a real study, restored where no framework can be imported, is in tests/test_restored_study.py."""
+
+from __future__ import annotations
+
+import io
+import json
+import lzma
+import os
+import shutil
+import tarfile
+from pathlib import Path
+
+import pytest
+import yaml
+
+from fwbench.cli import main
+from fwbench.study.config import validate_config
+from fwbench.study.grid import cells
+from fwbench.workflow.archive import MANIFEST, ArchiveError, snakemake_record_path, write_archive
+from fwbench.workflow.requirements import RESTORE_RECORD
+from fwbench.workflow.restore import restore
+from tests.conftest import STUDY_FILE, TINY_CONFIG, copy_workflow, write_study
+
+CONFIG = {**TINY_CONFIG, "suites": ["inference"]}
+
+
+def _study(root: Path) -> Path:
+    """A checkout that ran the tiny study: every cell's result (stand-ins), tables, the shards, weights and GPU
+    slots an archive leaves out, and Snakemake's record of one cell."""
+    copy_workflow(root)
+    write_study(root, CONFIG)
+    results = root / "results"
+    for cell in cells(validate_config(CONFIG)):
+        path = root / cell.path("results")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({"cell": cell.label(), "status": "ok"}))
+    for name, text in {
+        "tables/inference.csv": "framework,img_s\ntorch,1.0\n",
+        "device.json": json.dumps({"platform": "cpu", "gpus": []}),
+        "logs/device_check.log": "ok\n",
+        "data/manifest.json": "{}",
+        "data/train-00000-images.npy": "shard",
+        "weights/small_cnn.npz": "weights",
+        "weights/small_cnn.json": "{}",
+        "slots/vm/0.lock": "",
+        "state/training/x.ckpt": "state",
+    }.items():
+        (results / name).parent.mkdir(parents=True, exist_ok=True)
+        (results / name).write_text(text)
+    first = str(cells(validate_config(CONFIG))[0].path("results"))
+    record = snakemake_record_path(root, first)
+    record.parent.mkdir(parents=True, exist_ok=True)
+    record.write_text(json.dumps({"rule": "inference_group", "params": ["'x'"], "record_format_version": 6}))
+    return root
+
+
+@pytest.fixture(scope="module")
+def archived(tmp_path_factory) -> tuple[Path, Path]:
+    """(the study's checkout, its archive), shared by the module's tests: none changes them."""
+    tmp_path = tmp_path_factory.mktemp("archived")
+    study = _study(tmp_path / "measured")
+    out = tmp_path / "study.tar.xz"
+    write_archive(study, out, [STUDY_FILE])
+    return study, out
+
+
+@pytest.fixture(scope="module")
+def untouched(tmp_path_factory) -> Path:
+    """A fresh checkout of the same study that refused restores share: each checks that nothing was written."""
+    return _fresh(tmp_path_factory.mktemp("untouched"))
+
+
+def _fresh(tmp_path: Path, name: str = "fresh") -> Path:
+    root = tmp_path / name
+    copy_workflow(root)
+    write_study(root, CONFIG)
+    return root
+
+
+def _written(root: Path) -> list[str]:
+    """What a refused restore must not have written: anything under results/ or .snakemake/."""
+    return sorted(str(p.relative_to(root)) for d in ("results", ".snakemake") for p in (root / d).rglob("*"))
+
+
+def test_the_archive_holds_the_results_and_leaves_out_what_the_workflow_writes_again(archived):
+    study, out = archived
+    with tarfile.open(out) as tar:
+        names = tar.getnames()
+        manifest = json.load(tar.extractfile(MANIFEST))
+    assert names[0] == MANIFEST
+    cell_names = {str(c.path("results")) for c in cells(validate_config(CONFIG))}
+    assert cell_names <= set(names)
+    assert {"results/tables/inference.csv", "results/device.json", "results/logs/device_check.log"} <= set(names)
+    assert {"results/data/manifest.json", "results/weights/small_cnn.json"} <= set(names)
+    for left_out in ("results/data/train-00000-images.npy", "results/weights/small_cnn.npz", "results/slots/vm/0.lock"):
+        assert left_out not in names
+    assert not any(name.startswith("results/state/") for name in names)
+    assert set(manifest["left_out"]) == {
+        "results/data/*.npy",
+        "results/weights/*.npz",
+        "results/slots/*",
+        "results/state/*",
+    }
+    assert manifest["study"]["configfiles"] == [STUDY_FILE]
+    assert manifest["study"]["config"]["models"] == ["small_cnn"]
+    assert manifest["code"]["files"]["workflow/Snakefile"] and manifest["code"]["files"]["fwbench/cli.py"]
+    first = sorted(cell_names)[0]
+    assert {manifest["files"][n]["snakemake"] is not None for n in cell_names} == {True, False}
+    assert manifest["files"]["results/tables/inference.csv"]["size"] == len("framework,img_s\ntorch,1.0\n")
+    assert first in manifest["files"]
+
+
+def test_a_study_with_a_cell_missing_is_not_archived(tmp_path):
+    """(A study directory of its own: a cell is removed.)"""
+    study = _study(tmp_path / "measured")
+    missing = cells(validate_config(CONFIG))[-1].path("results")
+    (study / missing).unlink()
+    with pytest.raises(ArchiveError, match=rf"1 cell\(s\) of the study have no result .*{missing}"):
+        write_archive(study, tmp_path / "out.tar.xz", [STUDY_FILE])
+    assert not (tmp_path / "out.tar.xz").exists()
+
+
+def test_restore_puts_every_file_back_newer_than_the_code_in_the_order_it_was_made(archived, tmp_path):
+    study, out = archived
+    fresh = _fresh(tmp_path)
+    with tarfile.open(out) as tar:
+        manifest = json.load(tar.extractfile(MANIFEST))
+    record = restore(out, fresh)
+    for name in manifest["files"]:
+        assert (fresh / name).read_bytes() == (study / name).read_bytes(), name
+    newest_code = max(p.stat().st_mtime for d in ("workflow", "config", "report") for p in (fresh / d).rglob("*"))
+    restored = {name: (fresh / name).stat().st_mtime for name in manifest["files"]}
+    assert min(restored.values()) > newest_code
+    by_original = sorted(manifest["files"], key=lambda n: (manifest["files"][n]["mtime"], n))
+    assert [restored[n] for n in by_original] == sorted(restored.values())
+    first = next(n for n in manifest["files"] if manifest["files"][n]["snakemake"])
+    assert json.loads(snakemake_record_path(fresh, first).read_text())["rule"] == "inference_group"
+    saved = json.loads((fresh / "results" / RESTORE_RECORD).read_text())
+    assert saved["archive"] == str(out) and record["files"] == len(manifest["files"])
+    assert not (fresh / "results" / "weights" / "small_cnn.npz").exists()
+
+
+def test_the_commands_print_the_size_and_what_to_run(archived, tmp_path, capsys):
+    study, _ = archived
+    out = tmp_path / "again.tar.xz"
+    assert main(["archive", str(study), str(out), "--config", STUDY_FILE]) == 0
+    printed = capsys.readouterr().out
+    assert f"{out}: " in printed and " kB (" in printed and "4 cells" in printed
+    assert "left out results/weights/*.npz: starting weights" in printed
+    fresh = _fresh(tmp_path)
+    assert main(["restore", str(out), "--into", str(fresh)]) == 0
+    printed = capsys.readouterr().out
+    assert "snakemake --cores all --resources gpu=1 --configfile study.yaml" in printed
+
+
+def _rewrite(out: Path, tmp_path: Path, change) -> Path:
+    """A copy of the archive with its members passed through `change(members) -> members` ((TarInfo, bytes) pairs)."""
+    with tarfile.open(out) as tar:
+        members = [(m, tar.extractfile(m).read() if m.isreg() else b"") for m in tar.getmembers()]
+    bad = tmp_path / "bad.tar.xz"
+    with tarfile.open(bad, "w:xz", format=tarfile.PAX_FORMAT) as tar:
+        for info, data in change(members):
+            tar.addfile(info, io.BytesIO(data) if info.isreg() else None)
+    return bad
+
+
+def _extra(name: str, kind: bytes = tarfile.REGTYPE, data: bytes = b"x", linkname: str = ""):
+    info = tarfile.TarInfo(name)
+    info.type, info.size, info.linkname = kind, len(data) if kind == tarfile.REGTYPE else 0, linkname
+    return info, data
+
+
+def _tampered_manifest(members, **changes):
+    info, data = members[0]
+    manifest = json.loads(data)
+    for dotted, value in changes.items():
+        *path, key = dotted.split(".")
+        target = manifest
+        for part in path:
+            target = target[part]
+        target[key] = value
+    data = json.dumps(manifest).encode()
+    info.size = len(data)
+    return [(info, data), *members[1:]]
+
+
+BAD_MEMBERS = {
+    "absolute": (lambda m: [*m, _extra("/etc/cron.d/evil")], "'/etc/cron.d/evil' is an absolute path"),
+    "dotdot": (lambda m: [*m, _extra("results/../../evil")], "'results/../../evil' is a path with '..'"),
+    "symlink": (lambda m: [*m, _extra("results/link", tarfile.SYMTYPE, linkname="/etc")], r"is a link \(to /etc\)"),
+    "hardlink": (lambda m: [*m, _extra("results/hard", tarfile.LNKTYPE, linkname="results/device.json")], "a link"),
+    "device": (lambda m: [*m, _extra("results/dev", tarfile.CHRTYPE)], "'results/dev' is a device file or FIFO"),
+    "fifo": (lambda m: [*m, _extra("results/fifo", tarfile.FIFOTYPE)], "'results/fifo' is a device file or FIFO"),
+    "outside": (lambda m: [*m, _extra("workflow/Snakefile")], "'workflow/Snakefile' is outside results/"),
+    "twice": (lambda m: [*m, m[-1]], "appears twice"),
+    "unlisted": (lambda m: [*m, _extra("results/cells/extra.json")], "not in the archive's manifest"),
+    "tampered": (
+        lambda m: [*m[:-1], (m[-1][0], b"X" + m[-1][1][1:])],
+        "does not match its manifest entry",
+    ),
+    "missing": (lambda m: m[:-1], r"1 file\(s\) of its manifest are missing"),
+    "other commit": (
+        lambda m: _tampered_manifest(m, **{"code.commit": "0" * 40}),
+        "the archive was made at commit 000000000000",
+    ),
+    "other code": (
+        lambda m: _tampered_manifest(m, **{"code.files.workflow/Snakefile": "0" * 64}),
+        "the code differs from the archive's.*workflow/Snakefile \\(changed\\)",
+    ),
+    "other study": (
+        lambda m: _tampered_manifest(m, **{"study.config.precisions": ["bf16"]}),
+        'the study differs from the archive\'s at precisions: \\["fp32"\\] here, \\["bf16"\\] there',
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_MEMBERS))
+def test_an_archive_that_would_write_outside_results_or_does_not_match_is_refused_whole(
+    archived, untouched, tmp_path, case
+):
+    _, out = archived
+    change, message = BAD_MEMBERS[case]
+    bad = _rewrite(out, tmp_path, change)
+    with pytest.raises(ArchiveError, match=message):
+        restore(bad, untouched)
+    assert _written(untouched) == []
+    assert not (tmp_path / "evil").exists() and not Path("/etc/cron.d/evil").exists()
+
+
+@pytest.mark.parametrize("keep", [0.2, 0.6, 0.95])
+def test_a_truncated_archive_is_refused_naming_where_it_ends(archived, untouched, tmp_path, keep):
+    _, out = archived
+    data = out.read_bytes()
+    cut = tmp_path / "cut.tar.xz"
+    cut.write_bytes(data[: int(len(data) * keep)])
+    with pytest.raises(ArchiveError, match=r"truncated or corrupt at member '[^']+'|not a readable archive"):
+        restore(cut, untouched)
+    assert _written(untouched) == []
+
+
+def test_results_with_cells_of_their_own_are_never_mixed_with_an_archive(archived, tmp_path):
+    _, out = archived
+    fresh = _fresh(tmp_path)
+    own = fresh / "results" / "cells" / "inference" / "own.json"
+    own.parent.mkdir(parents=True)
+    own.write_text("{}")
+    with pytest.raises(ArchiveError, match=r"already holds 1 cell result\(s\).*never mixed"):
+        restore(out, fresh)
+    assert _written(fresh) == ["results/cells", "results/cells/inference", "results/cells/inference/own.json"]
+
+
+def test_a_changed_study_file_is_refused_with_the_key_that_differs(archived, tmp_path):
+    _, out = archived
+    fresh = _fresh(tmp_path)  # its own: the study file changes
+    study = yaml.safe_load((fresh / STUDY_FILE).read_text())
+    study["inference"]["batch_sizes"] = [1, 2, 4]
+    (fresh / STUDY_FILE).write_text(yaml.safe_dump(study))
+    with pytest.raises(ArchiveError, match=r"study.yaml: the study differs .* at inference.batch_sizes: \[1, 2, 4\]"):
+        restore(out, fresh)
+    assert _written(fresh) == []
+
+
+def test_a_file_that_is_not_an_archive_is_named(untouched, tmp_path):
+    bogus = tmp_path / "notes.tar.xz"
+    bogus.write_bytes(lzma.compress(b"not a tar"))
+    with pytest.raises(ArchiveError, match="notes.tar.xz"):
+        restore(bogus, untouched)
+    plain = tmp_path / "plain.tar"
+    with tarfile.open(plain, "w") as tar:
+        info, data = _extra("results/x")
+        tar.addfile(info, io.BytesIO(data))
+    with pytest.raises(ArchiveError, match="its first member is 'results/x'"):
+        restore(plain, untouched)
+    assert _written(untouched) == []
+
+
+def test_the_metadata_path_is_snakemakes_own(tmp_path):
+    """Restored records must be where Snakemake's file persistence reads them, long names included."""
+    from snakemake.persistence.file import FilePersistence
+
+    persistence = FilePersistence.__new__(FilePersistence)
+    persistence._max_len = None
+    subject = tmp_path / ".snakemake" / "metadata"
+    subject.mkdir(parents=True)
+    for key in ("results/tables/inference.csv", "results/cells/" + "long/" * 60 + "bs1.json"):
+        assert snakemake_record_path(tmp_path, key) == Path(persistence._record_path(str(subject), key))
+
+
+def test_a_restored_copy_cannot_be_restored_over(archived, tmp_path):
+    _, out = archived
+    fresh = _fresh(tmp_path)
+    restore(out, fresh)
+    shutil.rmtree(fresh / "results" / "cells")
+    with pytest.raises(ArchiveError, match="exists and the archive holds it too"):
+        restore(out, fresh)
+    os.remove(fresh / "results" / RESTORE_RECORD)
