@@ -192,3 +192,13 @@ def test_doctor_command_prints_every_framework_and_every_shipped_study(capsys):
         assert label in out
     for study in ("config.yaml", "gpu-smoke.yaml", "paper-h100.yaml"):
         assert study in out
+
+
+def test_the_setup_table_names_the_interpreter_each_cell_recorded():
+    from fwbench.analysis.setup.provenance import _python
+    from fwbench.trackers.environment import host_provenance
+
+    recorded = host_provenance()["interpreter"]
+    assert recorded["executable"] == sys.executable and recorded["environment"] == "venv"
+    assert _python({"python": "3.12.1", "interpreter": {**recorded, "version": "3.12.1"}}) == "3.12.1 (CPython, venv)"
+    assert _python({"python": "3.11.7"}) == "3.11.7", "a cell from before the interpreter was recorded"

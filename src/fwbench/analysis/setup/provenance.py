@@ -383,6 +383,16 @@ def _hardware_rows(results: list[dict[str, Any]], present: set[str]) -> dict[str
     return fields
 
 
+def _python(provenance: dict[str, Any]) -> str | None:
+    """The interpreter that ran a cell: "3.12.1 (CPython, venv)" (fwbench runs in environments it did not make: a
+    venv, a conda environment, the system's Python), or the bare version of a cell from before it was recorded."""
+    interpreter = provenance.get("interpreter")
+    if not isinstance(interpreter, dict):
+        return provenance.get("python")
+    implementation = {"cpython": "CPython", "pypy": "PyPy"}.get(interpreter.get("implementation"), "Python")
+    return f"{interpreter.get('version')} ({implementation}, {interpreter.get('environment')})"
+
+
 def study_environment(paths: Iterable[str | Path]) -> dict[str, Any]:
     results = load_cells(paths)
     present = _present(results)
@@ -397,7 +407,7 @@ def study_environment(paths: Iterable[str | Path]) -> dict[str, Any]:
     for result in results:
         prov = result["provenance"]
         fields["CPU"].add(prov.get("cpu_model"))
-        fields["Python"].add(prov.get("python"))
+        fields["Python"].add(_python(prov))
         fields["NumPy"].add((prov.get("libraries") or {}).get("numpy"))
         fields["Harness version"].add(prov.get("harness_version"))
         git = prov.get("git") or {}
