@@ -100,6 +100,7 @@ FULL_SUITE_ONLY: dict[str, tuple[str, ...]] = {
     ),
     "fresh processes importing every framework, or several launches of real workers": (
         "tests/test_backends.py::test_a_measuring_process_loads_only_its_own_framework*",
+        "tests/test_backends.py::test_precision_default_leaves_each_frameworks_own_switches_alone",
         "tests/test_torchvision_import.py::*",
         "tests/test_devices.py::test_real_probes_agree_on_this_machine",
         "tests/test_blocks.py::test_each_launch_runs_its_blocks_in_a_balanced_order[frameworks1-6]",

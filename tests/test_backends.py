@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from types import SimpleNamespace
@@ -67,6 +68,33 @@ def test_jax_forward_requires_compile(weights):
     backend.build("small_cnn", weights, num_classes=6, image_size=16)
     with pytest.raises(RuntimeError, match="before compile"):
         backend.forward(backend.to_device(np.zeros((1, 16, 16, 3), np.float32)))
+
+
+def test_precision_default_leaves_each_frameworks_own_switches_alone():
+    """`default` touches no switch: in a fresh process (as every cell's), PyTorch keeps TF32 for cuDNN's convolutions
+    and not for matmuls, JAX its DEFAULT matmul precision, TensorFlow its TF32 execution; on this CPU none is in
+    effect, and each cell says so."""
+    code = (
+        "import json\n"
+        "from fwbench.backends import get_backend\n"
+        "out = {}\n"
+        "for framework in ('torch', 'jax', 'tensorflow'):\n"
+        "    s = get_backend(framework, threads=1, precision='default').effective_settings\n"
+        "    out[framework] = {k: s.get(k) for k in ('cudnn_allow_tf32', 'cuda_matmul_allow_tf32',\n"
+        "        'float32_matmul_precision', 'default_matmul_precision', 'tensor_float_32_execution',\n"
+        "        'tf32_scope', 'tf32_in_effect', 'dtype')}\n"
+        "print(json.dumps(out))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    settings = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert settings["torch"]["cudnn_allow_tf32"] is True and settings["torch"]["cuda_matmul_allow_tf32"] is False
+    assert settings["torch"]["float32_matmul_precision"] == "highest"
+    assert settings["jax"]["default_matmul_precision"] == "None"
+    assert settings["tensorflow"]["tensor_float_32_execution"] is True, "TensorFlow's default: TF32 execution on"
+    for framework, recorded in settings.items():
+        assert recorded["tf32_scope"] == "none" and recorded["tf32_in_effect"] is False, framework
+        assert recorded["dtype"] == "float32", framework
 
 
 @pytest.mark.parametrize("framework", ["torch", "jax"])

@@ -96,7 +96,7 @@ def test_partners_with_different_settings_are_flagged(tmp_path):
     assert flagged[(8, "torch")] and flagged[(8, "jax")]
     assert not flagged[(1, "torch")] and not flagged[(2, "jax")], "same settings, or the CPU: never flagged"
     detail = frame.loc[frame["batch_size"] == 8, "settings_differ_detail"].iloc[0]
-    assert detail == "TF32: jax False, torch True"
+    assert detail == "TF32: jax none, torch matmuls and convolutions"
     other_gpu = tidy(_write(tmp_path, [_result("torch"), _result("jax", name="NVIDIA A100", cuda="12.8")]))
     assert other_gpu["settings_differ_detail"].iloc[0] == (
         f"GPU: jax NVIDIA A100, torch {H100}; CUDA major: jax 12, torch 13"
@@ -108,3 +108,21 @@ def test_partners_with_different_settings_are_flagged(tmp_path):
     row8 = next("&".join(cols) for cols in rows if cols[2].strip() == "8")
     row1 = next("&".join(cols) for cols in rows if cols[2].strip() == "1")
     assert row8.count("$^{s}$") == 2 and "$^{s}$" not in row1
+
+
+def test_each_frameworks_default_arithmetic_differs_on_a_gpu_and_the_partners_are_flagged(tmp_path):
+    """Precision `default`: on an NVIDIA GPU since Ampere PyTorch computes convolutions in TF32 and matmuls in true
+    FP32, JAX and TensorFlow both in TF32 (fwbench.backends.base.tf32_scope): a ratio between them measures
+    arithmetic too, and the table marks it."""
+    from fwbench.backends.base import TF32_BOTH, TF32_CONVOLUTIONS, TF32_NONE, tf32_scope
+
+    assert tf32_scope(True, False, True) == TF32_CONVOLUTIONS and tf32_scope(True, True, True) == TF32_BOTH
+    assert tf32_scope(False, True, True) == TF32_NONE, "no TF32 off a GPU"
+    torch_cell, jax_cell = _result("torch", tf32=True), _result("jax", tf32=True)
+    torch_cell["provenance"]["framework"]["settings"]["tf32_scope"] = TF32_CONVOLUTIONS
+    jax_cell["provenance"]["framework"]["settings"]["tf32_scope"] = TF32_BOTH
+    for cell in (torch_cell, jax_cell):
+        cell["cell"]["precision"] = "default"
+    frame = tidy(_write(tmp_path, [torch_cell, jax_cell]))
+    assert frame["settings_differ"].all()
+    assert frame["settings_differ_detail"].iloc[0] == "TF32: jax matmuls and convolutions, torch convolutions"

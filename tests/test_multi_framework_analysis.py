@@ -304,7 +304,7 @@ def test_gpu_setup_rows_of_tensorflow_and_a_tf32_disagreement(tmp_path):
         results.append(result)
     env = study_environment(_write(tmp_path, results))
     assert env["TensorFlow memory growth"] is True and "cuDNN (TensorFlow)" in env
-    assert env["TF32 in effect"] == "fp32: PyTorch off, JAX/Flax off, TensorFlow/Keras on"
+    assert env["TF32 in effect"] == "fp32: PyTorch off, JAX/Flax off, TensorFlow/Keras in matmuls and convolutions"
     same = study_environment(_write(tmp_path, results[:2], "same"))
     assert same["TF32 in effect"] == "fp32: off" and "TensorFlow memory growth" not in same
 

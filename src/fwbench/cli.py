@@ -255,7 +255,8 @@ def cmd_restore(args: argparse.Namespace) -> int:
     command = "snakemake --cores all --resources gpu=1" + "".join(f" --configfile {f}" for f in configfiles)
     print(
         f"restored {record['files']} files of {' + '.join(configfiles)} into {Path(args.into, 'results')}, measured on "
-        f"{manifest['machine']['summary']} ({manifest['created']}); build the tables, figures and paper with:\n"
+        f"{manifest['machine']['summary']} (archived {manifest['created']}); build the tables, figures and paper "
+        "with:\n"
         f"  {command}"
     )
     return 0

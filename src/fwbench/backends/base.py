@@ -19,8 +19,22 @@ if TYPE_CHECKING:  # the training interface sits below the backends that build i
     from fwbench.training.trainer import Trainer
 
 # fp32: true fp32 everywhere (no TF32). tf32: TF32 matmuls/convolutions where the device has them (a no-op on CPUs,
-# recorded as such). bf16: parameters and activations in bfloat16.
-PRECISIONS = ("fp32", "tf32", "bf16")
+# recorded as such). bf16: parameters and activations in bfloat16. default: float32 tensors in each framework's own
+# default arithmetic, touched by nothing: how published comparisons that "ran in FP32" measured, which on an NVIDIA
+# GPU since Ampere is not one arithmetic (PyTorch: TF32 convolutions, true FP32 matmuls; JAX and TensorFlow: TF32
+# for both). Each cell records what was in effect (`tf32_scope`), and the ledger names the difference.
+PRECISIONS = ("fp32", "tf32", "bf16", "default")
+# What `tf32_scope` says: where TF32 computes float32 inputs in a cell.
+TF32_NONE, TF32_CONVOLUTIONS, TF32_MATMULS, TF32_BOTH = "none", "convolutions", "matmuls", "matmuls and convolutions"
+
+
+def tf32_scope(on_gpu: bool, matmuls: bool, convolutions: bool) -> str:
+    """Where TF32 is in effect: nowhere off a GPU (TF32 exists only on NVIDIA GPUs), else as the switches say."""
+    if not on_gpu:
+        return TF32_NONE
+    return {(True, True): TF32_BOTH, (True, False): TF32_MATMULS, (False, True): TF32_CONVOLUTIONS}.get(
+        (matmuls, convolutions), TF32_NONE
+    )
 
 
 class Arrays(ABC):

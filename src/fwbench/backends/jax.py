@@ -14,7 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from fwbench.backends import launch_cache
-from fwbench.backends.base import Arrays, Backend
+from fwbench.backends.base import TF32_NONE, Arrays, Backend, tf32_scope
 from fwbench.backends.driver_identity import DriverIdentity
 from fwbench.models import flax_host_variables
 from fwbench.study import autotune
@@ -100,17 +100,22 @@ class JaxBackend(DriverIdentity, Backend):
     def _apply_settings(self) -> dict[str, Any]:
         # fp32 means true fp32: no reduced-precision matmul passes on any device; tf32 allows TF32 passes where the
         # device has them; bf16 casts parameters and activations, so the matmul precision setting does not apply.
-        matmul = {"fp32": "highest", "tf32": "tensorfloat32", "bf16": "default"}[self.precision]
-        jax.config.update("jax_default_matmul_precision", matmul)
+        # default: JAX's own (None: XLA's DEFAULT precision, TF32 for float32 matmuls and convolutions on NVIDIA GPUs
+        # since Ampere).
+        matmul = {"fp32": "highest", "tf32": "tensorfloat32", "bf16": "default", "default": None}[self.precision]
+        if matmul is not None:
+            jax.config.update("jax_default_matmul_precision", matmul)
         self.device = jax.devices()[0]
         jax.monitoring.register_event_duration_secs_listener(self._on_event)
         self.dtype = jnp.bfloat16 if self.precision == "bf16" else jnp.float32
+        scope = tf32_scope(self._on_gpu() and self.precision in ("tf32", "default"), True, True)
         return {
             # XLA:CPU sizes its intra-op pool by the schedulable CPUs; the cell runner pins the process's affinity
             # to the cell's thread count before JAX starts, so this is the pool size.
             "intra_op_threads": len(os.sched_getaffinity(0)),
             "default_matmul_precision": str(jax.config.jax_default_matmul_precision),
-            "tf32_in_effect": self.precision == "tf32" and self._on_gpu(),
+            "tf32_scope": scope,
+            "tf32_in_effect": scope != TF32_NONE,
             "xla_flags": os.environ.get("XLA_FLAGS", ""),
             # Set by the worker for every framework's process; only JAX reads it (false: allocate on demand).
             "preallocate": os.environ.get("XLA_PYTHON_CLIENT_PREALLOCATE", "true (JAX's default)"),

@@ -63,7 +63,7 @@ class NumpyBackend(Framework):
             "threadpoolctl": threadpoolctl_version,
             "dtype": "float32",
             "precision_note": None
-            if self.precision == "fp32"
+            if self.precision in ("fp32", "default")
             else f"NumPy has no {self.precision} arithmetic: the baseline computes in float32",
             "autotune": autotune.record(self.name, self.mode, self.autotune, on_gpu=False),
         }

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from fwbench.backends import launch_cache
-from fwbench.backends.base import Arrays, Backend
+from fwbench.backends.base import TF32_NONE, Arrays, Backend, tf32_scope
 from fwbench.backends.driver_identity import DriverIdentity
 from fwbench.models.tensorflow_import import keras, tf
 from fwbench.study import autotune
@@ -125,16 +125,20 @@ class TensorflowBackend(DriverIdentity, Backend):
             growth.append(bool(tf.config.experimental.get_memory_growth(gpu)))
         # fp32 is true fp32 (TF32 execution off, TensorFlow's default is on); tf32 allows it; bf16 computes in
         # bfloat16, where the setting does not apply.
-        tf.config.experimental.enable_tensor_float_32_execution(self.precision == "tf32")
+        if self.precision != "default":  # default: TensorFlow's own, TF32 execution on (matmuls and convolutions)
+            tf.config.experimental.enable_tensor_float_32_execution(self.precision == "tf32")
         self.on_gpu = bool(gpus)
         self.device = "/GPU:0" if gpus else "/CPU:0"
         self.dtype = tf.bfloat16 if self.precision == "bf16" else tf.float32
         self.policy = "bfloat16" if self.precision == "bf16" else "float32"
+        tf32 = bool(tf.config.experimental.tensor_float_32_execution_enabled())
+        scope = tf32_scope(self.on_gpu and self.precision != "bf16", tf32, tf32)
         return {
             "intra_op_threads": tf.config.threading.get_intra_op_parallelism_threads(),
             "inter_op_threads": tf.config.threading.get_inter_op_parallelism_threads(),
             "tensor_float_32_execution": bool(tf.config.experimental.tensor_float_32_execution_enabled()),
-            "tf32_in_effect": self.precision == "tf32" and self.on_gpu,
+            "tf32_scope": scope,
+            "tf32_in_effect": scope != TF32_NONE,
             "memory_growth": growth if gpus else "not applicable (CPU)",
             "xla_flags": os.environ.get("XLA_FLAGS", ""),
             "tf_xla_flags": launch_cache.recorded_tf_flags(os.environ.get("TF_XLA_FLAGS", "")),

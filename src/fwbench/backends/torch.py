@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from fwbench.backends.base import Arrays, Backend
+from fwbench.backends.base import TF32_NONE, Arrays, Backend, tf32_scope
 from fwbench.models import torch_model, torchvision_defs
 from fwbench.study import autotune
 
@@ -109,10 +109,11 @@ class TorchBackend(Backend):
         # Only settable before the first parallel op; a fresh cell process has not run one yet.
         with contextlib.suppress(RuntimeError):
             torch.set_num_interop_threads(self.threads)
-        tf32 = self.precision == "tf32"
-        torch.set_float32_matmul_precision("high" if tf32 else "highest")
-        torch.backends.cuda.matmul.allow_tf32 = tf32
-        torch.backends.cudnn.allow_tf32 = tf32
+        if self.precision != "default":  # default: PyTorch's own switches, untouched (TF32 convolutions only)
+            tf32 = self.precision == "tf32"
+            torch.set_float32_matmul_precision("high" if tf32 else "highest")
+            torch.backends.cuda.matmul.allow_tf32 = tf32
+            torch.backends.cudnn.allow_tf32 = tf32
         # cuDNN's autotuning follows the study's `autotune` (fwbench.study.autotune); the fallback ladder's
         # cudnn_benchmark_off rung sets FWBENCH_CUDNN_BENCHMARK=0 for a cell whose cuDNN autotuning crashed
         # (recorded as that cell's deviation).
@@ -131,6 +132,11 @@ class TorchBackend(Backend):
             cache = torch_compile.cache_state()
         else:
             cache = {"state": "not applicable (eager)"}
+        scope = tf32_scope(
+            self.device.type == "cuda" and self.precision != "bf16",
+            torch.backends.cuda.matmul.allow_tf32 or torch.get_float32_matmul_precision() != "highest",
+            torch.backends.cudnn.allow_tf32,
+        )
         return {
             "intra_op_threads": torch.get_num_threads(),
             "interop_threads": torch.get_num_interop_threads(),
@@ -138,7 +144,8 @@ class TorchBackend(Backend):
             "cuda_matmul_allow_tf32": torch.backends.cuda.matmul.allow_tf32,
             "cudnn_allow_tf32": torch.backends.cudnn.allow_tf32,
             "cudnn_benchmark": torch.backends.cudnn.benchmark,
-            "tf32_in_effect": tf32 and self.device.type == "cuda",
+            "tf32_scope": scope,
+            "tf32_in_effect": scope != TF32_NONE,
             "compile_mode": self.compile_mode,
             "compilation_cache": cache,
             "autotune": autotune.record(

@@ -19,6 +19,10 @@ from collections.abc import Callable
 from typing import Any
 
 PRECISIONS = ("fp32", "tf32", "bf16")
+# The probe a study precision without one of its own is measured against: `default` (each framework's own float32
+# arithmetic, TF32 in some of a GPU's operations) against the TF32 peak, the fastest arithmetic any framework's
+# default uses (the fp32 one on a CPU).
+PEAK_OF = {"default": "tf32"}
 PROBE_START = 1024
 PROBE_MAX = 16384
 PROBE_SECONDS = 0.5  # of timed calls per framework, precision and size (at least one call)
@@ -164,7 +168,7 @@ def probed_precisions(study_precisions) -> tuple[str, ...]:
     """The precisions a study's probe measures: its cells' precisions, and fp32 always (tf32 on a CPU is the fp32
     peak, and fp32 is the reference every report can quote). Probing a precision no cell uses cost the default CPU
     study ~10 s of its time to report."""
-    wanted = {"fp32", *study_precisions}
+    wanted = {"fp32", *(PEAK_OF.get(p, p) for p in study_precisions)}
     return tuple(p for p in PRECISIONS if p in wanted)
 
 
@@ -221,7 +225,8 @@ def measure_peak(
 
 def peak_for(precision: str, peak: dict[str, Any]) -> float:
     """The peak a cell of `precision` is measured against: the probe of the same precision (tf32 cells against the
-    TF32 probe, which on a CPU is the fp32 one)."""
+    TF32 probe, which on a CPU is the fp32 one; `default` cells against it too, PEAK_OF)."""
+    precision = PEAK_OF.get(precision, precision)
     if precision not in peak or not isinstance(peak[precision], dict):
         probed = [p for p in PRECISIONS if isinstance(peak.get(p), dict)]
         raise KeyError(

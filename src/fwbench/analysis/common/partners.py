@@ -17,7 +17,19 @@ from fwbench.study import modes as execution_modes
 
 # Columns of the tidy table that must match between partners on a GPU; framework-specific knobs (cuDNN benchmark
 # mode, XLA_FLAGS) are recorded and printed in the setup table but are not comparable one to one.
-COMPARED = {"device": "GPU", "tf32_in_effect": "TF32", "dtype": "dtype", "cuda_major": "CUDA major"}
+COMPARED = {"device": "GPU", "tf32_scope": "TF32", "dtype": "dtype", "cuda_major": "CUDA major"}
+
+
+def tf32_scope_of(settings: dict[str, Any]) -> str:
+    """Where TF32 computed a cell's float32 inputs ("none", "convolutions", "matmuls", "matmuls and convolutions";
+    fwbench.backends.base.tf32_scope). A cell from before the scope was recorded had TF32 in effect only at precision
+    tf32, which switches it on for both."""
+    scope = settings.get("tf32_scope")
+    if scope:
+        return str(scope)
+    return "matmuls and convolutions" if settings.get("tf32_in_effect") else "none"
+
+
 PARTNER_KEYS = ["suite", "model", "precision", "batch_size"]
 
 

@@ -15,6 +15,7 @@ from typing import Any
 import pandas as pd
 
 from fwbench.analysis.common.latex import join_words, label, ordered_frameworks
+from fwbench.analysis.common.partners import tf32_scope_of
 from fwbench.analysis.fairness.rows import (
     HELD,
     NOT_HELD,
@@ -125,7 +126,8 @@ def precision_row(results: list[dict[str, Any]]) -> dict[str, str]:
         settings = settings_of(r)
         if r["cell"]["framework"] == "numpy":
             continue
-        tf32 = "TF32 on" if settings.get("tf32_in_effect") else "TF32 off"
+        scope = tf32_scope_of(settings)
+        tf32 = "TF32 off" if scope == "none" else f"TF32 in {scope}"
         policy[r["cell"]["precision"]][r["cell"]["framework"]].add(f"{settings.get('dtype')}, {tf32}")
     measured, where = [], []
     for precision, by_framework in sorted(policy.items()):

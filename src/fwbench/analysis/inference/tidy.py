@@ -21,6 +21,7 @@ from fwbench.analysis.common.partners import (
     flag_deviations,
     flag_partners,
     placement_columns,
+    tf32_scope_of,
 )
 from fwbench.io import atomic_write_text
 from fwbench.study import modes as execution_modes
@@ -139,6 +140,7 @@ def _row(result: dict[str, Any], path: str) -> dict[str, Any]:
         "threads": (framework.get("settings") or {}).get("intra_op_threads"),
         **device_columns(result),
         "tf32_in_effect": (framework.get("settings") or {}).get("tf32_in_effect"),
+        "tf32_scope": tf32_scope_of(framework.get("settings") or {}),
         "dtype": (framework.get("settings") or {}).get("dtype"),
         "cuda_major": str(versions.get("cuda")).split(".")[0] if versions.get("cuda") else None,
         "gpu_index": (result["provenance"].get("placement") or {}).get("gpu_index"),

@@ -17,7 +17,7 @@ from typing import Any
 
 from fwbench.analysis.common.cells import load_cells
 from fwbench.analysis.common.latex import label, mode_label, ordered_frameworks, ordered_variants
-from fwbench.analysis.common.partners import cell_mode, variant_names
+from fwbench.analysis.common.partners import cell_mode, tf32_scope_of, variant_names
 from fwbench.installation import untested_framework_versions
 from fwbench.study.modes import is_compiled
 
@@ -78,7 +78,8 @@ def _tf32(results: list[dict[str, Any]]) -> set[str]:
         if not _framework(result):  # a failed cell: nothing ran, no TF32 state
             continue
         settings = _framework(result).get("settings") or {}
-        state = "on" if settings.get("tf32_in_effect") else "off"
+        scope = tf32_scope_of(settings)
+        state = "off" if scope == "none" else f"in {scope}"
         states.setdefault(result["cell"]["precision"], {}).setdefault(result["cell"]["framework"], set()).add(state)
     parts = set()
     for precision, by_framework in states.items():
