@@ -481,3 +481,71 @@ def test_the_figure_draws_tested_and_direction_only_ratios(tmp_path):
     assert rows["verdict"].tolist() == [REPRODUCED, DIRECTION_ONLY]
     published_figure(rows, tmp_path / "f.pdf", tmp_path / "f.png")
     assert (tmp_path / "f.pdf").stat().st_size > 0 and (tmp_path / "f.png").stat().st_size > 0
+
+
+def _gpu_cell(framework, model, batch, throughput, precision, device="NVIDIA H200"):
+    return _cell(framework, model, batch, throughput) | {"precision": precision, "platform": "cuda", "device": device}
+
+
+def _ratio_at(precision, model, batch, ratio, lo, hi):
+    return _ratio(model, batch, ratio, lo, hi, df=2) | {"precision": precision}
+
+
+def test_the_published_default_arithmetic_is_matched_like_for_like_and_set_beside_true_fp32(tmp_path):
+    """A source that ran "FP32" without pinning TF32 ran each framework's default arithmetic (`default`): its rows
+    match this study's `default` cells, and the same pairs in true FP32 are set beside them."""
+    sources = _sources(
+        tmp_path,
+        [_published_row("resnet50", "pytorch", 128, 5915.0), _published_row("resnet50", "jax", 128, 11739.0)],
+        precision="default",
+    )
+    inference = pd.DataFrame(
+        [
+            _gpu_cell("torch", "resnet50", 128, 3000.0, "default"),
+            _gpu_cell("jax", "resnet50", 128, 4500.0, "default"),
+            _gpu_cell("torch", "resnet50", 128, 2000.0, "fp32"),
+            _gpu_cell("jax", "resnet50", 128, 2400.0, "fp32"),
+        ]
+    )
+    speedups = pd.DataFrame(
+        [_ratio_at("default", "resnet50", 128, 1.5, 1.4, 1.6), _ratio_at("fp32", "resnet50", 128, 1.2, 1.1, 1.3)]
+    )
+    rows = compare(sources, inference=inference, speedups=speedups, training=None, image_size=224)
+    [row] = rows.itertuples()
+    assert (row.precision, row.our_precision, row.arithmetic_match) == ("default", "default", True)
+    assert row.ratio == pytest.approx(1.5) and row.ours_torch == pytest.approx(3000.0)
+    assert (row.ratio_true_fp32, row.ci_low_true_fp32, row.ci_high_true_fp32) == pytest.approx((1.2, 1.1, 1.3))
+    text = section(rows, sources, figure=None)
+    assert "in each framework's default float32 arithmetic (TF32 not pinned)" in text
+    assert "JAX on resnet50 at batch 128 from 1.50 to 1.20 [1.10, 1.30]" in text
+    assert "This study's cells ran on the NVIDIA H200" in text and "driver, CUDA and framework versions" in text
+    assert "4.8 TB/s of memory bandwidth against 3.9 TB/s (H100 NVL)" in text
+    assert "This study's cells: each framework's default float32 arithmetic (TF32 not pinned) too." in text
+
+
+@pytest.mark.parametrize(("platform", "like"), [("cuda", False), ("cpu", True)])
+def test_true_fp32_cells_stand_in_for_the_default_arithmetic_like_for_like_only_on_a_cpu(tmp_path, platform, like):
+    sources = _sources(
+        tmp_path,
+        [_published_row("resnet50", "pytorch", 1, 500.0), _published_row("resnet50", "jax", 1, 750.0)],
+        precision="default",
+    )
+    cells = [_cell("torch", "resnet50", 1, 80.0), _cell("jax", "resnet50", 1, 100.0)]
+    if platform == "cuda":
+        cells = [c | {"platform": "cuda", "device": "NVIDIA H100 80GB HBM3"} for c in cells]
+    speedups = pd.DataFrame([_ratio("resnet50", 1, 1.25, 1.1, 1.4, df=2)])
+    rows = compare(sources, inference=pd.DataFrame(cells), speedups=speedups, training=None, image_size=224)
+    [row] = rows.itertuples()
+    assert (row.our_precision, bool(row.arithmetic_match)) == ("fp32", like)
+    table = comparison_table(rows, sources[0])
+    if like:
+        assert "on a CPU each framework's default float32 arithmetic is true FP32" in table
+        assert r"$^{\S}$" not in table
+    else:
+        assert "ours in true FP32, theirs in each framework's default arithmetic" in table
+        assert r"resnet50$^{\S}$" in table and "compare another arithmetic than the source's" in table
+
+
+def test_the_shipped_h100_figures_are_each_frameworks_default_arithmetic():
+    for source in read_sources(REPO / "reference" / "sources.yaml"):
+        assert source.precision == "default", source.key

@@ -185,3 +185,22 @@ def test_readme_run_cell_command_measures_its_cell(readme_cell):
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     result = load_result(out)
     assert result["status"] == "ok" and result["cell"]["model"] == command[command.index("--model") + 1]
+
+
+def test_the_smoke_study_fits_ten_minutes_by_the_estimate_its_header_quotes():
+    """config/gpu-smoke.yaml answers the published table's question in at most ten minutes on one Hopper GPU, by
+    benchmarks/estimate_study.py's figure from the measured and assumed costs, which its header quotes."""
+    from fwbench.study.estimate import estimate, minutes, read_costs
+    from fwbench.study.files import resolve
+
+    config = resolve([REPO / "config" / "gpu-smoke.yaml"]).config
+    total = estimate(config, read_costs(REPO / "benchmarks" / "costs" / "hopper.yaml")).total_s
+    assert total <= 600, minutes(total)
+    assert (
+        f"# Time: not yet run on a GPU. Estimated at {minutes(total)} on one H100"
+        in (REPO / "config" / "gpu-smoke.yaml").read_text()
+    )
+    # the published table's question: its four models at its batch size, in the arithmetic it ran, both PyTorch modes
+    assert set(config["models"]) == {"resnet50", "mobilenet_v3_small", "efficientnet_b0", "vit_b_16"}
+    assert config["inference"]["batch_sizes"] == [128] and config["precisions"] == ["default"]
+    assert config["modes"]["torch"] == ["eager", "compile"] and config["device"] == "cuda"

@@ -1,7 +1,6 @@
 # Where the time goes: the inference cells' op profiles (their profiling pass, inference.profile) as tables, a
 # figure and the paper's section (fwbench.analysis.profile; docs/op-profile.md). Cells without a profile are read and
 # left out, so a study that profiles nothing still gets the section, saying so.
-PROFILE_CSV = f"{RESULTS}/tables/op_profile.csv"
 
 
 rule op_profile:

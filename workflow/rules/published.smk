@@ -48,8 +48,11 @@ rule conclusions:
         training=TRAINING_TABLES,
         published=PUBLISHED_CSV,
         ledger=LEDGER_CSV,
+        # the abstract names where a large difference comes from, from the profiled steps
+        profile=PROFILE_CSV,
     output:
-        f"{RESULTS}/tables/conclusions.tex",
+        section=f"{RESULTS}/tables/conclusions.tex",
+        abstract=f"{RESULTS}/tables/abstract.tex",
     log:
         f"{RESULTS}/logs/figures/conclusions.log",
     benchmark:

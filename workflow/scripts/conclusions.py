@@ -1,6 +1,8 @@
-"""The paper's generated conclusions and limitations (fwbench.analysis.paper.conclusions)."""
+"""The paper's generated conclusions and limitations (fwbench.analysis.paper.conclusions), and its abstract
+(fwbench.analysis.paper.abstract)."""
 
 from fwbench.analysis.inference.tidy import read_tidy
+from fwbench.analysis.paper.abstract import abstract_from_tables
 from fwbench.analysis.paper.conclusions import conclusions_section
 from fwbench.io import atomic_write_text
 from fwbench.workflow.logs import redirect_to
@@ -8,7 +10,7 @@ from fwbench.workflow.logs import redirect_to
 with redirect_to(snakemake.log[0]):
     training = snakemake.input.training
     atomic_write_text(
-        snakemake.output[0],
+        snakemake.output.section,
         conclusions_section(
             ratios=read_tidy(snakemake.input.speedups),
             inference=read_tidy(snakemake.input.inference),
@@ -19,5 +21,14 @@ with redirect_to(snakemake.log[0]):
             # analysis.multiplicity where no ratio table row carries one (a change reruns aggregate_inference, whose
             # tables this rule reads)
             config={**snakemake.params.config, "analysis": snakemake.config.get("analysis", {})},
+        ),
+    )
+    atomic_write_text(
+        snakemake.output.abstract,
+        abstract_from_tables(
+            read_tidy(snakemake.input.speedups),
+            read_tidy(snakemake.input.inference),
+            read_tidy(snakemake.input.profile),
+            snakemake.params.config,
         ),
     )

@@ -8,6 +8,12 @@ img/s, but both can say which framework was faster and by how much. Absolute num
 comparable unless device and resolution are the same (`absolute_comparability`). An inference ratio is this study's
 paired ratio (speedups.csv); a training ratio is the two cells' training times divided, one run each.
 
+Precision: a source that did not pin TF32 ran each framework's own float32 arithmetic (precision `default`,
+reference/sources.yaml), which on a GPU since Ampere is TF32 in some operations. Its rows match this study's
+`default` cells, like for like; where the study has none, its fp32 cells stand in: like for like on a CPU (no TF32
+there), not on a GPU, which the row says (`matched_precision`). Where the study has both, the true-FP32 ratio of the
+same pair is set beside it, so that the paper can say how much of a difference is arithmetic.
+
 Execution modes (fwbench.study.modes): a published ratio is matched with this study's cells in the modes the source
 ran (stated, or each framework's primary one: `Source.mode_of`); eager PyTorch cells for an eager published baseline,
 where the study has them, and each row records which modes were matched on both sides.
@@ -55,6 +61,9 @@ COLUMNS = [
     "ours_torch_mode",
     "ours_other_mode",
     "modes_match",
+    "our_precision",
+    "arithmetic_match",
+    "arithmetic_note",
     "ratio",
     "ci_low",
     "ci_high",
@@ -72,8 +81,12 @@ COLUMNS = [
     "ours_vs_published",
     "verdict_text",
     "agrees",
+    "ratio_true_fp32",
+    "ci_low_true_fp32",
+    "ci_high_true_fp32",
     "published_device_kind",
     "ours_device_kind",
+    "ours_device",
     "absolute_comparable",
     "absolute_note",
     "reason",
@@ -104,6 +117,21 @@ def absolute_comparability(source: Source, frame: pd.DataFrame, image_size: int)
     return True, f"comparable: {source.device} at {image_size} px in both"
 
 
+# Each framework's own float32 arithmetic is true FP32 on a CPU, TF32 in some of a GPU's operations.
+DEFAULT_ON_CPU = "on a CPU each framework's default float32 arithmetic is true FP32"
+DEFAULT_ON_GPU = "ours in true FP32, theirs in each framework's default arithmetic (TF32 in some operations)"
+
+
+def matched_precision(source: Source, precisions: set[str], ours_kind: str) -> tuple[str, bool, str] | None:
+    """(this study's precision to match the source's rows with, whether it is the same arithmetic, a note where it is
+    a stand-in), or None where the study has neither the source's precision nor a stand-in for it."""
+    if source.precision in precisions:
+        return source.precision, True, ""
+    if source.precision == "default" and "fp32" in precisions:
+        return ("fp32", True, DEFAULT_ON_CPU) if ours_kind == "cpu" else ("fp32", False, DEFAULT_ON_GPU)
+    return None
+
+
 def _our_mode(cells: pd.DataFrame, framework: str, wanted: str) -> str | None:
     """The mode of this study's cells of `framework` (at one model, batch and precision) to set beside a published
     figure in mode `wanted`: that mode where there is a cell in it, else the first mode with a successful cell
@@ -116,15 +144,13 @@ def _our_mode(cells: pd.DataFrame, framework: str, wanted: str) -> str | None:
     return ratio_variant(framework, succeeded or modes, {"ratio_modes": {framework: wanted}})[0]
 
 
-def _our_cells(table: pd.DataFrame, row, source: Source) -> dict[str, pd.DataFrame] | None:
+def _our_cells(table: pd.DataFrame, row, source: Source, precision: str) -> dict[str, pd.DataFrame] | None:
     """This study's cells (rows of `table`) matching a published row: {PyTorch: ..., the row's framework: ...} at
-    the row's model and batch size and the source's precision, each in the mode the source ran (stated, or its
-    framework's primary one) where the study has it, or None when either framework has no cell (not shown)."""
+    the row's model and batch size and `precision` (matched_precision), each in the mode the source ran (stated, or
+    its framework's primary one) where the study has it, or None when either framework has no cell (not shown)."""
     cells = with_modes(
         table[
-            (table["model"] == row.model)
-            & (table["batch_size"] == row.batch_size)
-            & (table["precision"] == source.precision)
+            (table["model"] == row.model) & (table["batch_size"] == row.batch_size) & (table["precision"] == precision)
         ]
     )
     ours = {}
@@ -155,7 +181,7 @@ def _failure_reason(ours: dict[str, pd.DataFrame]) -> str:
     return "; ".join(f"{label(c['framework'])}: {c.get('reason') or c['status']}" for c in failed)
 
 
-def _speedup_pair(speedups: pd.DataFrame, row, source: Source, modes: dict) -> pd.DataFrame:
+def _speedup_pair(speedups: pd.DataFrame, row, precision: str, modes: dict) -> pd.DataFrame:
     """This study's ratio rows (speedups.csv) of the matched cells: same comparison and framework, and, where the
     table records modes, the matched cells' modes on both sides (a table from before modes has one per pair)."""
     if speedups.empty or "numerator" not in speedups:
@@ -163,7 +189,7 @@ def _speedup_pair(speedups: pd.DataFrame, row, source: Source, modes: dict) -> p
     pair = speedups[
         (speedups["model"] == row.model)
         & (speedups["batch_size"] == row.batch_size)
-        & (speedups["precision"] == source.precision)
+        & (speedups["precision"] == precision)
         & (speedups["numerator"] == row.framework)
     ]
     if {"numerator_mode", "denominator_mode"} <= set(pair.columns):
@@ -181,7 +207,7 @@ class _PairedFromCells:
     def __init__(self, cell_paths: list | None):
         self.cell_paths, self.results, self.tables = cell_paths, None, {}
 
-    def pair(self, row, source: Source, modes: dict) -> pd.DataFrame:
+    def pair(self, row, precision: str, modes: dict) -> pd.DataFrame:
         if not self.cell_paths:
             return pd.DataFrame()
         if self.results is None:
@@ -190,21 +216,42 @@ class _PairedFromCells:
         key = tuple(sorted(wanted.items()))
         if key not in self.tables:
             self.tables[key] = speedups_of(self.results, numerator=row.framework, ratio_modes=wanted)
-        return _speedup_pair(self.tables[key], row, source, modes)
+        return _speedup_pair(self.tables[key], row, precision, modes)
+
+
+def _interval(pair: pd.DataFrame, suffix: str = "") -> dict:
+    """A ratio row's ratio and paired 95% CI (speedups.csv), under column names ending in `suffix`."""
+    p = pair.iloc[0]
+    return {
+        f"ratio{suffix}": float(p["ratio"]),
+        f"ci_low{suffix}": float(p["ci_low"]),
+        f"ci_high{suffix}": float(p["ci_high"]),
+    }
 
 
 def _inference_matches(
-    source: Source, ratios: pd.DataFrame, frame: pd.DataFrame, speedups: pd.DataFrame, cells: _PairedFromCells
+    source: Source,
+    ratios: pd.DataFrame,
+    frame: pd.DataFrame,
+    speedups: pd.DataFrame,
+    cells: _PairedFromCells,
+    matched: tuple[str, bool, str],
 ):
+    precision, like, note = matched
     for row in ratios.itertuples():
-        ours = _our_cells(frame, row, source)
+        ours = _our_cells(frame, row, source, precision)
         if ours is None:
             continue  # no cell of this study matches: not shown
         modes = _modes_part(source, row.framework, ours)
-        pair = _speedup_pair(speedups, row, source, modes)
+        pair = _speedup_pair(speedups, row, precision, modes)
         if pair.empty:
-            pair = cells.pair(row, source, modes)
+            pair = cells.pair(row, precision, modes)
         result = {"model": row.model, "batch_size": row.batch_size, "precision": source.precision}
+        result |= {"our_precision": precision, "arithmetic_match": like, "arithmetic_note": note}
+        if precision == "default":  # the same pair in true FP32, where the study has it: what arithmetic changes
+            true_fp32 = _speedup_pair(speedups, row, "fp32", modes)
+            if not true_fp32.empty and not refused(true_fp32).any():
+                result |= _interval(true_fp32, "_true_fp32")
         result |= {"framework": row.framework, **_published_part(row), **modes}
         result["ours_torch"] = _value(ours[BASELINE], "throughput_img_s")
         result["ours_other"] = _value(ours[row.framework], "throughput_img_s")
@@ -219,15 +266,16 @@ def _inference_matches(
             yield result | {"reason": reason}
             continue
         p = pair.iloc[0]
-        yield result | {
-            "ratio": float(p["ratio"]),
-            "ci_low": float(p["ci_low"]),
-            "ci_high": float(p["ci_high"]),
-            "ci_scope": p["ci_scope"],
-            # a table from before the log-scale standard error has none: its ratio is judged by direction alone
-            "se_log": float(p["se_log"]) if finite(p.get("se_log")) else math.nan,
-            "df": float(p["df"]) if finite(p.get("df")) else math.nan,
-        }
+        yield (
+            result
+            | _interval(pair)
+            | {
+                "ci_scope": p["ci_scope"],
+                # a table from before the log-scale standard error has none: its ratio is judged by direction alone
+                "se_log": float(p["se_log"]) if finite(p.get("se_log")) else math.nan,
+                "df": float(p["df"]) if finite(p.get("df")) else math.nan,
+            }
+        )
 
 
 def _unpaired(row, ours: dict[str, pd.DataFrame], result: dict) -> dict:
@@ -279,16 +327,23 @@ def training_times(epochs: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=[*keys, "status", "reason", "time_s", *placement])
 
 
-def _training_matches(source: Source, ratios: pd.DataFrame, epochs: pd.DataFrame):
+def _training_matches(source: Source, ratios: pd.DataFrame, epochs: pd.DataFrame, ours_kind: str):
     times = training_times(epochs)
+    matched = matched_precision(source, set(times["precision"]), ours_kind)
+    if matched is None:
+        return
+    precision, like, note = matched
     for row in ratios.itertuples():
-        ours = _our_cells(times, row, source)
+        ours = _our_cells(times, row, source, precision)
         if ours is None:
             continue
         result = {
             "model": row.model,
             "batch_size": row.batch_size,
             "precision": source.precision,
+            "our_precision": precision,
+            "arithmetic_match": like,
+            "arithmetic_note": note,
             "framework": row.framework,
             **_published_part(row),
             **_modes_part(source, row.framework, ours),
@@ -349,13 +404,14 @@ def compare(
         raise ValueError(f"equivalence margin {margin!r}: expected a number in (0, 1]")
     rows = []
     paired = _PairedFromCells(cell_paths)
-    ours_kind = _study_device(inference)[0]
+    ours_kind, ours_device = _study_device(inference)
     for source in sources:
         ratios = published_ratios(source, read_published(source))
-        if source.suite == "inference":
-            matches = list(_inference_matches(source, ratios, inference, speedups, paired))
-        elif training is not None and not training.empty:
-            matches = list(_training_matches(source, ratios, training))
+        matched = matched_precision(source, set(inference.get("precision", pd.Series(dtype=str))), ours_kind)
+        if source.suite == "inference" and matched is not None:
+            matches = list(_inference_matches(source, ratios, inference, speedups, paired, matched))
+        elif source.suite == "training" and training is not None and not training.empty:
+            matches = list(_training_matches(source, ratios, training, ours_kind))
         else:
             matches = []
         comparable, note = absolute_comparability(source, inference, image_size)
@@ -364,6 +420,6 @@ def compare(
                 {"source": source.key, "suite": source.suite, "unit": source.unit}
                 | match
                 | _judged(match, source.device_kind, ours_kind, margin)
-                | {"absolute_comparable": comparable, "absolute_note": note}
+                | {"ours_device": ours_device, "absolute_comparable": comparable, "absolute_note": note}
             )
     return pd.DataFrame(rows, columns=COLUMNS)

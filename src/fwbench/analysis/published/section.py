@@ -25,6 +25,19 @@ from fwbench.analysis.published.judgement import (
 )
 from fwbench.analysis.published.sources import BASELINE, Source
 
+# How the paper names a precision a source ran in (reference/sources.yaml; fwbench.backends.base.PRECISIONS).
+PRECISION_PHRASES = {
+    "default": "each framework's default float32 arithmetic (TF32 not pinned)",
+    "fp32": "true FP32",
+    "tf32": "TF32",
+    "bf16": "bfloat16",
+}
+OTHER_ARITHMETIC_MARK = r"$^{\S}$"  # a row whose cells here computed in another arithmetic than the source's
+
+
+def precision_phrase(precision: str) -> str:
+    return PRECISION_PHRASES.get(str(precision), escape(str(precision)))
+
 
 def _ours(value: float | None, digits: int = 3) -> str:
     return number(value, digits) if value is not None and pd.notna(value) else "---"
@@ -77,6 +90,22 @@ def modes_caption(rows: pd.DataFrame, source: Source) -> str:
     return text + "."
 
 
+def arithmetic_caption(rows: pd.DataFrame, source: Source) -> str:
+    """The caption's sentence on arithmetic: this study's cells in the source's precision, or the stand-in and why
+    (matching.matched_precision), and the mark on rows computed in another arithmetic than the source's."""
+    if "our_precision" not in rows or rows["our_precision"].isna().all():
+        return ""
+    ours = sorted(set(rows["our_precision"].astype(str)))
+    if ours == [source.precision]:
+        return f" This study's cells: {precision_phrase(source.precision)} too."
+    notes = sorted({str(n) for n in rows["arithmetic_note"].dropna() if str(n)})
+    other = ~_flag(rows, "arithmetic_match", True)
+    text = f" This study's cells: {join_words([precision_phrase(p) for p in ours])} ({escape('; '.join(notes))})"
+    if other.any():
+        text += f"; rows marked {OTHER_ARITHMETIC_MARK} compare another arithmetic than the source's"
+    return text + "."
+
+
 def table_verdict(row) -> str:
     """A row's verdict as the paper's table prints it (short; the CSV's verdict_text has it in full)."""
     if row.verdict in (REPRODUCED, INCONCLUSIVE):
@@ -121,7 +150,8 @@ def comparison_table(rows: pd.DataFrame, source: Source) -> str:
         r"\begin{table*}[t]",
         r"\centering",
         f"\\caption{{Published vs reproduced: {escape(source.source)} on the {escape(source.device)} "
-        f"({source.image_size}~px, {source.precision}), beside this study's matching cells. Ratios: "
+        f"({source.image_size}~px, {precision_phrase(source.precision)}), beside this study's matching cells."
+        f"{arithmetic_caption(rows, source)} Ratios: "
         f"{join_words([short_label(f) for f in others])} speed relative to PyTorch (above 1: faster than PyTorch); "
         f"this study's with its paired 95\\% CI where it has one.{rule}{modes_caption(rows, source)} "
         + (
@@ -141,8 +171,11 @@ def comparison_table(rows: pd.DataFrame, source: Source) -> str:
         r" & & & publ. & here & publ. & here & publ. & here [95\% CI] & \\",
         r"\midrule",
     ]
+    other_arithmetic = ~_flag(rows, "arithmetic_match", True)
     for index, row in zip(rows.index, rows.itertuples(), strict=True):
-        marked = OTHER_MODE_MARK if other_mode[index] else ""
+        marked = (OTHER_MODE_MARK if other_mode[index] else "") + (
+            OTHER_ARITHMETIC_MARK if other_arithmetic[index] else ""
+        )
         lines.append(
             f"{escape(row.model)}{marked} & {short_label(row.framework)} & {row.batch_size} & "
             f"{_ours(row.published_torch)} & {_ours(row.ours_torch)} & "
@@ -242,6 +275,60 @@ def modes_sentence(rows: pd.DataFrame) -> str:
     return text + "."
 
 
+def arithmetic_sentence(rows: pd.DataFrame) -> str:
+    """How far the matched ratios move in true FP32 (this study's fp32 cells of the same pairs, where it has them
+    beside its default-arithmetic ones): what of a difference is the arithmetic's, not the framework's."""
+    if "ratio_true_fp32" not in rows:
+        return ""
+    shown = rows.dropna(subset=["ratio", "ratio_true_fp32"])
+    if shown.empty:
+        return ""
+    moves = [
+        f"{short_label(r.framework)} on {escape(r.model)} at batch {r.batch_size} from {number(r.ratio)} to "
+        f"{number(r.ratio_true_fp32)} [{number(r.ci_low_true_fp32)}, {number(r.ci_high_true_fp32)}]"
+        for r in shown.itertuples()
+    ]
+    return (
+        "In true FP32 (this study's fp32 cells of the same pairs, TF32 off in every framework) instead of each "
+        f"framework's default arithmetic, the ratios to PyTorch move: {join_words(moves)}."
+    )
+
+
+# Memory bandwidth of the Hopper GPUs the published and this study's figures come from (NVIDIA's data sheets): the
+# H200 has the H100's compute and a faster memory.
+BANDWIDTH_TB_S = {"H200": "4.8", "H100 NVL": "3.9", "H100": "3.35"}
+
+
+def _bandwidth(device: str) -> tuple[str, str] | None:
+    for name, tb_s in BANDWIDTH_TB_S.items():  # the longest names first
+        if name.lower() in device.lower():
+            return name, tb_s
+    return None
+
+
+def machine_sentence(rows: pd.DataFrame, sources: list[Source]) -> str:
+    """Where this study's matched cells ran (its driver, CUDA and framework versions are the setup table's), and,
+    where the published figures come from an H100 and ours from an H200, which ratios the H200's faster memory can
+    move."""
+    if rows.empty or "ours_device" not in rows or rows["ours_device"].isna().all():
+        return ""
+    device = str(rows["ours_device"].dropna().iloc[0])
+    on_gpu = str(rows["ours_device_kind"].iloc[0]).lower() == "gpu"
+    versions = "its driver, CUDA and framework versions" if on_gpu else "its framework versions"
+    text = f"This study's cells ran on the {escape(device)}; Table~\\ref{{tab:environment}} gives {versions}."
+    ours = _bandwidth(device)
+    theirs = {_bandwidth(s.device) for s in sources if s.key in set(rows["source"])} - {None}
+    if ours and ours[0] == "H200" and any(name.startswith("H100") for name, _ in theirs):
+        there = " or ".join(f"{tb_s} TB/s ({escape(name)})" for name, tb_s in sorted(theirs))
+        text += (
+            f" The H200 has the H100's compute but {ours[1]} TB/s of memory bandwidth against {there}: a ratio "
+            "between cells bound by memory (small batches, MobileNetV3-Small and EfficientNet-B0's depthwise "
+            "convolutions) can move between the two GPUs, one between cells bound by compute (ResNet-50 and "
+            "ViT-B/16 at large batches) less."
+        )
+    return text
+
+
 def _describe(source: Source, matched: pd.DataFrame) -> str:
     """One sentence on a source: what it ran where, how it was measured, and what of it matches here."""
     found = (
@@ -253,7 +340,8 @@ def _describe(source: Source, matched: pd.DataFrame) -> str:
     what = escape(source.source)
     return (
         f"{what[:1].upper()}{what[1:]} ran the {source.suite} suite on the {escape(source.device)} at "
-        f"{source.image_size}~px in {source.precision} ({literal(source.notes.rstrip('.'))}); {found}."
+        f"{source.image_size}~px in {precision_phrase(source.precision)} ({literal(source.notes.rstrip('.'))}); "
+        f"{found}."
     )
 
 
@@ -283,9 +371,10 @@ def section(rows: pd.DataFrame, sources: list[Source], figure: str | None, margi
         "A ratio is compared, never an absolute number across machines. " + rule_sentence(margin)
     )
     modes = modes_sentence(rows)
+    extra = " ".join(filter(None, [modes, arithmetic_sentence(rows), machine_sentence(rows, sources)]))
     lines.append(
         summary_sentence(rows)
-        + (f" {modes}" if modes else "")
+        + (f" {extra}" if extra else "")
         + (" Figure~\\ref{fig:published} sets them side by side." if figure and not rows.empty else "")
     )
     for source in sources:

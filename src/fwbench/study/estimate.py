@@ -1,0 +1,184 @@
+"""How long a study will take on a machine, estimated from per-process and per-job costs measured there, before a
+GPU hour is spent on it.
+
+A study's wall time is mostly not its timed work: each launch of a comparison starts one process per framework and
+mode, one after the other, and each imports its framework, loads its model and compiles it for every batch size it
+serves (cold in the worker's first launch, from its own cache in the later ones: compile.launch_cache) before the
+blocks of bursts run; the profiling pass starts one more process per profiled cell; and the jobs around the cells
+(device check, peak probe, dataset, weights, model facts, parity, the report) run one at a time beside nothing
+(fwbench.running.launches, docs/time-to-report.md). `estimate` adds those parts up for a study's inference grid,
+from a cost table (benchmarks/costs/*.yaml) whose every value says whether it was measured (where, when) or assumed
+(and why that value). The study's own time table replaces the estimate once it has run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from fwbench.study.grid import cells, suite_batch_sizes
+
+
+class CostError(ValueError):
+    """A cost table without a value the estimate needs; the message names the file and the key."""
+
+
+@dataclass
+class Costs:
+    """A cost table (benchmarks/costs/*.yaml): each entry {value, basis: measured|assumed, source}."""
+
+    path: Path
+    table: dict[str, Any]
+
+    def value(self, key: str, *names: str) -> float:
+        """The value at `key`, or inside it at the first of `names` it has (a model, a framework/mode, "default")."""
+        entry = self.table.get(key)
+        if entry is None:
+            raise CostError(f"{self.path}: no cost {key!r}")
+        if "value" in entry:
+            return float(entry["value"])
+        for name in (*names, "default"):
+            if name in entry:
+                inner = entry[name]
+                return float(inner["value"] if isinstance(inner, dict) and "value" in inner else inner)
+        raise CostError(f"{self.path}: cost {key!r} has no value for {' or '.join(names)} and no default")
+
+
+def read_costs(path: str | Path) -> Costs:
+    path = Path(path)
+    table = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    if not isinstance(table, dict):
+        raise CostError(f"{path}: expected a mapping of cost names")
+    return Costs(path, table)
+
+
+@dataclass
+class Estimate:
+    """Seconds by part (`parts`) and by comparison group (`groups`), with the counts behind them."""
+
+    parts: dict[str, float] = field(default_factory=dict)
+    groups: dict[str, float] = field(default_factory=dict)
+    processes: int = 0
+    profiling_processes: int = 0
+
+    @property
+    def total_s(self) -> float:
+        return sum(self.parts.values())
+
+    def add(self, part: str, seconds: float) -> None:
+        self.parts[part] = self.parts.get(part, 0.0) + seconds
+
+
+def _step_s(costs: Costs, framework: str, mode: str, model: str, batch: int) -> float:
+    """One forward step at `batch`, from the measured throughput (img/s) of that framework and model."""
+    return batch / costs.value("throughput_img_s", f"{framework}/{mode}/{model}", f"{framework}/{model}", model)
+
+
+def _worker_ready(
+    costs: Costs, framework: str, mode: str, model: str, batches: list[int], cold: bool, warmup: int
+) -> dict[str, float]:
+    """A worker from its start to ready, by part: start-up and imports, loading, and per batch size a compile (cold
+    in its first launch, from its own cache after) and the warm-up iterations."""
+    variant = f"{framework}/{mode}"
+    compile_key = "compile_cold_s" if cold else "compile_warm_s"
+    return {
+        STARTUP: costs.value("process_start_s", framework) + costs.value("load_s", model),
+        COMPILE: sum(costs.value(compile_key, f"{variant}/{model}", variant) for _ in batches)
+        + sum(warmup * _step_s(costs, framework, mode, model, batch) for batch in batches),
+    }
+
+
+STARTUP, COMPILE, TIMED, PROFILING = (
+    "start-up, imports and loading",
+    "compiles and warm-up",
+    "timed bursts (and discarded ones)",
+    "profiling passes",
+)
+
+
+def estimate(config: Mapping[str, Any], costs: Costs) -> Estimate:
+    """The study's wall time from an empty results/ on the machine the costs are from (inference suite, and the
+    jobs around it; a study with other suites is refused: their costs are not in the table)."""
+    if set(config["suites"]) - {"inference"}:
+        raise CostError(f"{costs.path}: estimates cover the inference suite only, not {config['suites']}")
+    settings = config["inference"]
+    trials, blocks = int(settings["trials"]), int(settings["blocks"])
+    burst, discard = float(settings["burst_s"]), int(settings["burst_discard"])
+    profile = settings.get("profile") or {}
+    warmup = int(settings["warmup_iters"])
+    groups: dict[tuple[str, str], list[tuple[str, str]]] = {}
+    for cell in cells(config):
+        variants = groups.setdefault((cell.model, cell.precision), [])
+        if (cell.framework, cell.mode) not in variants:
+            variants.append((cell.framework, cell.mode))
+    batches = suite_batch_sizes(config, "inference")
+    profiled = sorted(set(profile.get("batch_sizes") or []) & set(batches))
+    result = Estimate()
+    for (model, precision), variants in groups.items():
+        before = result.total_s
+        for launch in range(trials):
+            for framework, mode in variants:
+                ready = _worker_ready(costs, framework, mode, model, batches, launch == 0, warmup)
+                for part, seconds in ready.items():
+                    result.add(part, seconds)
+                result.processes += 1
+            result.add(TIMED, (blocks + discard) * len(variants) * len(batches) * burst)
+        for framework, mode in variants:
+            for batch in profiled:
+                ready = _worker_ready(costs, framework, mode, model, [batch], False, warmup)
+                steps = int(profile.get("steps", 5)) * _step_s(costs, framework, mode, model, batch)
+                result.add(PROFILING, sum(ready.values()) + steps)
+                result.profiling_processes += 1
+        result.groups[f"{model}/{precision}"] = result.total_s - before
+    jobs = _jobs(config, groups)
+    side_by_side = {job: jobs.pop(job) for job in SIDE_BY_SIDE}
+    host_cores = int(costs.value("host_cores"))
+    waves = max(1, -(-sum(side_by_side.values()) // host_cores))
+    result.add(
+        f"jobs side by side: {', '.join(SIDE_BY_SIDE)}", waves * max(costs.value("job_s", j) for j in side_by_side)
+    )
+    for job, count in jobs.items():
+        result.add(f"job: {job}", count * costs.value("job_s", job))
+    return result
+
+
+# Jobs that take one core and no GPU slot of their own (the device check asks each framework in turn, one core):
+# Snakemake runs them side by side before the first measuring job, as many at once as the host has cores.
+SIDE_BY_SIDE = ("device_check", "init_weights", "model_facts")
+
+
+def _jobs(config: Mapping[str, Any], groups: Mapping) -> dict[str, int]:
+    """The jobs around the cells, with how many of each the study runs."""
+    models = sorted({model for model, _ in groups})
+    return {
+        "device_check": 1,
+        "device_peak": 1,
+        "prepare_dataset": 1,
+        "loader_throughput": 1,
+        "init_weights": len(models),
+        "model_facts": len(models),
+        "parity_logits": len(config["frameworks"]),
+        "report": 1,
+    }
+
+
+def minutes(seconds: float) -> str:
+    whole = int(round(seconds))
+    return f"{whole // 60} min {whole % 60:02d} s"
+
+
+def text(estimate: Estimate, costs: Costs) -> str:
+    shown = costs.path.resolve()
+    with contextlib.suppress(ValueError):
+        shown = shown.relative_to(Path.cwd())
+    processes = f"{estimate.processes} measuring processes, {estimate.profiling_processes} profiling ones"
+    lines = [f"estimated from {shown} ({processes}):"]
+    lines += [f"  {part:<62}{minutes(s):>14}" for part, s in sorted(estimate.parts.items(), key=lambda p: -p[1])]
+    lines.append(f"  {'total':<62}{minutes(estimate.total_s):>14}")
+    lines.append("by comparison group: " + ", ".join(f"{g} {minutes(s)}" for g, s in estimate.groups.items()))
+    return "\n".join(lines)
