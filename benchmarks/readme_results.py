@@ -431,8 +431,9 @@ def blocks(results: str | Path) -> dict[str, str]:
     return {"summary": summary, "results": "\n".join(lines)}
 
 
-def replace(text: str, name: str, body: str, required: bool = True) -> str:
-    begin, end = MARKERS[name]
+def replace(text: str, name: str, body: str, required: bool = True, markers: tuple[str, str] | None = None) -> str:
+    """`text` with the block `name` (between its markers: MARKERS, or `markers`) replaced by `body`."""
+    begin, end = markers or MARKERS[name]
     pattern = re.compile(re.escape(begin) + r".*?" + re.escape(end), flags=re.S)
     if not pattern.search(text):
         if required:

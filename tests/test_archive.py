@@ -296,3 +296,16 @@ def test_a_restored_copy_cannot_be_restored_over(archived, tmp_path):
     with pytest.raises(ArchiveError, match="exists and the archive holds it too"):
         restore(out, fresh)
     os.remove(fresh / "results" / RESTORE_RECORD)
+
+
+def test_an_archive_is_read_as_its_results_for_comparing_runs(archived, tmp_path):
+    """`fwbench compare` takes archives (runs kept in docs/runs/) as results directories: extracted for reading,
+    with the same checks as a restore but no code or study to match."""
+    from fwbench.workflow.restore import extract_results
+
+    study, out = archived
+    results = extract_results(out, tmp_path / "a")
+    assert results == tmp_path / "a" / "results"
+    assert (results / "tables" / "inference.csv").read_text() == (study / "results/tables/inference.csv").read_text()
+    with pytest.raises(ArchiveError, match="not an empty directory"):
+        extract_results(out, tmp_path / "a")

@@ -549,3 +549,46 @@ def test_true_fp32_cells_stand_in_for_the_default_arithmetic_like_for_like_only_
 def test_the_shipped_h100_figures_are_each_frameworks_default_arithmetic():
     for source in read_sources(REPO / "reference" / "sources.yaml"):
         assert source.precision == "default", source.key
+
+
+def test_the_readme_paragraph_sets_each_published_ratio_beside_ours_against_eager_and_compiled(tmp_path):
+    """benchmarks/readme_published.py: the README's GPU paragraph, generated from a run's tables."""
+    import importlib.util
+    import json
+    import sys
+
+    spec = importlib.util.spec_from_file_location("readme_published", REPO / "benchmarks" / "readme_published.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    spec.loader.exec_module(module)
+    tables = tmp_path / "results" / "tables"
+    tables.mkdir(parents=True)
+    published = {c: None for c in PUBLISHED_COLUMNS} | {
+        "source": "h100-inference",
+        "suite": "inference",
+        "model": "resnet50",
+        "batch_size": 128,
+        "precision": "default",
+        "our_precision": "default",
+        "framework": "jax",
+        "published_ratio": 1.98,
+        "ratio": 1.5,
+        "ci_low": 1.4,
+        "ci_high": 1.6,
+        "verdict": DIFFERENT,
+    }
+    pd.DataFrame([published]).to_csv(tables / "published.csv", index=False)
+    pd.DataFrame([_ratio_at("default", "resnet50", 128, 1.2, 1.1, 1.3) | {"denominator_mode": "compile"}]).to_csv(
+        tables / "speedups.csv", index=False
+    )
+    cell = _gpu_cell("torch", "resnet50", 128, 3000.0, "default", device="NVIDIA H100 80GB HBM3")
+    pd.DataFrame([cell | {"framework_version": "2.11.0+cu130", "git_commit": "abcdef0123"}]).to_csv(
+        tables / "inference.csv", index=False
+    )
+    (tables / "study_time.json").write_text(json.dumps({"started_at": 1795795200.0, "wall_s": 590.0}))
+    device = {"platform": "cuda", "frameworks": {"jax": {"cuda_driver": "13.0"}, "torch": {"cuda_runtime": "13.0"}}}
+    (tmp_path / "results" / "device.json").write_text(json.dumps(device))
+    text = module.block(tmp_path / "results")
+    assert "on NVIDIA H100 80GB HBM3" in text and "(driver CUDA API 13.0, CUDA 13.0), PyTorch 2.11.0+cu130" in text
+    assert "in each framework's default arithmetic; study wall time 9 min 50 s" in text
+    assert "| resnet50 | 128 | jax | 1.98 | 1.50 [1.40, 1.60] | different | 1.20 [1.10, 1.30] |" in text

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import tempfile
 from pathlib import Path
 
 from fwbench.running.devices import DeviceCheckError
@@ -204,12 +205,24 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from fwbench.analysis.compare.ratios import compare_runs
     from fwbench.analysis.compare.report import render, write_outputs
 
-    comparison = compare_runs(args.run_a, args.run_b, tolerance=args.tolerance)
-    print(render(comparison), end="")
-    if args.out:
-        written = write_outputs(comparison, args.out)
-        print(f"-> {', '.join(map(str, written))}")
+    with tempfile.TemporaryDirectory(prefix="fwbench-compare-") as tmp:
+        run_a, run_b = (_results_of(path, Path(tmp, side)) for path, side in ((args.run_a, "a"), (args.run_b, "b")))
+        comparison = compare_runs(run_a, run_b, tolerance=args.tolerance)
+        comparison.run_a, comparison.run_b = args.run_a, args.run_b  # named as given, not by the scratch folders
+        print(render(comparison), end="")
+        if args.out:
+            written = write_outputs(comparison, args.out)
+            print(f"-> {', '.join(map(str, written))}")
     return 1 if args.fail_on_change and comparison.has_change else 0
+
+
+def _results_of(path: str, scratch: Path) -> str:
+    """A results directory as given, or an archive (fwbench archive) extracted for reading into `scratch`."""
+    if not Path(path).is_file():
+        return path
+    from fwbench.workflow.restore import extract_results
+
+    return str(extract_results(path, scratch))
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
@@ -317,8 +330,10 @@ def build_parser() -> argparse.ArgumentParser:
         "what differs in hardware, software, environment variables and configuration (docs/compare.md). Exit "
         "status: 0, or 1 under --fail-on-change when a ratio changed or flipped; 2 when a run cannot be read.",
     )
-    compare.add_argument("run_a", metavar="RUN_A", help="the results directory compared against (e.g. results/)")
-    compare.add_argument("run_b", metavar="RUN_B", help="the results directory compared with it")
+    compare.add_argument(
+        "run_a", metavar="RUN_A", help="the results directory compared against (e.g. results/), or an archive of one"
+    )
+    compare.add_argument("run_b", metavar="RUN_B", help="the results directory compared with it, or an archive")
     compare.add_argument(
         "--tolerance",
         type=float,

@@ -271,14 +271,7 @@ def restore(
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir()
     try:
-        with _open(archive) as tar:
-            for member in _members(tar):
-                if member.name == MANIFEST or member.isdir():
-                    continue
-                target = staging / member.name
-                target.parent.mkdir(parents=True, exist_ok=True)
-                if _hash(tar, member, copy_to=target) != manifest["files"][member.name]["sha256"]:
-                    raise ArchiveError(f"member {member.name!r} changed while it was restored: nothing restored")
+        _stage(archive, manifest, staging)
         _move_into_place(manifest, staging, study_dir)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
@@ -291,6 +284,31 @@ def restore(
     }
     atomic_write_json(study_dir / RESULTS / RESTORE_RECORD, record)
     return record
+
+
+def _stage(archive: Path, manifest: Mapping[str, Any], staging: Path) -> None:
+    """Every file of a checked archive read again into `staging`, each checked against its digest again."""
+    with _open(archive) as tar:
+        for member in _members(tar):
+            if member.name == MANIFEST or member.isdir():
+                continue
+            target = staging / member.name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            if _hash(tar, member, copy_to=target) != manifest["files"][member.name]["sha256"]:
+                raise ArchiveError(f"member {member.name!r} changed while it was restored: nothing restored")
+
+
+def extract_results(archive: str | os.PathLike, into: str | os.PathLike) -> Path:
+    """An archive's results for reading only (`fwbench compare` of runs kept as archives): checked as a restore checks
+    them (step 1's first half) and written under `into`, an empty directory; no code or study check, since nothing
+    is built from them. Returns the results directory."""
+    archive, into = Path(archive).resolve(), Path(into)
+    manifest = read_checked(archive)
+    into.mkdir(parents=True, exist_ok=True)
+    if any(into.iterdir()):
+        raise ArchiveError(f"{into}: not an empty directory to extract {archive.name} into")
+    _stage(archive, manifest, into)
+    return into / RESULTS
 
 
 def _move_into_place(manifest: Mapping[str, Any], staging: Path, study_dir: Path) -> None:
