@@ -35,6 +35,7 @@ from fwbench.analysis.published.matching import compare
 from fwbench.analysis.published.section import comparison_table, rule_sentence, section, summary_sentence
 from fwbench.analysis.published.sources import read_published, read_sources
 from tests.conftest import REPO
+from tests.test_pdf_check import TEXT, _build, _check, needs_latex
 
 
 def _se(lo: float, hi: float, df: float) -> float:
@@ -592,3 +593,84 @@ def test_the_readme_paragraph_sets_each_published_ratio_beside_ours_against_eage
     assert "on NVIDIA H100 80GB HBM3" in text and "(driver CUDA API 13.0, CUDA 13.0), PyTorch 2.11.0+cu130" in text
     assert "in each framework's default arithmetic; study wall time 9 min 50 s" in text
     assert "| resnet50 | 128 | jax | 1.98 | 1.50 [1.40, 1.60] | different | 1.20 [1.10, 1.30] |" in text
+
+
+def test_a_pair_published_against_eager_pytorch_is_also_set_against_compiled_pytorch(tmp_path):
+    """The published baseline ran eagerly: its ratio is set beside ours against eager PyTorch and, where the study
+    compiles PyTorch too, against compiled PyTorch, each with its paired interval."""
+    sources = _sources(
+        tmp_path,
+        [_published_row("resnet50", "pytorch", 128, 5915.0), _published_row("resnet50", "jax", 128, 11739.0)],
+        precision="default",
+    )
+    inference = pd.DataFrame(
+        [
+            _gpu_cell("torch", "resnet50", 128, 3000.0, "default") | {"mode": "eager"},
+            _gpu_cell("torch", "resnet50", 128, 3600.0, "default") | {"mode": "compile"},
+            _gpu_cell("jax", "resnet50", 128, 4500.0, "default") | {"mode": "jit"},
+        ]
+    )
+    speedups = pd.DataFrame(
+        [
+            _ratio_at("default", "resnet50", 128, 1.5, 1.4, 1.6) | {"numerator_mode": "jit", "denominator_mode": m, **v}
+            for m, v in (("eager", {}), ("compile", {"ratio": 1.25, "ci_low": 1.2, "ci_high": 1.3}))
+        ]
+    )
+    rows = compare(sources, inference=inference, speedups=speedups, training=None, image_size=224)
+    [row] = rows.itertuples()
+    assert (row.ours_torch_mode, row.ratio) == ("eager", pytest.approx(1.5))
+    assert (row.ratio_vs_compiled, row.ci_low_vs_compiled, row.ci_high_vs_compiled) == pytest.approx((1.25, 1.2, 1.3))
+    assert r"1.50 [1.40, 1.60]\newline 1.25 [1.20, 1.30]$^{c}$ &" in comparison_table(rows, sources[0])
+
+
+@needs_latex
+@pytest.mark.parametrize(("value", "batches"), [(0.264, (1, 8, 32, 128)), (0.000555, (1, 128))])
+def test_the_published_table_fits_the_page_with_every_column_at_its_widest(tmp_path, value, batches):
+    """Every published batch size of the four models (16 rows) with three-digit ratios and both of this study's
+    intervals, or the widest plain numbers (eight characters) in every column at two batch sizes, the verdict and
+    the intervals wrapping: the table stays on its page, as the paper check reads it."""
+    row = {c: None for c in PUBLISHED_COLUMNS} | {
+        "source": "gpu-inference",
+        "suite": "inference",
+        "framework": "jax",
+        "precision": "default",
+        "our_precision": "default",
+        "arithmetic_match": True,
+        "published_torch": 55555.5,
+        "published_other": 55555.5,
+        "published_ratio": value,
+        "ours_torch": 55555.5,
+        "ours_other": 55555.5,
+        "ratio": value,
+        "ci_low": value,
+        "ci_high": value,
+        "ratio_vs_compiled": value,
+        "ci_low_vs_compiled": value,
+        "ci_high_vs_compiled": value,
+        "verdict": INCONCLUSIVE,
+        "tost_p": 0.555,
+        "published_torch_mode": "eager",
+        "published_other_mode": "jit",
+        "ours_torch_mode": "eager",
+        "ours_other_mode": "jit",
+        "modes_match": True,
+        "modes_stated": False,
+        "margin": DEFAULT_MARGIN,
+        "absolute_comparable": False,
+        "absolute_note": "not comparable: NVIDIA H100 NVL there, NVIDIA H200 (GPU) here",
+        "published_device_kind": "gpu",
+        "ours_device_kind": "gpu",
+        "ours_device": "NVIDIA H200",
+    }
+    rows = pd.DataFrame(
+        [
+            row | {"model": m, "batch_size": b}
+            for m in ("mobilenet_v3_small", "efficientnet_b0", "resnet50", "vit_b_16")
+            for b in batches
+        ]
+    )
+    sources = _sources(tmp_path, [_published_row("resnet50", "pytorch", 1, 1.0)], precision="default")
+    body = comparison_table(rows, sources[0]) + r"Table~\ref{tab:published-gpu-inference}. " + TEXT
+    pdf, log, tex = _build(tmp_path, body)
+    report = _check(tmp_path, pdf, log, tex)
+    assert report["problems"] == [], report["problems"]

@@ -204,3 +204,18 @@ def test_the_smoke_study_fits_ten_minutes_by_the_estimate_its_header_quotes():
     assert set(config["models"]) == {"resnet50", "mobilenet_v3_small", "efficientnet_b0", "vit_b_16"}
     assert config["inference"]["batch_sizes"] == [128] and config["precisions"] == ["default"]
     assert config["modes"]["torch"] == ["eager", "compile"] and config["device"] == "cuda"
+
+
+@pytest.mark.slow
+def test_the_smoke_study_plans_its_jobs_to_the_tables_the_gpu_host_stops_at(clone, venv_bin):
+    """What a lent GPU machine runs (benchmarks/gpu/run_smoke.sh): the smoke study to results/tables/study_time.json
+    (the target before the options), one comparison group per model, nothing of LaTeX."""
+    output = _run(
+        clone, venv_bin, "snakemake", "-n", "results/tables/study_time.json", "--cores", "all", "--resources", "gpu=1",
+        "--configfile", "config/gpu-smoke.yaml",
+    )  # fmt: skip
+    stats = output.split("Job stats:", 1)[1]
+    jobs = {m[0]: int(m[1]) for m in re.findall(r"^(\w+)\s+(\d+)$", stats, flags=re.M)}
+    assert jobs.pop("total") == 30
+    assert jobs["inference_group"] == 4 and jobs["parity_logits"] == 2 and jobs["model_facts"] == 4
+    assert "paper" not in jobs and "paper_check" not in jobs

@@ -84,6 +84,9 @@ COLUMNS = [
     "ratio_true_fp32",
     "ci_low_true_fp32",
     "ci_high_true_fp32",
+    "ratio_vs_compiled",
+    "ci_low_vs_compiled",
+    "ci_high_vs_compiled",
     "published_device_kind",
     "ours_device_kind",
     "ours_device",
@@ -253,6 +256,7 @@ def _inference_matches(
             if not true_fp32.empty and not refused(true_fp32).any():
                 result |= _interval(true_fp32, "_true_fp32")
         result |= {"framework": row.framework, **_published_part(row), **modes}
+        result |= _against_compiled(frame, speedups, cells, row, precision, modes)
         result["ours_torch"] = _value(ours[BASELINE], "throughput_img_s")
         result["ours_other"] = _value(ours[row.framework], "throughput_img_s")
         reason = _failure_reason(ours)
@@ -276,6 +280,32 @@ def _inference_matches(
                 "df": float(p["df"]) if finite(p.get("df")) else math.nan,
             }
         )
+
+
+def _against_compiled(
+    frame: pd.DataFrame, speedups: pd.DataFrame, cells: _PairedFromCells, row, precision: str, modes: dict
+) -> dict:
+    """The same pair against compiled PyTorch, where the row sets the other framework against eager PyTorch (as a
+    published baseline ran) and the study has a compiled PyTorch cell of it: compiled against compiled, beside the
+    published pairing ({} otherwise)."""
+    if modes["ours_torch_mode"] == "compile":
+        return {}
+    compiled = frame[
+        (frame["framework"] == BASELINE)
+        & (frame["model"] == row.model)
+        & (frame["batch_size"] == row.batch_size)
+        & (frame["precision"] == precision)
+        & (with_modes(frame)["mode"] == "compile")
+    ]
+    if compiled.empty or (compiled["status"] != "ok").any():
+        return {}
+    wanted = {**modes, "ours_torch_mode": "compile"}
+    pair = _speedup_pair(speedups, row, precision, wanted)
+    if pair.empty:
+        pair = cells.pair(row, precision, wanted)
+    if pair.empty or refused(pair).any() or not finite(pair.iloc[0].get("ci_low")):
+        return {}
+    return _interval(pair, "_vs_compiled")
 
 
 def _unpaired(row, ours: dict[str, pd.DataFrame], result: dict) -> dict:

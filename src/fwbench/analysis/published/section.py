@@ -53,6 +53,19 @@ def _ratio_with_ci(row) -> str:
     return f"{number(row.ratio)} [{number(row.ci_low)}, {number(row.ci_high)}]"
 
 
+COMPILED_MARK = r"$^{c}$"  # this study's ratio against compiled PyTorch, under the one against eager PyTorch
+
+
+def _vs_compiled(row) -> str:
+    """This study's ratio of the pair against compiled PyTorch with its paired 95% CI, on a line of its own and
+    marked, where the row's own sets it against eager PyTorch as the source did ("" otherwise)."""
+    ratio = getattr(row, "ratio_vs_compiled", None)
+    if ratio is None or pd.isna(ratio):
+        return ""
+    interval = f"{number(ratio)} [{number(row.ci_low_vs_compiled)}, {number(row.ci_high_vs_compiled)}]"
+    return f"\\newline {interval}{COMPILED_MARK}"
+
+
 OTHER_MODE_MARK = r"$^{\ddagger}$"  # a row whose cells here ran in another mode than the source's
 
 
@@ -153,7 +166,8 @@ def comparison_table(rows: pd.DataFrame, source: Source) -> str:
         f"({source.image_size}~px, {precision_phrase(source.precision)}), beside this study's matching cells."
         f"{arithmetic_caption(rows, source)} Ratios: "
         f"{join_words([short_label(f) for f in others])} speed relative to PyTorch (above 1: faster than PyTorch); "
-        f"this study's with its paired 95\\% CI where it has one.{rule}{modes_caption(rows, source)} "
+        f"this study's with its paired 95\\% CI where it has one, and marked {COMPILED_MARK} under it the same pair's "
+        f"against compiled PyTorch where the source's PyTorch ran eagerly.{rule}{modes_caption(rows, source)} "
         + (
             f"$^\\ast$: absolute {escape(source.unit)} from different machines, "
             f"{escape(rows['absolute_note'].iloc[0])}; only ratios and directions are compared.}}"
@@ -162,7 +176,8 @@ def comparison_table(rows: pd.DataFrame, source: Source) -> str:
         ),
         f"\\label{{tab:published-{source.key}}}",
         r"\footnotesize",
-        r"\begin{tabular}{llr rr rr r l >{\raggedright\arraybackslash}p{2.6cm}}",  # a verdict may wrap
+        # this study's ratio may wrap, with its ratio against compiled PyTorch on a line of its own; a verdict may wrap
+        r"\begin{tabular}{llr rr rr r >{\raggedright\arraybackslash}p{2.8cm} >{\raggedright\arraybackslash}p{2.6cm}}",
         r"\toprule",
         f"Model & vs & Batch & \\multicolumn{{2}}{{c}}{{PT {escape(source.unit)}{mark}}} & "
         f"\\multicolumn{{2}}{{c}}{{Other {escape(source.unit)}{mark}}} & \\multicolumn{{2}}{{c}}{{Ratio to PT}} & "
@@ -180,7 +195,8 @@ def comparison_table(rows: pd.DataFrame, source: Source) -> str:
             f"{escape(row.model)}{marked} & {short_label(row.framework)} & {row.batch_size} & "
             f"{_ours(row.published_torch)} & {_ours(row.ours_torch)} & "
             f"{_ours(row.published_other)} & {_ours(row.ours_other)} & "
-            f"{number(row.published_ratio)} & {_ratio_with_ci(row)} & {escape(table_verdict(row))} \\\\"
+            f"{number(row.published_ratio)} & {_ratio_with_ci(row)}{_vs_compiled(row)} & "
+            f"{escape(table_verdict(row))} \\\\"
         )
     lines += [r"\bottomrule", r"\end{tabular}", r"\end{table*}"]
     return "\n".join(lines) + "\n"
