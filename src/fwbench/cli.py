@@ -275,6 +275,12 @@ def cmd_restore(args: argparse.Namespace) -> int:
     return 0
 
 
+def _study_options(parser: argparse.ArgumentParser, files_help: str) -> None:
+    """The study a command reads, as `snakemake --configfile FILE ... --config KEY=VALUE ...` names it."""
+    parser.add_argument("--config", action="append", default=None, metavar="FILE", help=files_help)
+    parser.add_argument("--set", action="append", metavar="KEY=VALUE", help="a value as snakemake's --config gives it")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="fwbench", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -397,14 +403,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     archive.add_argument("study_dir", metavar="STUDY_DIR", help="where snakemake ran the study (holds results/)")
     archive.add_argument("out", metavar="OUT", help="the archive to write (an xz-compressed tar, e.g. study.tar.xz)")
-    archive.add_argument(
-        "--config",
-        action="append",
-        default=None,
-        metavar="FILE",
-        help=f"the study file(s) the study ran with, as given to --configfile (default: {DEFAULT_STUDY})",
-    )
-    archive.add_argument("--set", action="append", metavar="KEY=VALUE", help="as the study's snakemake --config")
+    _study_options(archive, f"the study file(s) it ran with, as given to --configfile (default: {DEFAULT_STUDY})")
     archive.set_defaults(func=cmd_archive)
 
     restore = sub.add_parser(
@@ -417,10 +416,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     restore.add_argument("archive", metavar="ARCHIVE", help="a file written by fwbench archive")
     restore.add_argument("--into", default=".", metavar="DIR", help="the checkout to restore into (default: .)")
-    restore.add_argument(
-        "--config", action="append", default=None, metavar="FILE", help="the study file(s) (default: the archive's)"
-    )
-    restore.add_argument("--set", action="append", metavar="KEY=VALUE", help="as snakemake's --config")
+    _study_options(restore, "the study file(s) (default: the archive's)")
     restore.set_defaults(func=cmd_restore)
     return parser
 
