@@ -265,7 +265,8 @@ def cmd_restore(args: argparse.Namespace) -> int:
     record = restore(args.archive, args.into, args.config, parse_config(args.set) if args.set else None)
     manifest = record["manifest"]
     configfiles = args.config or manifest["study"]["configfiles"]
-    command = "snakemake --cores all --resources gpu=1" + "".join(f" --configfile {f}" for f in configfiles)
+    # one --configfile with every file: Snakemake keeps only the last of repeated ones
+    command = "snakemake --cores all --resources gpu=1 --configfile " + " ".join(configfiles)
     print(
         f"restored {record['files']} files of {' + '.join(configfiles)} into {Path(args.into, 'results')}, measured on "
         f"{manifest['machine']['summary']} (archived {manifest['created']}); build the tables, figures and paper "
