@@ -133,7 +133,8 @@ def test_every_benchmark_job_went_through_sbatch_and_each_cell_records_its_job(s
         "device_check": 1,
         "device_peak": 1,
         "parity_logits": 2,
-        "inference_group": 1,  # one model: both batch sizes in one job (inference.share_workers)
+        # one job per batch size: the first measures both (inference.share_workers), the other takes its held cells
+        "inference_group": 2,
         "training_cell": 1,  # both frameworks' cells: one group, one job (cluster.pairing: same_node)
         "prepare_dataset": 1,
         "loader_throughput": 1,

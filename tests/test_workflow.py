@@ -7,6 +7,7 @@ import os
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -44,8 +45,19 @@ def _planned_jobs(output) -> dict[str, int]:
     return {m[0]: int(m[1]) for m in re.findall(r"^(\w+)\s+(\d+)$", stats, flags=re.M) if m[0] != "total"}
 
 
-# What adding one inference batch size plans: its model's comparison job (both frameworks' workers serve every batch
-# size, inference.share_workers) and what depends on it.
+def _planned_cells(output) -> set[str]:
+    """The cell results the planned jobs of a dry run write."""
+    return {
+        path
+        for line in output.splitlines()
+        if line.startswith("    output: ")
+        for path in line.removeprefix("    output: ").split(", ")
+        if path.startswith("results/cells/")
+    }
+
+
+# What adding one inference batch size plans: the new batch size's comparison job (fwbench.workflow.comparison_jobs)
+# and what depends on it.
 NEW_BATCH_SIZE_JOBS = {
     "inference_group": 1,
     "aggregate_inference": 1,
@@ -284,17 +296,20 @@ def test_reruns_are_minimal(workdir, venv_bin):
 
     old_cells = {p: p.stat().st_mtime_ns for p in (workdir / "results" / "cells").rglob("*.json")}
     _set_config(workdir, batch_sizes=[1, 2, 4])
-    planned = _planned_jobs(_run_study(workdir, venv_bin, "-n"))
-    assert planned == NEW_BATCH_SIZE_JOBS
+    output = _run_study(workdir, venv_bin, "-n")
+    assert _planned_jobs(output) == NEW_BATCH_SIZE_JOBS
+    new_cells = {f"results/cells/inference/{variant}/small_cnn/fp32/bs4.json" for variant in ("torch/eager", "jax/jit")}
+    assert _planned_cells(output) == new_cells
     _run_study(workdir, venv_bin)
-    remeasured = {p for p, mtime in old_cells.items() if p.stat().st_mtime_ns != mtime}
-    # the model's cells are measured again with the new batch size (one worker serves them all); no other suite's
-    assert remeasured == {p for p in old_cells if "/inference/" in str(p)}
+    # only the new batch size is measured; no cell of it or another suite is measured again
+    assert {p for p, mtime in old_cells.items() if p.stat().st_mtime_ns != mtime} == set()
     assert len(list((workdir / "results" / "cells" / "inference").rglob("*.json"))) == 6
+    log = workdir / "results" / "logs" / "cells" / "inference" / "small_cnn" / "fp32" / "bs4.log"
+    assert log.read_text().endswith("\nbs4: measured\n"), "its job measured it alone"
     assert _planned_jobs(_run_study(workdir, venv_bin, "-n")) == {}
 
-    _set_config(workdir, blocks=3)  # changes what every cell measures: the model's one job
-    assert _planned_jobs(_run_study(workdir, venv_bin, "-n"))["inference_group"] == 1
+    _set_config(workdir, blocks=3)  # changes what every cell measures: every batch size's job
+    assert _planned_jobs(_run_study(workdir, venv_bin, "-n"))["inference_group"] == 3
     _set_config(workdir, blocks=2)
     assert _planned_jobs(_run_study(workdir, venv_bin, "-n")) == {}
 
@@ -302,9 +317,51 @@ def test_reruns_are_minimal(workdir, venv_bin):
     original = rule.read_text()
     rule.write_text(original.replace("harness_version=HARNESS_VERSION", 'harness_version="bumped"'))
     try:
-        assert _planned_jobs(_run_study(workdir, venv_bin, "-n"))["inference_group"] == 1
+        assert _planned_jobs(_run_study(workdir, venv_bin, "-n"))["inference_group"] == 3
     finally:
         rule.write_text(original)
+
+
+def _study_cells(config) -> set[str]:
+    from fwbench.study.config import validate_config
+    from fwbench.study.grid import cell_paths
+
+    return set(cell_paths(validate_config(config)))
+
+
+# Each edit of the study, and the cells a dry run must plan after it: exactly the new ones, except for a framework,
+# whose comparisons are measured again whole (a comparison's cells are measured interleaved, in the same launches).
+STUDY_EDITS = {
+    "a model": (lambda c: c.update(models=[*c["models"], "mobilenet_v3_small"]), "new"),
+    "a precision": (lambda c: c.update(precisions=[*c["precisions"], "bf16"]), "new"),
+    "a micro batch size": (lambda c: c["micro"].update(batch_sizes=[*c["micro"]["batch_sizes"], 512]), "new"),
+    "a framework": (lambda c: c.update(frameworks=[*c["frameworks"], "tensorflow"]), "its comparisons"),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("edit", list(STUDY_EDITS))
+def test_an_added_axis_value_plans_exactly_its_cells(workdir, venv_bin, edit):
+    path = workdir / STUDY_FILE
+    original = path.read_text()
+    config = yaml.safe_load(original)
+    assert not _planned_cells(_run_study(workdir, venv_bin, "-n")), "a complete study plans no cell"
+    change, expected = STUDY_EDITS[edit]
+    edited = json.loads(json.dumps(config))
+    change(edited)
+    # written in another key order too, as an editor that sorts keys would
+    path.write_text(yaml.safe_dump(_reordered(edited), sort_keys=False))
+    try:
+        planned = _planned_cells(_run_study(workdir, venv_bin, "-n"))
+    finally:
+        path.write_text(original)
+    new = _study_cells(edited) - _study_cells(config)
+    assert new and new <= planned
+    if expected == "new":
+        assert planned == new, sorted(planned - new)
+    else:  # every comparison gains the framework's cells: the other frameworks' cells of them are measured again
+        compared = {p for p in _study_cells(edited) if "/cells/inference/" in p or "/cells/micro/" in p}
+        assert planned == compared | new, sorted(planned ^ (compared | new))
 
 
 @pytest.mark.slow
@@ -357,8 +414,8 @@ def test_the_training_suite_has_its_cells_and_paper_section_and_stands_apart(wor
 @pytest.mark.slow
 def test_the_micro_suite_has_its_cells_and_paper_section_and_stands_apart(workdir, venv_bin):
     planned = _planned_jobs(_run_study(workdir, venv_bin, "-n", "--forcerun", "micro_operands"))
-    # one job per operation: its workers serve both batch sizes (micro.share_workers)
-    assert planned["micro_group"] == 2 and planned["micro_operands"] == 1 and planned["micro_analysis"] == 1
+    # one job per operation and batch size (the first of an operation measures both, micro.share_workers)
+    assert planned["micro_group"] == 2 * 2 and planned["micro_operands"] == 1 and planned["micro_analysis"] == 1
     assert "inference_group" not in planned and "training_cell" not in planned, "micro cells alone depend on it"
     cells = sorted((workdir / "results" / "cells" / "micro").rglob("*.json"))
     assert len(cells) == 3 * 2 * 2 and {load_result(p)["status"] for p in cells} == {"ok"}
@@ -410,9 +467,6 @@ def test_params_do_not_depend_on_key_order_or_number_spelling(workdir, venv_bin)
     # What an earlier test may have left to do (e.g. the loader after the training-suite test restored the config).
     baseline, baseline_changes = _planned_jobs(_run_study(workdir, venv_bin, "-n")), _params_changes(workdir, venv_bin)
     assert "inference_group" not in baseline and not any("/cells/" in f for f in baseline_changes)
-    inference_cells = {
-        str(p.relative_to(workdir)) for p in (workdir / "results" / "cells" / "inference").rglob("*.json")
-    }
     try:
         inference = config["inference"]
         added = {**inference, "batch_sizes": [*inference["batch_sizes"], 2 * max(inference["batch_sizes"])]}
@@ -421,11 +475,13 @@ def test_params_do_not_depend_on_key_order_or_number_spelling(workdir, venv_bin)
             yaml.safe_dump({**config, "inference": added}, sort_keys=True),
         ):
             path.write_text(text)
-            # the model's comparison job and what depends on it, nothing else measured again
-            assert _planned_jobs(_run_study(workdir, venv_bin, "-n")) == {**baseline, **NEW_BATCH_SIZE_JOBS}
-            # Snakemake 9.27 alone would list the last output of every job here (fwbench.workflow.state); the
-            # model's job gained a batch size, so its cells (and only those) changed params
-            assert _params_changes(workdir, venv_bin) == baseline_changes | inference_cells, "only the model's job"
+            # the new batch size's comparison job and what depends on it, nothing else measured again
+            output = _run_study(workdir, venv_bin, "-n")
+            assert _planned_jobs(output) == {**baseline, **NEW_BATCH_SIZE_JOBS}
+            assert {Path(p).name for p in _planned_cells(output)} == {f"bs{added['batch_sizes'][-1]}.json"}
+            # Snakemake 9.27 alone would list the last output of every job here (fwbench.workflow.state): no
+            # measured cell changed params
+            assert _params_changes(workdir, venv_bin) == baseline_changes, "no measured cell's job changed"
 
         spelled = {**inference, "timeout_s": float(inference["timeout_s"])}
         path.write_text(yaml.safe_dump(_reordered({**config, "inference": spelled}), sort_keys=False))

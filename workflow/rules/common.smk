@@ -120,6 +120,23 @@ SOFTWARE_FINGERPRINT = canonical(
     requirements.software_fingerprint(RESTORED, software_fingerprint())
 )
 REPO_ROOT = Path(workflow.basedir).parent
+# A measuring job reads the device record but is not made stale by the device check's rerun (ancient()): adding a
+# framework reruns the check, and must not remeasure the cells of the other frameworks that do not compare with it.
+# What the check would change for a cell is its param instead: the device setting and its frameworks' software.
+MEASURED_ON = ancient(DEVICE_RECORD)
+
+
+def device_params(frameworks):
+    """A measuring job's `device` param: the study's device setting and the installed versions of `frameworks`
+    (fwbench.workflow.requirements.framework_software), as fwbench.workflow.comparison_jobs keys its cells."""
+    return canonical(
+        {
+            "device": config["device"],
+            "software": requirements.framework_software(
+                SOFTWARE_FINGERPRINT, frameworks
+            ),
+        }
+    )
 # --sdm conda: a study that must run on a GPU gets the environment with JAX's CUDA plugin (same pins otherwise).
 ENV = (
     "../../envs/fwbench-cuda.yaml"
@@ -145,41 +162,29 @@ def alternatives(names):
     return "|".join(sorted(names, key=len, reverse=True))
 
 
-def group_batches(suite):
-    """The batch-size part of a comparison job's cell paths: each batch size of the suite where one warm worker
-    serves them all (`share_workers`: the job is the model's, fwbench.running.runner), else the {batch} wildcard.
+def comparison_settings(suite):
+    """The settings param of a comparison job: its suite's measurement settings with what names batch sizes reduced
+    to the job's (fwbench.study.params.comparison_settings), one value per batch size, computed once.
     """
-    if config[suite]["share_workers"]:
-        return [f"bs{batch}" for batch in suite_batch_sizes(config, suite)]
-    return ["bs{batch}"]
+    by_batch = {
+        str(batch): params.comparison_settings(config, suite, batch)
+        for batch in suite_batch_sizes(config, suite)
+    }
+    return lambda wildcards: by_batch[wildcards.batch]
 
 
-def shared_batch_sizes(suite):
-    """The batch sizes a comparison job measures where its workers serve them all (a param: adding one remeasures
-    the model), None where the job is one batch size's (the {batch} wildcard)."""
-    return (
-        canonical(suite_batch_sizes(config, suite))
-        if config[suite]["share_workers"]
-        else None
-    )
-
-
-def group_job(suite):
-    """A comparison job's wildcards as its log and time record name it."""
-    if config[suite]["share_workers"]:
-        return "{model}/{precision}"
-    return "{model}/{precision}/bs{batch}"
+# A comparison job's wildcards as its log and time record name them.
+COMPARISON_JOB = "{model}/{precision}/bs{batch}"
 
 
 def inference_group_outputs(model):
-    """One comparison group's cells: every framework in each of its modes (fwbench.study.grid.group_variants, config
-    order), each at every batch size of the group (group_batches), at the rule's {model}/{precision}; `model` is any
-    model of the rule (they share the modes). run_cells.py makes its cells in this order.
+    """One comparison's cells: every framework in each of its modes (fwbench.study.grid.group_variants, config
+    order) at the rule's {model}/{precision}/bs{batch}; `model` is any model of the rule (they share the modes).
+    fwbench.workflow.comparison_jobs makes its cells in this order.
     """
     return [
-        f"{RESULTS}/cells/inference/{framework}/{mode}/{{model}}/{{precision}}/{batch}.json"
+        f"{RESULTS}/cells/inference/{framework}/{mode}/{{model}}/{{precision}}/bs{{batch}}.json"
         for framework, mode in group_variants(config, "inference", model)
-        for batch in group_batches("inference")
     ]
 
 
@@ -218,13 +223,12 @@ def micro_cells():
 
 
 def micro_group_outputs():
-    """One comparison group's cells: NumPy and every framework in each of its modes, at every batch size of the
-    group (group_batches), at the rule's {model}/{precision} (mode_scope picks micro's modes by suite alone, so
-    every operation's are alike)."""
+    """One comparison's cells: NumPy and every framework in each of its modes at the rule's
+    {model}/{precision}/bs{batch} (mode_scope picks micro's modes by suite alone, so every operation's are alike).
+    """
     return [
-        f"{RESULTS}/cells/micro/{framework}/{mode}/{{model}}/{{precision}}/{batch}.json"
+        f"{RESULTS}/cells/micro/{framework}/{mode}/{{model}}/{{precision}}/bs{{batch}}.json"
         for framework, mode in micro_variants()
-        for batch in group_batches("micro")
     ]
 
 

@@ -1,11 +1,13 @@
-# Inference cells, measured by comparison group: one job per model and precision runs the cells of every framework
-# and mode at every batch size, in launches of warm workers whose order rotates (a Williams design, fwbench.running),
-# each worker one fresh, isolated, supervised process per launch serving every batch size of its framework and mode
-# (inference.share_workers; false: one job and one process per batch size), so drift of the machine over time hits
-# the frameworks alike. Adding a model runs only its group; adding a batch size remeasures each model's group (its
-# workers serve the new batch size beside the others); adding a framework reruns every group, because a comparison
-# needs its cells measured interleaved. With --resources gpu=N up to N groups run at once, each on its own GPU slot
-# (a GPU and 1/N of the cores, see fwbench.running.slots); with gpu=1 nothing runs beside a timed cell.
+# Inference cells, measured by comparison: one job per model, precision and batch size runs the cells of every
+# framework and mode, in launches of warm workers whose order rotates (a Williams design, fwbench.running), each
+# worker one fresh, isolated, supervised process per launch, so drift of the machine over time hits the frameworks
+# alike. Snakemake plans exactly the comparisons that are new or stale: adding a batch size, model or precision runs
+# only its cells; a framework reruns its models' comparisons (a comparison's cells are measured interleaved). With
+# inference.share_workers the first job of a model and precision measures, in the same workers (one process per
+# framework and mode per launch serving every batch size), every other batch size of its model that is due, and holds
+# their cells in results/held/ for their own jobs, which then measure nothing (fwbench.workflow.comparison_jobs).
+# With --resources gpu=N up to N jobs run at once, each on its own GPU slot (a GPU and 1/N of the cores, see
+# fwbench.running.slots); with gpu=1 nothing runs beside a timed cell.
 
 
 # The mode axis (fwbench.study.modes): torch/eager and torch/compile are cells of the same group. Models outside
@@ -20,11 +22,11 @@ for group_rule, group_models in comparison_rules(
         input:
             dataset=DATASET_FILES,
             weights=WEIGHTS,
-            device=DEVICE_RECORD,
+            device=MEASURED_ON,
         output:
             inference_group_outputs(group_models[0]),
         log:
-            f"{RESULTS}/logs/cells/inference/{group_job('inference')}.log",
+            f"{RESULTS}/logs/cells/inference/{COMPARISON_JOB}.log",
         wildcard_constraints:
             model=alternatives(group_models),
         conda:
@@ -40,12 +42,13 @@ for group_rule, group_models in comparison_rules(
         params:
             suite="inference",
             variants=canonical(group_variants(config, "inference", group_models[0])),
-            batch_sizes=shared_batch_sizes("inference"),
             harness_version=HARNESS_VERSION,
-            settings=measurement_settings("inference"),
+            device=device_params(suite_frameworks(config, "inference")),
+            settings=comparison_settings("inference"),
+            results=RESULTS,
             image_size=canonical(config["dataset"]["image_size"]),
             num_classes=canonical(config["dataset"]["num_classes"]),
             slot_dir=SLOT_DIR,
-            job_record=job_record(group_rule, group_job("inference")),
+            job_record=job_record(group_rule, COMPARISON_JOB),
         script:
             "../scripts/run_cells.py"

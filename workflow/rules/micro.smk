@@ -1,7 +1,7 @@
 # The micro suite: a matrix product and a small MLP timed per call in NumPy (the baseline) and every framework, by
-# batch size (fwbench.scenarios.micro). The operands are made once from the study's seed; one job per operation and
-# precision runs every framework's cells at every batch size in launches of warm workers, one per framework serving
-# every batch size (micro.share_workers), like an inference group; the
+# batch size (fwbench.scenarios.micro). The operands are made once from the study's seed; one job per operation,
+# precision and batch size runs every framework's cells in launches of warm workers, the first job of an operation
+# measuring its other batch sizes that are due in the same workers (micro.share_workers), like an inference job; the
 # analysis computes speedups over NumPy with intervals over processes (paired by round; within one process with one
 # trial, labelled so) and the crossover batch sizes from the point estimates, with intervals from resampling each
 # series (fwbench.analysis.micro.speedups, fwbench.analysis.micro.crossovers).
@@ -30,11 +30,11 @@ if MICRO:
     rule micro_group:
         input:
             weights=MICRO_OPERANDS,
-            device=DEVICE_RECORD,
+            device=MEASURED_ON,
         output:
             micro_group_outputs(),
         log:
-            f"{RESULTS}/logs/cells/micro/{group_job('micro')}.log",
+            f"{RESULTS}/logs/cells/micro/{COMPARISON_JOB}.log",
         conda:
             ENV
         threads: CELL_THREADS
@@ -48,13 +48,14 @@ if MICRO:
         params:
             suite="micro",
             variants=canonical(micro_variants()),
-            batch_sizes=shared_batch_sizes("micro"),
             harness_version=HARNESS_VERSION,
-            settings=measurement_settings("micro"),
+            device=device_params(suite_frameworks(config, "micro")),
+            settings=comparison_settings("micro"),
+            results=RESULTS,
             image_size=None,
             num_classes=canonical(config["micro"]["classes"]),
             slot_dir=SLOT_DIR,
-            job_record=job_record("micro_group", group_job("micro")),
+            job_record=job_record("micro_group", COMPARISON_JOB),
         script:
             "../scripts/run_cells.py"
 

@@ -9,7 +9,7 @@ rule training_cell:
     input:
         dataset=DATASET_FILES,
         weights=WEIGHTS,
-        device=DEVICE_RECORD,
+        device=MEASURED_ON,
     output:
         f"{RESULTS}/cells/training/{{framework}}/{{mode}}/{{model}}/{{precision}}/bs{{batch}}.json",
     log:
@@ -30,6 +30,7 @@ rule training_cell:
     params:
         suite="training",
         harness_version=HARNESS_VERSION,
+        device=lambda wildcards: device_params([wildcards.framework]),
         settings=measurement_settings("training"),
         image_size=canonical(config["dataset"]["image_size"]),
         num_classes=canonical(config["dataset"]["num_classes"]),

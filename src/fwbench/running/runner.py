@@ -124,6 +124,7 @@ def run_group(
     slot_dir: str | Path | None = None,
     gpu_slots: int = 1,
     fallbacks: Mapping[str, Any] | None = None,
+    job_keys: Sequence[str | None] | None = None,
 ) -> list[dict[str, Any]]:
     """Measure the cells of one comparison (e.g. every framework at one model, precision and batch size) and write
     each cell's result JSON atomically to its `out_paths` entry.
@@ -139,11 +140,14 @@ def run_group(
     order each block ran in. A cell whose trial fails becomes a failed result (its reason, "trial k of T: ...") and
     leaves the later launches; the other cells go on. With the study's `device_record` (results/device.json) the
     group takes one of `gpu_slots` slots in `slot_dir` (its GPU and its share of the cores, see
-    fwbench.running.slots) for all its children, and a child fails its cell if it computes anywhere else."""
+    fwbench.running.slots) for all its children, and a child fails its cell if it computes anywhere else. `job_keys`
+    (one per cell) name the identity of the job each cell was measured for (`provenance.job_key`,
+    fwbench.workflow.comparison_jobs)."""
     cells, out_paths = list(cells), list(out_paths)
     state_dirs = list(state_dirs) if state_dirs is not None else [None] * len(cells)
-    if not cells or len(out_paths) != len(cells) or len(state_dirs) != len(cells):
-        raise ValueError("a group needs at least one cell, and one output path (and state dir) per cell")
+    job_keys = list(job_keys) if job_keys is not None else [None] * len(cells)
+    if not cells or not len(out_paths) == len(state_dirs) == len(job_keys) == len(cells):
+        raise ValueError("a group needs at least one cell, and one output path (and state dir, job key) per cell")
     if len({cell.suite for cell in cells}) != 1:
         raise ValueError("a group's cells belong to one suite")
     if any(cell.suite == "training" and state is None for cell, state in zip(cells, state_dirs, strict=True)):
@@ -217,7 +221,7 @@ def run_group(
     inputs = _input_digests(data_dir, weights_path)
     injected = os.environ.get(INJECT_FAULT_ENV)  # test-only fault injection: a result made under it says so
     results = []
-    for cell, run, out_path, state_dir in zip(cells, runs, out_paths, state_dirs, strict=True):
+    for cell, run, out_path, state_dir, job_key in zip(cells, runs, out_paths, state_dirs, job_keys, strict=True):
         if run.reason is not None:
             merged = None
         elif cell.suite == "training":  # one run: a training cell's repeat is another epoch, not another process
@@ -249,6 +253,7 @@ def run_group(
                 "group": group,
                 "host_memory_limit": run.memory_limit,
                 **({"injected_faults": injected} if injected else {}),
+                **({"job_key": job_key} if job_key else {}),
             },
         }
         validate_result(result)

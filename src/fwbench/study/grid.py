@@ -99,6 +99,11 @@ def suite_image_size(config: Mapping[str, Any], suite: str) -> int | None:
     return None if suite == "micro" else int(config["dataset"]["image_size"])
 
 
+def suite_num_classes(config: Mapping[str, Any], suite: str) -> int:
+    """The classes a suite's models predict: the dataset's, or the micro MLP's `micro.classes`."""
+    return int(config["micro"]["classes"] if suite == "micro" else config["dataset"]["num_classes"])
+
+
 def group_variants(config: Mapping[str, Any], suite: str, model: str) -> list[tuple[str, str]]:
     """(framework, mode) of every cell of one comparison of `suite` and `model`, in config order: each framework's
     modes in the order the config lists them."""

@@ -50,3 +50,29 @@ def measurement_settings(config: Mapping[str, Any], suite: str) -> dict[str, Any
     if suite == "micro":
         settings.update(seed=config["seed"])
     return canonical(settings)
+
+
+def comparison_settings(config: Mapping[str, Any], suite: str, batch: int | str) -> dict[str, Any]:
+    """What one comparison (every framework and mode at one model, precision and batch size) measures under: the
+    suite's `measurement_settings` with each setting that names batch sizes (`inference.profile.batch_sizes`)
+    reduced to `batch` alone, so that profiling another batch size reruns that batch size's comparisons and no other
+    (a comparison job's params, fwbench.workflow.comparison_jobs)."""
+    settings = measurement_settings(config, suite)
+    profile = settings.get("profile")
+    if isinstance(profile, Mapping) and profile.get("batch_sizes") is not None:
+        settings["profile"] = {**profile, "batch_sizes": [b for b in profile["batch_sizes"] if int(b) == int(batch)]}
+    return canonical(settings)
+
+
+def merged_settings(per_comparison: list[Mapping[str, Any]]) -> dict[str, Any]:
+    """The settings of comparisons measured in the same warm workers (one model's batch sizes): equal but for what
+    `comparison_settings` reduced to each batch size, which is joined again (the profiled batch sizes, sorted)."""
+    merged = dict(per_comparison[0])
+    profiles = [s.get("profile") for s in per_comparison]
+    if isinstance(merged.get("profile"), Mapping) and merged["profile"].get("batch_sizes") is not None:
+        batches = sorted({int(b) for p in profiles for b in (p or {}).get("batch_sizes") or []})
+        merged["profile"] = {**merged["profile"], "batch_sizes": batches}
+    rest = [{k: v for k, v in s.items() if k != "profile"} for s in per_comparison]
+    if any(r != rest[0] for r in rest):
+        raise ValueError("comparisons measured in the same workers must share their settings")
+    return canonical(merged)

@@ -49,6 +49,7 @@ LEFT_OUT = (
     ("results/micro/operands.npz", "micro-benchmark operands: written again from the seed"),
     ("results/state/*", "training checkpoints: only an interrupted training cell resumes from them"),
     ("results/slots/*", "the running study's GPU slots"),
+    ("results/held/*", "cells measured for jobs that had not run yet, and their claims (a finished study has none)"),
     (f"results/{RESTORE_RECORD}", "the record of an earlier restore (the manifest says where the results came from)"),
 )
 # The code that made the results, besides the fwbench package: relative to the study directory.

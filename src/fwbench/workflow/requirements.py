@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -81,6 +81,21 @@ def software_fingerprint(restored: Mapping[str, Any] | None, installed: Mapping[
     if restored is not None and restored["manifest"].get("software") is not None:
         return dict(restored["manifest"]["software"])
     return dict(installed)
+
+
+def _framework_of(distribution: str) -> str:
+    if distribution.startswith("jax"):  # jax, jaxlib, jax-cuda13-plugin, ...
+        return "jax"
+    if distribution.startswith("tensorflow") or distribution == "keras":
+        return "tensorflow"
+    return distribution
+
+
+def framework_software(fingerprint: Mapping[str, str], frameworks: Iterable[str]) -> dict[str, str]:
+    """The part of a software fingerprint (`software_fingerprint`) that belongs to `frameworks`: a measuring job's
+    param, so that reinstalling a framework reruns the cells measured with it and no other."""
+    wanted = set(frameworks)
+    return {name: version for name, version in sorted(fingerprint.items()) if _framework_of(name) in wanted}
 
 
 def stop_if_refused(config: Mapping[str, Any], results: str | Path) -> dict[str, Any] | None:
