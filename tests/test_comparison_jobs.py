@@ -215,3 +215,17 @@ def test_the_log_ends_with_what_the_job_did(tmp_path):
     assert log.read_text() == f"the group's log\n{line}\n"
     comparison_jobs.write_log_line(tmp_path / "bs4.log", comparison_jobs.JobOutcome(4, ()))
     assert "measured by another job of its model" in (tmp_path / "bs4.log").read_text()
+
+
+def test_a_cell_index_lists_its_suites_cells_and_a_foreign_file_is_named(tmp_path):
+    from fwbench.results import read_cell_index, write_cell_index
+
+    write_cell_index(tmp_path / "inference.json", "inference", ["results/cells/inference/a.json"])
+    write_cell_index(tmp_path / "micro.json", "micro", ["results/cells/micro/b.json"])
+    assert read_cell_index([tmp_path / "inference.json", tmp_path / "micro.json"]) == [
+        "results/cells/inference/a.json",
+        "results/cells/micro/b.json",
+    ]
+    (tmp_path / "other.json").write_text("[1, 2]")
+    with pytest.raises(ValueError, match="other.json: not a cell index"):
+        read_cell_index(tmp_path / "other.json")

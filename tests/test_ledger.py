@@ -492,6 +492,13 @@ def test_bursts_beside_other_processes_are_named_and_older_cells_not_measured():
     assert status == NOT_HELD and where == f"torch/{MODES['torch']} resnet50 bs1 (4)"
     assert measured.startswith("4 of 36 bursts with other processes above 25% of the machine, in 1 of 3 cells")
     assert "at most 30.0%" in measured
+    assert "run again" not in measured, "cells recorded before repeats say nothing of them"
+    # the launches run again because they were disturbed (fwbench.running.launches), counted once per group
+    for cell in cells:
+        cell["provenance"]["group"].update(id="g1")
+        cell["provenance"]["group"]["blocks"].update(repeated=[{"launch": 1}], repeat_bound=2)
+    measured = _statuses(cells)["No other load on the machine in the bursts"][1]
+    assert measured.endswith("; disturbed launches run again: 1 (at most 2 per job)")
     for cell in cells:
         del cell["metrics"]["blocks"]["other_load_share"]
     assert _statuses(cells)["No other load on the machine in the bursts"][0] == NOT_MEASURED

@@ -157,6 +157,7 @@ def micro_group(tmp_path_factory):
     config = validate_config({**TINY_CONFIG, "suites": ["micro"], "micro": SIZES})
     settings = {k: v for k, v in config["micro"].items() if k != "batch_sizes"}
     settings.update(seed=0, warmup_iters=2, trials=2, blocks=2, burst_s=0.01, burst_discard=1, timeout_s=120)
+    settings.update(repeat_disturbed=0)  # the other test worker is load here (conftest.TINY_CONFIG)
     group = [Cell("micro", framework, "mlp", "fp32", 4, None) for framework in ("numpy", "torch", "jax")]
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv(INJECT_FAULT_ENV, "wrong_operation@micro/torch/*")

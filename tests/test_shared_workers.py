@@ -101,3 +101,25 @@ def test_without_sharing_each_cell_has_a_process_of_its_own(tiny_study, tmp_path
     assert [r["status"] for r in results] == ["ok"] * 4
     assert (tmp_path / "group.log").read_text().count("[fwbench.running.worker]") == 4 * 2
     assert not any("process" in trial for r in results for trial in r["metrics"]["trials"])
+
+
+def test_a_launch_disturbed_by_another_process_is_run_again_for_every_variant(tiny_study, tmp_path, monkeypatch):
+    """A busy process beside the first launch (injected): that launch is run again, every worker of it, and what
+    it measured stays beside each cell's result; the group records the repeat and the bound."""
+    monkeypatch.setenv(INJECT_FAULT_ENV, "other_load@inference/torch/eager/small_cnn/fp32/bs1")
+    results = _run(tiny_study, tmp_path, {"repeat_disturbed": 2, "burst_s": 0.1})
+    assert [r["status"] for r in results] == ["ok"] * 4, [r["reason"] for r in results]
+    blocks = results[0]["provenance"]["group"]["blocks"]
+    repeated = blocks["repeated"]
+    assert blocks["repeat_bound"] == 2
+    # the loaded launch first; another disturbance (the other test worker, say) may take the rest of the bound
+    assert repeated and repeated[0]["launch"] == 1 and len(repeated) <= 2, repeated
+    assert len(blocks["ran"]) == 2 * 2, "the blocks of the launches kept"
+    for result in results:
+        metrics = result["metrics"]
+        assert [t["round"] for t in metrics["trials"]] == [1, 2], "both launches, the loaded one from its repeat"
+        assert [d["launch"] for d in metrics["disturbed_launches"]] == [r["launch"] for r in repeated]
+        assert metrics["disturbed_launches"][0]["samples_ms"], "the disturbed launch's raw samples are kept"
+    log = (tmp_path / "group.log").read_text()
+    assert "launch 1 of 2 run again" in log
+    assert log.count("[fwbench.running.worker]") == 2 * (2 + len(repeated)), "every worker of a launch again"

@@ -60,6 +60,7 @@ def _planned_cells(output) -> set[str]:
 # and what depends on it.
 NEW_BATCH_SIZE_JOBS = {
     "inference_group": 1,
+    "cell_index": 1,  # the inference suite's: what the analyses that read every cell take as input
     "aggregate_inference": 1,
     "inference_figure": 1,
     "mode_gain_figure": 1,  # its table (mode_gains.csv) is rewritten with the others
@@ -87,6 +88,7 @@ MICRO = {
     "warmup_iters": 2,
     "blocks": 4,
     "burst_s": 0.01,
+    "repeat_disturbed": 0,  # as the inference suite's (conftest.TINY_CONFIG)
 }
 
 

@@ -4,6 +4,26 @@
 MODE_GAINS_CSV = f"{RESULTS}/tables/mode_gains.csv"
 
 
+# One suite's cell paths as one file, for the analyses that read every cell of a suite (fwbench.results.read_cell_index):
+# Snakemake resolves each input file of each job while it plans, so one rule names the cells rather than six.
+rule cell_index:
+    input:
+        lambda wildcards: CELL_PATHS[wildcards.suite],
+    output:
+        CELL_INDEX,
+    log:
+        f"{RESULTS}/logs/report/cell_index_{{suite}}.log",
+    benchmark:
+        benchmark_file("cell_index", "{suite}")
+    wildcard_constraints:
+        suite=WILDCARD_PATTERNS["suite"],
+    localrule: True
+    conda:
+        ENV
+    script:
+        "../scripts/cell_index.py"
+
+
 rule aggregate_inference:
     input:
         cells=inference_cells(),

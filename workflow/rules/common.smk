@@ -61,6 +61,10 @@ FACTS = f"{RESULTS}/facts/{{model}}.json"
 WEIGHTS = f"{RESULTS}/weights/{{model}}.npz"
 WEIGHTS_PROVENANCE = f"{RESULTS}/weights/{{model}}.json"
 PREPROCESS_RECORD = f"{DATA_DIR}/preprocess.json"
+PUBLISHED_SECTION = f"{RESULTS}/tables/published_section.tex"
+CONCLUSIONS_SECTION = f"{RESULTS}/tables/conclusions.tex"
+LEDGER_SECTION = f"{RESULTS}/tables/ledger_section.tex"
+PROFILE_SECTION = f"{RESULTS}/tables/profile_section.tex"
 LOADER_RECORD = f"{RESULTS}/loader/throughput.json"
 INFERENCE_CSV = f"{RESULTS}/tables/inference.csv"
 PROFILE_CSV = f"{RESULTS}/tables/op_profile.csv"
@@ -128,7 +132,8 @@ MEASURED_ON = ancient(DEVICE_RECORD)
 
 def device_params(frameworks):
     """A measuring job's `device` param: the study's device setting and the installed versions of `frameworks`
-    (fwbench.workflow.requirements.framework_software), as fwbench.workflow.comparison_jobs keys its cells."""
+    (fwbench.workflow.requirements.framework_software), as fwbench.workflow.comparison_jobs keys its cells.
+    """
     return canonical(
         {
             "device": config["device"],
@@ -137,6 +142,8 @@ def device_params(frameworks):
             ),
         }
     )
+
+
 # --sdm conda: a study that must run on a GPU gets the environment with JAX's CUDA plugin (same pins otherwise).
 ENV = (
     "../../envs/fwbench-cuda.yaml"
@@ -153,8 +160,23 @@ wildcard_constraints:
     batch=WILDCARD_PATTERNS["batch"],
 
 
+# Every cell's path by suite, listed once: several rules read whole suites (a 5,040-cell grid lists 5,040 paths each).
+CELL_PATHS = {
+    suite: cell_paths(config, RESULTS, suite=suite) for suite in config["suites"]
+}
+
+
+# Each suite's cells as one index file (rule cell_index): what the analyses that read a whole suite take as input.
+CELL_INDEX = f"{RESULTS}/index/{{suite}}.json"
+
+
+def suite_indexes(*suites):
+    """The cell indexes of those of `suites` the study runs."""
+    return [CELL_INDEX.format(suite=suite) for suite in suites if suite in CELL_PATHS]
+
+
 def inference_cells():
-    return cell_paths(config, RESULTS, suite="inference")
+    return list(CELL_PATHS.get("inference", []))
 
 
 def alternatives(names):
@@ -189,7 +211,7 @@ def inference_group_outputs(model):
 
 
 def training_cells():
-    return cell_paths(config, RESULTS, suite="training")
+    return list(CELL_PATHS.get("training", []))
 
 
 # The micro suite (fwbench.scenarios.micro): its operands, its cells by comparison group, and its analysis's outputs.
@@ -219,7 +241,7 @@ MICRO_OUTPUTS = {
 
 
 def micro_cells():
-    return cell_paths(config, RESULTS, suite="micro")
+    return list(CELL_PATHS.get("micro", []))
 
 
 def micro_group_outputs():

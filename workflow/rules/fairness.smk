@@ -60,7 +60,7 @@ rule parity:
 
 rule fairness_ledger:
     input:
-        cells=inference_cells() + training_cells() + micro_cells(),
+        cells=suite_indexes("inference", "training", "micro"),
         parity=PARITY_CSV,
         inference=INFERENCE_CSV,
         speedups=SPEEDUPS_CSV,
@@ -71,7 +71,7 @@ rule fairness_ledger:
             category="Fairness",
             subcategory="Tables",
         ),
-        section=f"{RESULTS}/tables/ledger_section.tex",
+        section=LEDGER_SECTION,
     log:
         f"{RESULTS}/logs/figures/fairness_ledger.log",
     benchmark:

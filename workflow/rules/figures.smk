@@ -105,7 +105,7 @@ rule paper_tables:
         training_reference=TRAINING_REFERENCE,
         speedups=SPEEDUPS_CSV,
         mode_gains=MODE_GAINS_CSV,
-        cells=inference_cells(),
+        cells=suite_indexes("inference"),
         facts=expand(FACTS, model=config["models"]),
         weights=expand(WEIGHTS_PROVENANCE, model=config["models"]),
     output:

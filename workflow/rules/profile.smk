@@ -5,7 +5,7 @@
 
 rule op_profile:
     input:
-        cells=inference_cells(),
+        cells=suite_indexes("inference"),
         inference=INFERENCE_CSV,
         speedups=SPEEDUPS_CSV,
     output:
@@ -22,7 +22,7 @@ rule op_profile:
             subcategory="Tables",
         ),
         unmapped=f"{RESULTS}/tables/op_profile_unmapped.csv",
-        section=f"{RESULTS}/tables/profile_section.tex",
+        section=PROFILE_SECTION,
         pdf=f"{RESULTS}/figures/op_profile.pdf",
         png=report(
             f"{RESULTS}/figures/op_profile.png",

@@ -10,7 +10,7 @@ rule published_comparison:
         speedups=SPEEDUPS_CSV,
         training=TRAINING_TABLES,
         # a published ratio in other modes than the ratio table pairs gets its paired interval from the cells
-        cells=inference_cells(),
+        cells=suite_indexes("inference"),
     output:
         csv=report(
             PUBLISHED_CSV,
@@ -18,7 +18,7 @@ rule published_comparison:
             category="Published vs reproduced",
             subcategory="Tables",
         ),
-        section=f"{RESULTS}/tables/published_section.tex",
+        section=PUBLISHED_SECTION,
         pdf=f"{RESULTS}/figures/published_vs_reproduced.pdf",
         png=report(
             f"{RESULTS}/figures/published_vs_reproduced.png",
@@ -51,7 +51,7 @@ rule conclusions:
         # the abstract names where a large difference comes from, from the profiled steps
         profile=PROFILE_CSV,
     output:
-        section=f"{RESULTS}/tables/conclusions.tex",
+        section=CONCLUSIONS_SECTION,
         abstract=f"{RESULTS}/tables/abstract.tex",
     log:
         f"{RESULTS}/logs/figures/conclusions.log",

@@ -5,14 +5,15 @@
 
 rule study_time:
     input:
-        cells=inference_cells() + training_cells() + micro_cells(),
+        cells=suite_indexes("inference", "training", "micro"),
         tables=list(PAPER_TABLES.values()),
         micro=list(MICRO_OUTPUTS.values()),
+        # paths, not rules.X.output: beside the cell list those make Snakemake hash it once per cell (common.smk)
         generated=[
-            rules.published_comparison.output.section,
-            rules.fairness_ledger.output.section,
-            rules.conclusions.output[0],
-            rules.op_profile.output.section,
+            PUBLISHED_SECTION,
+            LEDGER_SECTION,
+            CONCLUSIONS_SECTION,
+            PROFILE_SECTION,
         ],
         figures=[INFERENCE_FIGURE, LOADER_FIGURE, MODE_GAIN_FIGURE]
         + ([TRAINING_FIGURE] if TRAINING else []),

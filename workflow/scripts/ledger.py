@@ -3,12 +3,12 @@
 from fwbench.analysis.fairness.ledger import ledger, ledger_section
 from fwbench.analysis.inference.tidy import read_tidy
 from fwbench.io import atomic_write_text
-from fwbench.results import load_result
+from fwbench.results import load_result, read_cell_index
 from fwbench.workflow.logs import redirect_to
 
 with redirect_to(snakemake.log[0]):
     rows = ledger(
-        (load_result(path) for path in snakemake.input.cells),
+        (load_result(path) for path in read_cell_index(list(snakemake.input.cells))),
         read_tidy(snakemake.input.parity),
         read_tidy(snakemake.input.inference),
         speedups=read_tidy(snakemake.input.speedups),

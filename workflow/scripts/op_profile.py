@@ -1,11 +1,12 @@
 """Where the time goes: the op-profile tables, figure and section (fwbench.analysis.profile.outputs)."""
 
 from fwbench.analysis.profile.outputs import write_profile_outputs
+from fwbench.results import read_cell_index
 from fwbench.workflow.logs import redirect_to
 
 with redirect_to(snakemake.log[0]):
     written = write_profile_outputs(
-        list(snakemake.input.cells),
+        read_cell_index(list(snakemake.input.cells)),
         snakemake.input.inference,
         snakemake.input.speedups,
         dict(snakemake.output.items()),

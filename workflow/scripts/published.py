@@ -9,6 +9,7 @@ from fwbench.analysis.published.matching import compare
 from fwbench.analysis.published.section import section
 from fwbench.analysis.published.sources import read_sources
 from fwbench.io import atomic_write_text
+from fwbench.results import read_cell_index
 from fwbench.workflow.logs import redirect_to
 
 with redirect_to(snakemake.log[0]):
@@ -20,7 +21,7 @@ with redirect_to(snakemake.log[0]):
         speedups=read_tidy(snakemake.input.speedups),
         training=read_tidy(snakemake.input.training[0]) if snakemake.input.training else None,
         image_size=snakemake.params.image_size,
-        cell_paths=list(snakemake.input.cells),
+        cell_paths=read_cell_index(list(snakemake.input.cells)),
         margin=margin,
     )
     atomic_write_text(snakemake.output.csv, rows.to_csv(index=False))

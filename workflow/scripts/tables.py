@@ -1,4 +1,5 @@
 from fwbench.analysis.paper.inputs import write_paper_inputs
+from fwbench.results import read_cell_index
 from fwbench.workflow.logs import redirect_to
 
 with redirect_to(snakemake.log[0]):
@@ -6,7 +7,7 @@ with redirect_to(snakemake.log[0]):
         csv=snakemake.input.csv,
         speedups_csv=snakemake.input.speedups,
         mode_gains_csv=snakemake.input.mode_gains,
-        cell_paths=snakemake.input.cells,
+        cell_paths=read_cell_index(list(snakemake.input.cells)),
         facts=snakemake.input.facts,
         weights=snakemake.input.weights,
         manifest=snakemake.input.manifest,

@@ -43,6 +43,8 @@ class CellRun:
     started_at: str | None = None
     finished_at: str | None = None
     profile: dict[str, Any] | None = None  # its profiling pass (fwbench.running.profiling), when the study asks for one
+    # launches run again because other processes or steal disturbed them (fwbench.running.launches): their data
+    disturbed: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def reason(self) -> str | None:

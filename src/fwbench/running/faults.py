@@ -12,7 +12,9 @@ until the cell's max_host_mb limit stops it; refused without a limit), `hang` (s
 `autotune_once` (fail with an XLA-autotuner-like error unless XLA_FLAGS turns autotuning off, i.e. succeed under
 the `xla_autotune_off` workaround and measure normally), and `wrong_operation` (a micro cell's operation returns
 its result scaled by 1.01 in the framework, not in the float64 reference: the agreement check must fail the cell
-before anything is timed).
+before anything is timed), and `other_load` (the first process of the group to start with it runs a busy process
+beside itself for its whole life: another program's load on the machine during one launch, which
+fwbench.running.launches must run again).
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ FAULTS = (
     "compiler",
     "autotune_once",
     "wrong_operation",
+    "other_load",
 )
 AUTOTUNE_OFF = "--xla_gpu_autotune_level=0"
 _CHUNK = 32 * 1024 * 1024
@@ -94,11 +97,27 @@ def inject(label: str, settings: Mapping[str, Any], out_path: str | Path) -> Non
         raise RuntimeError("XlaRuntimeError: INTERNAL: ptxas exited with non-zero error code 255 (injected)")
     if fault == "wrong_operation":
         _perturb_operations()
+    if fault == "other_load":
+        _load_once(Path(out_path).parent)
     if fault == "autotune_once" and AUTOTUNE_OFF not in os.environ.get("XLA_FLAGS", ""):
         raise RuntimeError(
             "jaxlib.xla_extension.XlaRuntimeError: INTERNAL: Failed to autotune: gemm_algorithm_picker: "
             "CUDA_ERROR_ILLEGAL_ADDRESS: an illegal memory access was encountered (injected)"
         )
+
+
+def _load_once(group_dir: Path) -> None:
+    """Spin one core in a process of its own while this process lives, if no process of the group did before (a
+    marker in the group's directory): the busy process leaves once its parent is gone."""
+    try:
+        os.close(os.open(group_dir / "other_load-injected", os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+    except FileExistsError:
+        return
+    import subprocess
+
+    parent = os.getpid()
+    busy = f"import os\nwhile os.getppid() == {parent}:\n    sum(range(10000))\n"
+    subprocess.Popen([sys.executable, "-c", busy], start_new_session=True)
 
 
 def _perturb_operations() -> None:

@@ -15,71 +15,137 @@ from typing import Any
 from fwbench.running import order as trial_order
 from fwbench.running.children import Child, Outcome
 from fwbench.running.context import CellRun, Context, now
+from fwbench.scenarios.blocks import OTHER_LOAD_FLAG
+
+# A launch is disturbed when more than this share of its bursts were flagged (fwbench.scenarios.blocks).
+DISTURBED_SHARE = 0.25
 
 
 def run_launches(
     context: Context, plan: trial_order.Design, blocks_plan: trial_order.Design, runs: list[CellRun]
-) -> list[list[str]]:
+) -> dict[str, Any]:
     """The group's launches (fwbench.scenarios.blocks): in launch k every worker still in the group starts, in the
     order of `plan`'s row k (a worker that fails to start gets the workaround ladder, as a trial would), and once
     all are ready, `blocks` blocks run: in each, every ready worker runs a burst of each of its steps, in the order
     of `blocks_plan`'s next row. Then each worker finishes (writes its parts) and exits. A worker that fails or hangs
     fails its cells; the others go on. `plan` and `blocks_plan` are over the workers (Context.workers); `runs` are
-    the cells'. Returns the order in which each block ran."""
+    the cells'. A launch that other processes or the hypervisor disturbed (`_disturbed`) is run again, all its
+    workers, up to `repeat_disturbed` times per group (a bound fixed before the run); what it measured moves to each
+    cell's `disturbed` record. Returns the order in which each block ran (`ran`), the launches run again
+    (`repeated`) and the bound."""
+    trials = len(plan.rows)
+    bound = int(context.settings.get("repeat_disturbed", 0))
+    ran: list[list[str]] = []
+    repeated: list[dict[str, Any]] = []
+    for launch in range(trials):
+        while True:
+            marks = [(len(run.parts), len(run.schedule), run.failure) for run in runs]
+            ran_mark = len(ran)
+            _one_launch(context, plan, blocks_plan, runs, launch, ran)
+            disturbed = _disturbed(runs, marks)
+            if disturbed is None or len(repeated) >= bound:
+                break
+            # run the launch again, every worker of it (the comparison stays paired launch by launch); what the
+            # disturbed one measured is kept in the group's record, not in its cells' results
+            for run, (parts, schedule, _) in zip(runs, marks, strict=True):
+                run.disturbed += [_kept(launch, part) for part in run.parts[parts:]]
+                del run.parts[parts:], run.schedule[schedule:]
+            repeated.append({"launch": launch + 1, **disturbed, "blocks_ran": ran[ran_mark:]})
+            del ran[ran_mark:]
+            context.log.append(
+                f"[fwbench] launch {launch + 1} of {trials} run again: {disturbed['reason']} "
+                f"({len(repeated)} of at most {bound})"
+            )
+    return {"ran": ran, "repeated": repeated, "repeat_bound": bound}
+
+
+def _one_launch(context, plan, blocks_plan, runs, launch, ran) -> None:
+    """Launch `launch` of the group: its workers start, serve their blocks and finish (see `run_launches`)."""
     trials, names = len(plan.rows), list(plan.variants)
     per_launch = int(context.settings["blocks"])
-    ran: list[list[str]] = []
-    for launch in range(trials):
-        order = [w for w in plan.rows[launch] if runs[context.leader(w)].failure is None]
-        launch_order = [names[w] for w in order]
-        workers: dict[int, tuple[Child, list[str], float, int, int]] = {}
-        try:
-            for position, worker in enumerate(order):
-                lead = context.leader(worker)
-                cell, run = context.cells[lead], runs[lead]
-                for index in context.workers[worker]:
-                    runs[index].started_at = runs[index].started_at or now()
-                started = time.perf_counter()
-                label = f"{cell.framework}/{cell.mode}: launch {launch + 1} of {trials} (#{position + 1})"
-                ready: dict[str, Any] = {}
+    order = [w for w in plan.rows[launch] if runs[context.leader(w)].failure is None]
+    launch_order = [names[w] for w in order]
+    workers: dict[int, tuple[Child, list[str], float, int, int]] = {}
+    try:
+        for position, worker in enumerate(order):
+            lead = context.leader(worker)
+            cell, run = context.cells[lead], runs[lead]
+            for index in context.workers[worker]:
+                runs[index].started_at = runs[index].started_at or now()
+            started = time.perf_counter()
+            label = f"{cell.framework}/{cell.mode}: launch {launch + 1} of {trials} (#{position + 1})"
+            ready: dict[str, Any] = {}
 
-                def start(attempts: int, worker=worker, run=run, ready=ready, launch=launch) -> Outcome:
-                    child = context.child(worker, run, f"{worker}-{launch}-{attempts}", serve=True)
-                    try:
-                        reply = child.request(None)
-                    except BaseException:  # the runner is being stopped (SIGTERM, Ctrl-C): so is the worker
-                        child.abandon()
-                        raise
-                    if reply is not None and "ready" in reply:
-                        ready.update(child=child, steps=list(reply["ready"]))
-                        return Outcome(None, None, "")
-                    return child.end(child.wait(), unready=True)
+            def start(attempts: int, worker=worker, run=run, ready=ready, launch=launch) -> Outcome:
+                child = context.child(worker, run, f"{worker}-{launch}-{attempts}", serve=True)
+                try:
+                    reply = child.request(None)
+                except BaseException:  # the runner is being stopped (SIGTERM, Ctrl-C): so is the worker
+                    child.abandon()
+                    raise
+                if reply is not None and "ready" in reply:
+                    ready.update(child=child, steps=list(reply["ready"]))
+                    return Outcome(None, None, "")
+                return child.end(child.wait(), unready=True)
 
-                outcome, attempts = context.attempt(worker, run, launch + 1, label, start)
-                if outcome.failure is None:
-                    workers[worker] = (ready["child"], ready["steps"], started, position, attempts)
-                else:
-                    schedule = _launch_schedule(launch, position, launch_order, started, context.t0, attempts)
-                    _finish(context, runs, worker, launch, trials, schedule, outcome)
-            for block in range(per_launch):
-                row = blocks_plan.rows[launch * per_launch + block]
-                order_run = [w for w in row if w in workers]
-                ran.append([names[w] for w in order_run])
-                for position, worker in enumerate(order_run):
-                    child, steps = workers[worker][:2]
-                    for step in steps:
-                        message = {"burst": step, "block": launch * per_launch + block, "position": position}
-                        if child.request(message) is None:
-                            _end_worker(context, runs, worker, workers.pop(worker), launch, trials, launch_order)
-                            break
-            for worker in list(workers):
-                child = workers[worker][0]
-                returncode = child.wait() if child.send({"finish": True}) else None
-                _end_worker(context, runs, worker, workers.pop(worker), launch, trials, launch_order, returncode)
-        finally:
-            for child, *_ in workers.values():  # the runner is being stopped: so are its workers
-                child.abandon()
-    return ran
+            outcome, attempts = context.attempt(worker, run, launch + 1, label, start)
+            if outcome.failure is None:
+                workers[worker] = (ready["child"], ready["steps"], started, position, attempts)
+            else:
+                schedule = _launch_schedule(launch, position, launch_order, started, context.t0, attempts)
+                _finish(context, runs, worker, launch, trials, schedule, outcome)
+        for block in range(per_launch):
+            row = blocks_plan.rows[launch * per_launch + block]
+            order_run = [w for w in row if w in workers]
+            ran.append([names[w] for w in order_run])
+            for position, worker in enumerate(order_run):
+                child, steps = workers[worker][:2]
+                for step in steps:
+                    message = {"burst": step, "block": launch * per_launch + block, "position": position}
+                    if child.request(message) is None:
+                        _end_worker(context, runs, worker, workers.pop(worker), launch, trials, launch_order)
+                        break
+        for worker in list(workers):
+            child = workers[worker][0]
+            returncode = child.wait() if child.send({"finish": True}) else None
+            _end_worker(context, runs, worker, workers.pop(worker), launch, trials, launch_order, returncode)
+    finally:
+        for child, *_ in workers.values():  # the runner is being stopped: so are its workers
+            child.abandon()
+
+
+def _kept(launch: int, part: dict[str, Any]) -> dict[str, Any]:
+    """What a disturbed launch measured of a cell, kept beside its result: its bursts and raw samples."""
+    return {"launch": launch + 1, "blocks": part["metrics"].get("blocks"), "samples_ms": part.get("samples_ms")}
+
+
+def _disturbed(runs, marks) -> dict[str, Any] | None:
+    """Whether the launch that added the parts after `marks` was disturbed: more than DISTURBED_SHARE of its bursts
+    (every worker's) flagged for other processes' load or the hypervisor's steal, or other processes above
+    OTHER_LOAD_FLAG of the machine over a worker's bursts (fwbench.scenarios.blocks); None when it was not, or when a
+    cell failed in it (a failure is a finding, not noise)."""
+    if any(run.failure is not None and failure is None for run, (_, _, failure) in zip(runs, marks, strict=True)):
+        return None
+    bursts = flagged = 0
+    other = 0.0
+    for run, (mark, _, _) in zip(runs, marks, strict=True):
+        for part in run.parts[mark:]:
+            blocks = (part.get("metrics") or {}).get("blocks") or {}
+            count = int(blocks.get("bursts") or 0)
+            bursts += count
+            flagged += min(count, int(blocks.get("load_flagged") or 0) + int(blocks.get("steal_flagged") or 0))
+            other = max(other, float(blocks.get("other_load_share") or 0.0))
+    if not bursts:
+        return None
+    share = flagged / bursts
+    if share <= DISTURBED_SHARE and other <= OTHER_LOAD_FLAG:
+        return None
+    reason = (
+        f"{flagged} of {bursts} bursts flagged for other load or steal"
+        if share > DISTURBED_SHARE
+        else f"other processes used {other:.0%} of the machine over a worker's bursts"
+    )
+    return {"reason": reason, "flagged_bursts": flagged, "bursts": bursts, "other_load_share_max": other}
 
 
 def _launch_schedule(launch, position, launch_order, started, t0, attempts) -> dict[str, Any]:

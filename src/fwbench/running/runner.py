@@ -200,10 +200,7 @@ def run_group(
             runs = [CellRun() for _ in cells]
             if _in_blocks(cells, settings):
                 blocks_plan = _blocks_design(cells, settings, workers)
-                group["blocks"] = {
-                    "order": blocks_plan.record(),
-                    "ran": run_launches(context, plan, blocks_plan, runs),
-                }
+                group["blocks"] = {"order": blocks_plan.record(), **run_launches(context, plan, blocks_plan, runs)}
                 run_profiles(context, runs)  # after every timed launch, while the cells' compile caches exist
             else:
                 run_rounds(context, plan, runs)
@@ -230,6 +227,8 @@ def run_group(
             merged = merge_trials(run.parts, cell.batch_size, run.schedule)
             if run.profile is not None:
                 merged["metrics"]["op_profile"] = run.profile
+            if run.disturbed:
+                merged["metrics"]["disturbed_launches"] = run.disturbed
         result: dict[str, Any] = {
             "schema_version": fwbench.RESULT_SCHEMA_VERSION,
             "status": "ok" if merged is not None else "failed",

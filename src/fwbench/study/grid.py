@@ -165,7 +165,9 @@ def measuring_processes(config: Mapping[str, Any]) -> dict[str, int]:
 
 
 def cell_paths(config: Mapping[str, Any], results_dir: str | Path = "results", suite: str | None = None) -> list[str]:
-    return [str(c.path(results_dir)) for c in cells(config) if suite is None or c.suite == suite]
+    """Every cell's result path (strings joined once, not a Path per cell: the workflow lists thousands of them)."""
+    root = str(Path(results_dir))
+    return [f"{root}/{c.relpath()}" for c in cells(config) if suite is None or c.suite == suite]
 
 
 _PATH_RE = re.compile(

@@ -97,9 +97,23 @@ def load_row(results: list[dict[str, Any]]) -> dict[str, str] | None:
     measured = (
         f"{sum(n for _, n in flagged)} of {bursts} bursts with other processes above {OTHER_LOAD_FLAG:.0%} of the "
         f"machine, in {len(flagged)} of {len(recorded)} cells; their share over a cell's bursts at most "
-        f"{worst['metrics']['blocks']['other_load_share']:.1%} ({_cell(worst)})"
+        f"{worst['metrics']['blocks']['other_load_share']:.1%} ({_cell(worst)}){_repeats(cells)}"
     )
     return _row(control, NOT_HELD if flagged else HELD, measured, _named([f"{_cell(r)} ({n})" for r, n in flagged]))
+
+
+def _repeats(results: list[dict[str, Any]]) -> str:
+    """The launches run again because they were disturbed (fwbench.running.launches), counted once per group."""
+    groups = {}
+    for result in results:
+        group = result["provenance"].get("group") or {}
+        blocks = group.get("blocks") or {}
+        if "repeated" in blocks:
+            groups[group.get("id")] = (len(blocks["repeated"]), blocks.get("repeat_bound"))
+    if not groups:
+        return ""
+    bound = max((b for _, b in groups.values() if b is not None), default=0)
+    return f"; disturbed launches run again: {sum(n for n, _ in groups.values())} (at most {bound} per job)"
 
 
 def idle_row(results: list[dict[str, Any]]) -> dict[str, str] | None:
