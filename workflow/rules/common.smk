@@ -166,7 +166,7 @@ CELL_PATHS = {
 }
 
 
-# Each suite's cells as one index file (rule cell_index): what the analyses that read a whole suite take as input.
+# Each suite's cells as one index file, written by cell_index, the input of the analyses that read a whole suite.
 CELL_INDEX = f"{RESULTS}/index/{{suite}}.json"
 
 

@@ -45,7 +45,6 @@ for group_rule, group_models in comparison_rules(
             harness_version=HARNESS_VERSION,
             device=device_params(suite_frameworks(config, "inference")),
             settings=comparison_settings("inference"),
-            results=RESULTS,
             image_size=canonical(config["dataset"]["image_size"]),
             num_classes=canonical(config["dataset"]["num_classes"]),
             slot_dir=SLOT_DIR,

@@ -51,7 +51,6 @@ if MICRO:
             harness_version=HARNESS_VERSION,
             device=device_params(suite_frameworks(config, "micro")),
             settings=comparison_settings("micro"),
-            results=RESULTS,
             image_size=None,
             num_classes=canonical(config["micro"]["classes"]),
             slot_dir=SLOT_DIR,

@@ -50,7 +50,8 @@ with timed_job(snakemake.params.job_record, snakemake.rule, wildcards):
             snakemake.params.suite,
             wildcards["model"],
             wildcards["precision"],
-            Path(snakemake.params.results),
+            # the results directory: what precedes cells/ in the job's outputs
+            Path(str(snakemake.output[0]).rsplit("/cells/", 1)[0]),
             # what makes a cell stale for Snakemake: not the device record (ancient(), see common.smk)
             tuple(str(path) for path in snakemake.input if path != snakemake.input.device),
         )
