@@ -17,6 +17,7 @@ from fwbench.study.config import validate_config
 from fwbench.study.params import comparison_settings, merged_settings
 from fwbench.workflow import comparison_jobs
 from fwbench.workflow.comparison_jobs import Claims, Comparisons, due, owner_alive, run_job, take_held
+from fwbench.workflow.state import owner_record
 from tests.conftest import TINY_CONFIG
 
 
@@ -157,8 +158,7 @@ def test_a_batch_size_claimed_by_a_live_job_is_left_to_it_and_a_job_waits_for_it
     # another live process of this host holds batch size 4
     sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
-        record = comparison_jobs._owner()
-        record.update(pid=sleeper.pid, start_time=comparison_jobs.process_start_time(sleeper.pid))
+        record = owner_record(sleeper.pid)
         claim.write_text(json.dumps(record))
         assert owner_alive(claim)
         assert _run(comparisons, 1, measure).measured == (1, 2)
@@ -177,7 +177,7 @@ def test_a_claim_whose_owner_is_gone_is_taken_over(study):
     claim = comparisons.claim_path(1)
     claim.parent.mkdir(parents=True)
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
-    record = {**comparison_jobs._owner(), "pid": int(dead.stdout), "start_time": 1}
+    record = {**owner_record(), "pid": int(dead.stdout), "start_time": 1}
     claim.write_text(json.dumps(record))
     assert not owner_alive(claim)
     # another host's claim: alive while its heartbeat is fresh

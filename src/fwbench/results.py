@@ -54,5 +54,5 @@ def read_cell_index(paths: str | Path | list[str | Path]) -> list[str]:
         kind, listed = (index.get("kind"), index.get("cells")) if isinstance(index, dict) else (None, None)
         if kind != CELL_INDEX_KIND or not isinstance(listed, list):
             raise ValueError(f"{path}: not a cell index written by the cell_index rule")
-        cells.extend(index["cells"])
+        cells.extend(listed)
     return cells

@@ -52,7 +52,7 @@ from fwbench.study.grid import (
 )
 from fwbench.study.params import canonical, comparison_settings, merged_settings
 from fwbench.workflow.requirements import framework_software
-from fwbench.workflow.state import boot_id, process_start_time
+from fwbench.workflow.state import boot_id, owner_record, process_start_time, stale_owner
 
 HELD = "held"
 CLAIMS = "claims"
@@ -206,7 +206,7 @@ class Claims:
                 path.unlink(missing_ok=True)
                 continue
             with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                json.dump(_owner(), handle)
+                json.dump(owner_record(), handle)
             self.held.append(path)
             return True
         return False
@@ -218,25 +218,22 @@ class Claims:
             time.sleep(poll_s)
 
 
-def _owner() -> dict[str, Any]:
-    pid = os.getpid()
-    return {"pid": pid, "start_time": process_start_time(pid), "boot_id": boot_id(), "host": socket.gethostname()}
-
-
 def owner_alive(path: Path, now: float | None = None) -> bool:
-    """Whether the job that wrote claim `path` may still run: on this host and boot, its process with its start
-    time; elsewhere, a heartbeat younger than STALE_AFTER_S. An unreadable claim (being written) counts as alive
-    while it is young."""
+    """Whether the job that wrote claim `path` may still run: on this host, unless fwbench.workflow.state judges its
+    process gone (another boot, no such process, a reused pid); elsewhere, or for a claim without a process to judge,
+    while its heartbeat is younger than STALE_AFTER_S. An unreadable claim (being written) counts as alive while it
+    is young."""
     try:
         age = (time.time() if now is None else now) - path.stat().st_mtime
-        record = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         return False
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return age < STALE_AFTER_S
-    if record.get("host") == socket.gethostname() and record.get("boot_id") == boot_id():
-        pid, start = record.get("pid"), record.get("start_time")
-        return isinstance(pid, int) and start is not None and process_start_time(pid) == start
+    host = socket.gethostname()
+    if isinstance(record, dict) and record.get("host") == host and isinstance(record.get("start_time"), int):
+        return stale_owner(record, host=host, current_boot_id=boot_id(), start_time_of=process_start_time) is None
     return age < STALE_AFTER_S
 
 

@@ -83,12 +83,15 @@ def software_fingerprint(restored: Mapping[str, Any] | None, installed: Mapping[
     return dict(installed)
 
 
-def _framework_of(distribution: str) -> str:
-    if distribution.startswith("jax"):  # jax, jaxlib, jax-cuda13-plugin, ...
-        return "jax"
-    if distribution.startswith("tensorflow") or distribution == "keras":
-        return "tensorflow"
-    return distribution
+def _framework_of(distribution: str) -> str | None:
+    """The framework a distribution of the software fingerprint belongs to (installation.FRAMEWORKS), JAX's CUDA
+    plugins (jax-cuda13-plugin, ...) included."""
+    name = installation.normalise(distribution)
+    for framework, packages in installation.FRAMEWORKS.items():
+        names = {n for d in packages.distributions for n in ((d,) if isinstance(d, str) else d)}
+        if name in {installation.normalise(n) for n in names} or name.startswith(f"{framework}-cuda"):
+            return framework
+    return None
 
 
 def framework_software(fingerprint: Mapping[str, str], frameworks: Iterable[str]) -> dict[str, str]:
