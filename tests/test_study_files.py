@@ -187,23 +187,27 @@ def test_readme_run_cell_command_measures_its_cell(readme_cell):
     assert result["status"] == "ok" and result["cell"]["model"] == command[command.index("--model") + 1]
 
 
-def test_the_smoke_study_fits_ten_minutes_by_the_estimate_its_header_quotes():
-    """config/gpu-smoke.yaml answers the published table's question in at most ten minutes on one Hopper GPU, by
+def test_the_smoke_study_fits_a_lent_machines_command_by_the_estimate_its_header_quotes():
+    """config/gpu-smoke.yaml answers the published table's question inside one lent machine's ten-minute command
+    (benchmarks/gpu/run_smoke.sh) with a quarter of it to spare for what the estimate only assumes, by
     benchmarks/estimate_study.py's figure from the measured and assumed costs, which its header quotes."""
     from fwbench.study.estimate import estimate, minutes, read_costs
     from fwbench.study.files import resolve
 
     config = resolve([REPO / "config" / "gpu-smoke.yaml"]).config
     total = estimate(config, read_costs(REPO / "benchmarks" / "costs" / "hopper.yaml")).total_s
-    assert total <= 600, minutes(total)
+    assert total <= 450, minutes(total)
     assert (
         f"# Time: not yet run on a GPU. Estimated at {minutes(total)} on one H100"
         in (REPO / "config" / "gpu-smoke.yaml").read_text()
     )
-    # the published table's question: its four models at its batch size, in the arithmetic it ran, both PyTorch modes
-    assert set(config["models"]) == {"resnet50", "mobilenet_v3_small", "efficientnet_b0", "vit_b_16"}
+    # the published table's question: its CNNs and its ViT at its batch size, in the arithmetic it ran, both PyTorch
+    # modes; its fourth model is the overlay a second command adds when the lend leaves time
+    assert set(config["models"]) == {"resnet50", "efficientnet_b0", "vit_b_16"}
     assert config["inference"]["batch_sizes"] == [128] and config["precisions"] == ["default"]
     assert config["modes"]["torch"] == ["eager", "compile"] and config["device"] == "cuda"
+    more = resolve([REPO / "config" / "gpu-smoke.yaml", REPO / "benchmarks" / "gpu" / "fourth-model.yaml"]).config
+    assert set(more["models"]) - set(config["models"]) == {"mobilenet_v3_small"}
 
 
 @pytest.mark.slow
@@ -216,6 +220,6 @@ def test_the_smoke_study_plans_its_jobs_to_the_tables_the_gpu_host_stops_at(clon
     )  # fmt: skip
     stats = output.split("Job stats:", 1)[1]
     jobs = {m[0]: int(m[1]) for m in re.findall(r"^(\w+)\s+(\d+)$", stats, flags=re.M)}
-    assert jobs.pop("total") == 31  # with the inference suite's cell index (rule cell_index)
-    assert jobs["inference_group"] == 4 and jobs["parity_logits"] == 2 and jobs["model_facts"] == 4
+    assert jobs.pop("total") == 28  # with the inference suite's cell index (rule cell_index)
+    assert jobs["inference_group"] == 3 and jobs["parity_logits"] == 2 and jobs["model_facts"] == 3
     assert "paper" not in jobs and "paper_check" not in jobs

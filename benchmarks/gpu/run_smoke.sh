@@ -19,10 +19,14 @@ for lib in /usr/local/cuda/targets/x86_64-linux/lib /usr/local/cuda/extras/CUPTI
   [ -d "$lib" ] && export LD_LIBRARY_PATH="$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 done
 { date -u; nvidia-smi; python3 --version; git rev-parse HEAD 2>/dev/null; } > "$OUT/machine.txt" 2>&1
-if ! python3 -m pip install --no-index --find-links "$wheels" --no-build-isolation -e . > "$OUT/install.log" 2>&1; then
+# a second command on the same warm machine (FWBENCH_SMOKE_OVERLAY adding to the study) finds fwbench installed
+if python3 -c 'import fwbench, snakemake, sys; sys.exit(not fwbench.__file__.startswith(sys.argv[1]))' "$PWD" 2>/dev/null; then
+  echo "fwbench and snakemake already installed from $PWD" > "$OUT/install.log"
+elif ! python3 -m pip install --no-index --find-links "$wheels" --no-build-isolation -e . > "$OUT/install.log" 2>&1; then
   echo "run_smoke.sh: installing fwbench from $wheels failed"; tail -20 "$OUT/install.log"; exit 1
 fi
-python3 -m fwbench.cli doctor --probe > "$OUT/doctor.txt" 2>&1
+python3 -m pip list 2>/dev/null | grep -iE '^(torch|torchvision|triton|jax|jaxlib|jax-cuda13-plugin|flax|optax|numpy|nvidia-cudnn-cu13|snakemake|fwbench) ' >> "$OUT/machine.txt"
+timeout 120 python3 -m fwbench.cli doctor --probe > "$OUT/doctor.txt" 2>&1
 start=$(date +%s)
 timeout "$limit_s" python3 -m snakemake results/tables/study_time.json --cores all --resources gpu=1 \
     --configfile "${studies[@]}" > "$OUT/snakemake.log" 2>&1
