@@ -11,9 +11,11 @@ cd "$(dirname "$0")/../.."
 OUT=${OUT:?OUT must name the folder whose files come back}
 wheels=${FWBENCH_WHEELS:-.gpu-wheels}
 limit_s=${FWBENCH_SMOKE_LIMIT_S:-500}  # the study's own limit, inside the command's 600 s, leaving time to archive
-# FWBENCH_SMOKE_OVERLAY: a study file layered over the smoke study (a rehearsal on the CPU: device cpu, small
-# batches), given to snakemake and to the archive alike
-studies=(config/gpu-smoke.yaml ${FWBENCH_SMOKE_OVERLAY:+"$FWBENCH_SMOKE_OVERLAY"})
+# FWBENCH_SMOKE_OVERLAY: study files (separated by spaces) layered over the smoke study, given to snakemake and to the
+# archive alike: benchmarks/gpu/fourth-model.yaml in a second command, or a rehearsal's on the CPU (device cpu, small
+# batches)
+read -r -a overlays <<< "${FWBENCH_SMOKE_OVERLAY:-}"
+studies=(config/gpu-smoke.yaml "${overlays[@]}")
 # JAX's profiler finds CUPTI only on the loader's path (docs/op-profile.md)
 for lib in /usr/local/cuda/targets/x86_64-linux/lib /usr/local/cuda/extras/CUPTI/lib64; do
   [ -d "$lib" ] && export LD_LIBRARY_PATH="$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
