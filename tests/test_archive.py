@@ -202,8 +202,8 @@ BAD_MEMBERS = {
     ),
     "missing": (lambda m: m[:-1], r"1 file\(s\) of its manifest are missing"),
     "other commit": (
-        lambda m: _tampered_manifest(m, **{"code.commit": "0" * 40}),
-        "the archive was made at commit 000000000000",
+        lambda m: _tampered_manifest(m, **{"code.commit": "0" * 40, "code.files.workflow/Snakefile": "0" * 64}),
+        "the archive was made at commit 000000000000 .* the code differs: workflow/Snakefile",
     ),
     "other code": (
         lambda m: _tampered_manifest(m, **{"code.files.workflow/Snakefile": "0" * 64}),
@@ -227,6 +227,16 @@ def test_an_archive_that_would_write_outside_results_or_does_not_match_is_refuse
         restore(bad, untouched)
     assert _written(untouched) == []
     assert not (tmp_path / "evil").exists() and not Path("/etc/cron.d/evil").exists()
+
+
+def test_an_archive_whose_commit_lags_its_identical_code_is_restored(archived, tmp_path):
+    """A GPU machine's copy of a checkout can carry git metadata older than its files (the first GPU study's did):
+    the files' digests decide, not the commit's name."""
+    _, out = archived
+    lagging = _rewrite(out, tmp_path, lambda m: _tampered_manifest(m, **{"code.commit": "0" * 40}))
+    fresh = _fresh(tmp_path)
+    record = restore(lagging, fresh)
+    assert record["files"] > 0 and (fresh / "results" / "device.json").exists()
 
 
 @pytest.mark.parametrize("keep", [0.2, 0.6, 0.95])

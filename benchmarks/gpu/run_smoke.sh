@@ -30,7 +30,7 @@ fi
 python3 -m pip list 2>/dev/null | grep -iE '^(torch|torchvision|triton|jax|jaxlib|jax-cuda13-plugin|flax|optax|numpy|nvidia-cudnn-cu13|snakemake|fwbench) ' >> "$OUT/machine.txt"
 timeout 120 python3 -m fwbench.cli doctor --probe > "$OUT/doctor.txt" 2>&1
 start=$(date +%s)
-timeout "$limit_s" python3 -m snakemake results/tables/study_time.json --cores all --resources gpu=1 \
+timeout "$limit_s" python3 -m snakemake results/tables/study_time.json --cores all --resources gpu=1 --rerun-incomplete \
     --configfile "${studies[@]}" > "$OUT/snakemake.log" 2>&1
 status=$?
 echo "snakemake exited $status after $(( $(date +%s) - start )) s" | tee -a "$OUT/machine.txt"

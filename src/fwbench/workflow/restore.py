@@ -173,16 +173,19 @@ def _manifest(archive: Path, tar: tarfile.TarFile, member: tarfile.TarInfo) -> d
 
 
 def code_difference(archived: Mapping[str, Any], here: Mapping[str, Any]) -> str | None:
-    """What differs between the code that made the results and this checkout's, or None."""
-    if archived.get("commit") and here.get("commit") and archived["commit"] != here["commit"]:
-        return (
-            f"the archive was made at commit {archived['commit'][:12]} and this checkout is at "
-            f"{here['commit'][:12]}: check out {archived['commit'][:12]} to restore it"
-        )
+    """What differs between the code that made the results and this checkout's, or None. The files' digests decide:
+    a copy of a working tree whose git metadata lags its files (a GPU machine's copy of a checkout, say) records an
+    older commit over the same code, and is restored; a commit is named only to say where differing code is."""
     ours, theirs = here["files"], archived.get("files") or {}
     for name in sorted(set(ours) | set(theirs)):
         if ours.get(name) != theirs.get(name):
             where = "only here" if name not in theirs else "only in the archive" if name not in ours else "changed"
+            commits = archived.get("commit"), here.get("commit")
+            if all(commits) and commits[0] != commits[1]:
+                return (
+                    f"the archive was made at commit {commits[0][:12]} and this checkout is at {commits[1][:12]}, and "
+                    f"the code differs: {name} ({where}); check out {commits[0][:12]} to restore it"
+                )
             commit = f" (both at commit {here['commit'][:12]})" if here.get("commit") else ""
             return f"the code differs from the archive's{commit}: {name} ({where})"
     return None
