@@ -110,3 +110,22 @@ def test_a_gpu_study_names_its_gpu_and_a_failed_cell_is_counted():
 def test_a_study_without_pytorch_says_it_has_no_ratio():
     text = abstract(pd.DataFrame(), _inference(cells=2), None, ["jax"])
     assert text.endswith("The study has no ratio to PyTorch to report.")
+
+
+def test_ratios_between_cells_of_different_arithmetic_say_so():
+    """Precision default on a GPU: PyTorch's convolutions in TF32 and its matmuls in true FP32, JAX both in TF32 (the
+    first GPU study, on an H200): the abstract says the ratios measure the arithmetic too; alike, it says nothing."""
+    ratios = pd.DataFrame([_ratio("vit_b_16", 128, 3.27, precision="default", compiled=True)])
+    inference = _inference(cells=3, platform="cuda", device="NVIDIA H200").assign(
+        precision="default",
+        framework=["torch", "torch", "jax"],
+        tf32_scope=["convolutions", "convolutions", "matmuls and convolutions"],
+    )
+    text = abstract(ratios, inference, None, ["torch", "jax"])
+    assert (
+        "TF32 computed the convolutions in PyTorch and the matmuls and convolutions in JAX/Flax (default; the rest "
+        "in true FP32), so these ratios measure the arithmetic as well as the frameworks." in text
+    )
+    assert words(text) <= MAX_WORDS
+    alike = inference.assign(tf32_scope="none", precision="fp32")
+    assert "TF32" not in abstract(ratios.assign(precision="fp32"), alike, None, ["torch", "jax"])

@@ -654,3 +654,23 @@ def test_refused_nvml_queries_leave_the_cell_measured(tmp_path, monkeypatch):
     assert metrics["flags"]["other_gpu_processes"] is None and "Not Supported" in metrics["isolation"]["reason"]
     assert metrics["device_memory"]["nvml_device_used_bytes"] is None
     assert "No Permission" in metrics["missing"]["nvml"]
+
+
+def test_isolation_leaves_out_the_comparisons_own_workers(monkeypatch):
+    """The warm workers of one comparison each hold a CUDA context: the runner names them (COMPANIONS_ENV) and they
+    are recorded apart, never as other processes; a process beyond them still is one."""
+    from fwbench.trackers.nvml import COMPANIONS_ENV
+
+    device = open_device(IDENTITY, FakePynvml(others=(11, 12)))
+    monkeypatch.setenv(COMPANIONS_ENV, "11,12")
+    alone = device.isolation("test")
+    assert alone["others_present"] is False and alone["other_processes"] == []
+    assert [p["pid"] for p in alone["companion_processes"]] == [11, 12] and alone["companions"] == [11, 12]
+    monkeypatch.setenv(COMPANIONS_ENV, "11")
+    shared = device.isolation("test")
+    assert shared["others_present"] is True and [p["pid"] for p in shared["other_processes"]] == [12]
+    # in a PID namespace only the count tells: 3 listed, ours and 2 companions' may be all of them
+    namespaced = open_device(IDENTITY, FakePynvml(own_pid=777001, others=(777002, 777003)))
+    assert namespaced.isolation("test", companions={5, 6})["others_present"] is None
+    crowded = namespaced.isolation("test", companions={5})
+    assert crowded["others_present"] is True and crowded["others_at_least"] == 1

@@ -123,3 +123,28 @@ def test_a_launch_disturbed_by_another_process_is_run_again_for_every_variant(ti
     log = (tmp_path / "group.log").read_text()
     assert "launch 1 of 2 run again" in log
     assert log.count("[fwbench.running.worker]") == 2 * (2 + len(repeated)), "every worker of a launch again"
+
+
+def test_each_worker_knows_its_running_companions_so_their_gpu_contexts_are_not_other_processes(
+    tiny_study, tmp_path, monkeypatch
+):
+    """On a GPU every warm worker of a comparison holds a CUDA context while the next one starts: the first GPU study
+    (an H200) flagged all 9 of its cells for "other processes" that were their own companions. Each worker is told
+    the pids of the workers of its launch already running (fwbench.trackers.nvml.COMPANIONS_ENV)."""
+    from fwbench.running import context as context_module
+    from fwbench.trackers.nvml import COMPANIONS_ENV
+
+    started: list[tuple[int, str]] = []
+
+    class Recording(context_module.Child):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            env = args[7] if len(args) > 7 else kwargs.get("env") or {}
+            started.append((self.process.pid, env.get(COMPANIONS_ENV, "")))
+
+    monkeypatch.setattr(context_module, "Child", Recording)
+    results = _run(tiny_study, tmp_path)
+    assert [r["status"] for r in results] == ["ok"] * 4
+    assert len(started) == 4  # two workers in each of two launches
+    for first, second in (started[0:2], started[2:4]):
+        assert first[1] == "" and second[1] == str(first[0])

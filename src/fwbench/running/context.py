@@ -25,6 +25,7 @@ from fwbench.running.children import Child, Outcome
 from fwbench.running.failures import Failure, Workaround, next_workaround
 from fwbench.running.slots import Slot
 from fwbench.study.grid import Cell
+from fwbench.trackers import nvml
 
 
 def now() -> str:
@@ -120,10 +121,16 @@ class Context:
         header += f" with {'+'.join(run.applied())} ===" if run.applied() else " ==="
         self.log.append(f"=== {header}\n{outcome.output}" if self.headers else outcome.output)
 
-    def child(self, index: int, run: CellRun, name: str, *, serve: bool = False) -> Child:
+    def child(
+        self, index: int, run: CellRun, name: str, *, serve: bool = False, companions: Sequence[int] = ()
+    ) -> Child:
+        """A child process for worker `index`; `companions`: the pids of its comparison's workers already running,
+        which its GPU isolation check must not count as other processes (fwbench.trackers.nvml.COMPANIONS_ENV)."""
         env = dict(run.env)
         if serve and launch_cache.enabled(self.settings):  # the cell's own compile cache across its launches
             env[launch_cache.LAUNCH_CACHE_ENV] = str(self.tmp / f"cache-{index}")
+        if companions:
+            env[nvml.COMPANIONS_ENV] = ",".join(str(pid) for pid in companions)
         return Child(
             self.worker_cmd,
             self.specs[index],

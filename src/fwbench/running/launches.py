@@ -77,7 +77,8 @@ def _one_launch(context, plan, blocks_plan, runs, launch, ran) -> None:
             ready: dict[str, Any] = {}
 
             def start(attempts: int, worker=worker, run=run, ready=ready, launch=launch) -> Outcome:
-                child = context.child(worker, run, f"{worker}-{launch}-{attempts}", serve=True)
+                companions = [w[0].process.pid for w in workers.values()]  # already ready, holding contexts
+                child = context.child(worker, run, f"{worker}-{launch}-{attempts}", serve=True, companions=companions)
                 try:
                     reply = child.request(None)
                 except BaseException:  # the runner is being stopped (SIGTERM, Ctrl-C): so is the worker

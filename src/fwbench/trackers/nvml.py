@@ -16,6 +16,15 @@ from typing import Any
 
 CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE = 38  # CUdevice_attribute in cuda.h
 NOT_AVAILABLE = 2**63  # NVML's NVML_VALUE_NOT_AVAILABLE for usedGpuMemory is 2**64 - 1: treated as unknown
+# The pids of the workers of the same comparison already running when a worker starts (comma-separated), set by the
+# runner (fwbench.running.context): its own companions hold CUDA contexts on the device by design (the warm workers
+# of interleaved blocks), and are not "other processes". The first GPU study, on an H200, flagged every cell for them.
+COMPANIONS_ENV = "FWBENCH_COMPANION_PIDS"
+
+
+def companion_pids(environ: Mapping[str, str] = os.environ) -> set[int]:
+    """The pids of this worker's companions (COMPANIONS_ENV); a malformed entry is ignored, never a failure."""
+    return {int(p) for p in environ.get(COMPANIONS_ENV, "").split(",") if p.strip().isdigit()}
 
 
 @dataclass
@@ -176,27 +185,35 @@ class NvmlDevice:
             return None
         return mine[0]["used_memory_bytes"]
 
-    def isolation(self, when: str) -> dict[str, Any]:
-        """Whether other processes compute on this device, decided so that our own CUDA context can never count as
-        another process. Call it while this process holds its context (after the model is on the device), at the
-        same point for every framework.
+    def isolation(self, when: str, companions: set[int] | None = None) -> dict[str, Any]:
+        """Whether other processes compute on this device, decided so that neither our own CUDA context nor our
+        companions' (the same comparison's warm workers, `companion_pids()` by default) can ever count as another
+        process. Call it while this process holds its context (after the model is on the device), at the same point
+        for every framework.
 
-        NVML lists host PIDs: in a container's PID namespace our own pid is not among them. Then a list of n
-        processes holds at most one of ours, so n >= 2 still proves others are there (at least n - 1), while n <= 1
-        cannot tell our context from another process's: `others_present` is None (undetermined), not a flag."""
+        NVML lists host PIDs: in a container's PID namespace neither our pid nor our companions' are among them.
+        Then a list of n processes holds at most 1 + k of ours (k companions), so n >= k + 2 still proves others are
+        there (at least n - 1 - k), while fewer cannot tell: `others_present` is None (undetermined), not a flag."""
+        companions = companion_pids() if companions is None else set(companions)
         out: dict[str, Any] = {"source": "nvmlDeviceGetComputeRunningProcesses", "when": when, "device": self.lookup}
+        if companions:
+            out["companions"] = sorted(companions)
         procs = self.processes()
         if procs is None:
             return {**out, "others_present": None, "other_processes": None, "reason": self.missing["processes"]}
         own = os.getpid()
         if any(p["pid"] == own for p in procs):
-            others = [p for p in procs if p["pid"] != own]
+            others = [p for p in procs if p["pid"] != own and p["pid"] not in companions]
+            listed = [p for p in procs if p["pid"] in companions]
+            if listed:
+                out["companion_processes"] = listed
             return {**out, "others_present": bool(others), "other_processes": others, "own_pid_listed": True}
         out.update(listed=procs, own_pid_listed=False, other_processes=None)
         note = (
             f"this process (pid {own}) holds a CUDA context but is not in NVML's list: NVML reports host PIDs "
             "(PID namespace)"
         )
-        if len(procs) >= 2:
-            return {**out, "others_present": True, "others_at_least": len(procs) - 1, "note": note}
+        ours = 1 + len(companions)
+        if len(procs) > ours:
+            return {**out, "others_present": True, "others_at_least": len(procs) - ours, "note": note}
         return {**out, "others_present": None, "reason": f"undetermined: {note}; {len(procs)} listed may be ours"}

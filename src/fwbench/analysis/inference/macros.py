@@ -16,6 +16,7 @@ from fwbench.analysis.common.latex import (
     default_title,
     define_macros,
     escape,
+    join_words,
     macro_name,
     mode_label,
     number,
@@ -72,6 +73,16 @@ def burst_macros(ok: pd.DataFrame) -> dict[str, str]:
         "fwbNumStealCells": str(int((flagged > 0).sum())),
         "fwbIdleCpuMax": number(100 * float(idle.max()), 2) if not idle.empty else "n/a",
     }
+
+
+def peaks_used(ok: pd.DataFrame) -> str:
+    """The peaks the cells' MFU divides by, one per precision ("50,882 GFLOP/s for fp32 cells"): a study of
+    precision `default` only is measured against the TF32 probe (fwbench.trackers.flops.PEAK_OF), so an fp32 figure
+    alone would name no peak any cell used (the first GPU study's paper printed "---" there)."""
+    peaks = ok.dropna(subset=["peak_flops"]).groupby(ok["precision"].astype(str), sort=True)["peak_flops"].max()
+    if peaks.empty:
+        return "--- GFLOP/s"
+    return join_words([f"{number(float(v) / 1e9)} GFLOP/s for {escape(p)} cells" for p, v in peaks.items()])
 
 
 def macros(
@@ -149,10 +160,9 @@ def macros(
         fw = variant_label(best["framework"], best["mode"], alone=best["framework"] not in several)
         defs["fwbMaxMFU"] = number(100 * float(best["mfu"]), 2)
         defs["fwbMaxMFUCell"] = escape(f"{fw} {best['model']} at batch {best['batch_size']}")
-        fp32_peaks = ok.loc[ok["precision"] == "fp32", "peak_flops"].dropna()  # the tf32 peak has its own row
-        defs["fwbPeakGflopsFloat"] = number(float(fp32_peaks.max()) / 1e9) if len(fp32_peaks) else "---"
+        defs["fwbPeakGflopsFloat"] = peaks_used(ok)
     else:
-        defs["fwbMaxMFU"], defs["fwbMaxMFUCell"], defs["fwbPeakGflopsFloat"] = "---", "no cell", "---"
+        defs["fwbMaxMFU"], defs["fwbMaxMFUCell"], defs["fwbPeakGflopsFloat"] = "---", "no cell", "--- GFLOP/s"
     for key, name in (
         ("CPU", "fwbCPU"),
         ("Device", "fwbDevice"),

@@ -139,6 +139,31 @@ def _baseline_modes(ratios: pd.DataFrame) -> str:
     )
 
 
+def arithmetic_sentence(inference: pd.DataFrame, frameworks: list[str]) -> str:
+    """Where the frameworks' float32 arithmetic differed (precision `default` on a GPU: PyTorch computes convolutions
+    in TF32 and matmuls in true FP32, JAX both in TF32), one sentence saying so, since every ratio of those cells
+    measures the arithmetic as well as the framework; "" where every framework's TF32 use was the same. The first
+    GPU study's ViT-B/16 ratio, 3.27x, is mostly this (docs/gpus.md)."""
+    ok = inference[inference["status"] == "ok"] if "status" in inference else inference
+    if "tf32_scope" not in ok or "framework" not in ok:
+        return ""
+    sentences = []
+    for precision, cells in ok.groupby(ok.get("precision", pd.Series("", index=ok.index)).astype(str), sort=True):
+        scopes = {
+            str(f): "/".join(sorted(set(cells.loc[cells["framework"] == f, "tf32_scope"].dropna().astype(str))))
+            for f in frameworks
+            if (cells["framework"] == f).any()
+        }
+        if len(set(scopes.values())) < 2:
+            continue
+        parts = [f"{'nothing' if s in ('', 'none') else 'the ' + escape(s)} in {label(f)}" for f, s in scopes.items()]
+        sentences.append(
+            f"TF32 computed {join_words(parts)} ({escape(precision)}; the rest in true FP32), so these ratios measure "
+            "the arithmetic as well as the frameworks."
+        )
+    return " ".join(sentences)
+
+
 def abstract(
     ratios: pd.DataFrame,
     inference: pd.DataFrame,
@@ -148,7 +173,8 @@ def abstract(
     max_words: int = MAX_WORDS,
 ) -> str:
     """The abstract's text (LaTeX), at most `max_words` words: the study in one sentence, then one sentence per
-    framework against PyTorch, then how a difference was resolved."""
+    framework against PyTorch, where the frameworks' arithmetic differed a sentence saying so, then how a difference
+    was resolved."""
     ok = inference[inference["status"] == "ok"] if "status" in inference else inference
     cells = int(len(inference))
     failed = cells - int(len(ok))
@@ -174,9 +200,10 @@ def abstract(
         f"{method} adjustment within each framework pair."
     )
     others = [f for f in frameworks if f != BASELINE and f in set(kept["numerator"])]
+    arithmetic = arithmetic_sentence(inference, frameworks)
     for named in range(max(len(kept), 1), 0, -1):
         pairs = [pair_sentence(f, kept[kept["numerator"] == f], named, len(precisions), times) for f in others]
-        text = " ".join([intro, *pairs, closing])
+        text = " ".join([intro, *pairs, *([arithmetic] if arithmetic else []), closing])
         if words(text) <= max_words:
             return text
     return text
