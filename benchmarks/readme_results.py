@@ -164,6 +164,24 @@ def _latex_wall(results: Path) -> float | None:
     return float(match.group(1)) if match else None
 
 
+def _wall_where_measured(results: Path) -> str | None:
+    """For results restored from an archive (results/restored-from.json), the wall time where they were measured,
+    from the time table they were archived with (`measured_time`), since the paper built after the restore ran on
+    another machine, later; None for results measured here."""
+    record = _read_json(results / "restored-from.json")
+    if not record:
+        return None
+    measured = record.get("measured_time") or {}
+    if measured.get("wall_s") is None:
+        return "not recorded where it was measured (restored from an archive)"
+    runs = measured.get("runs")
+    over = f", over {runs} runs of the workflow" if isinstance(runs, int) and runs > 1 else ""
+    return (
+        f"{_minutes(float(measured['wall_s']))} from the first job to the last table on the machine that measured "
+        f"it{over} (its paper written elsewhere, from its archive)"
+    )
+
+
 def when_and_how_long(results: Path, frame: pd.DataFrame) -> tuple[str, str]:
     """(date, wall time) of the study: the date its first job started (UTC) and its wall time from the first job to
     the PDF (or to the last table where the paper was not built), from study_time.json."""
@@ -172,6 +190,9 @@ def when_and_how_long(results: Path, frame: pd.DataFrame) -> tuple[str, str]:
     if started is None:  # no time record: the day the tidy table was written
         started = (results / "tables" / "inference.csv").stat().st_mtime
     date = datetime.fromtimestamp(float(started), tz=UTC).strftime("%Y-%m-%d")
+    measured_elsewhere = _wall_where_measured(results)
+    if measured_elsewhere is not None:  # restored from an archive: its time is the machine's that measured it
+        return date, measured_elsewhere
     to_pdf = _latex_wall(results)
     if to_pdf is not None:
         wall = f"{_minutes(to_pdf)} from the first job to the PDF"

@@ -12,7 +12,8 @@ from tests.conftest import REPO
 
 COSTS = {
     "host_cores": {"value": 16},
-    "process_start_s": {"default": 2.0},
+    "process_start_s": {"torch/compile": 5.0, "default": 2.0},
+    "process_rest_s": {"value": 0.5},
     "load_s": {"default": 1.0},
     "compile_cold_s": {"torch/compile": 10.0, "default": 4.0},
     "compile_warm_s": {"default": 1.0},
@@ -25,6 +26,7 @@ COSTS = {
         "init_weights": 5.0,
         "model_facts": 6.0,
         "parity_logits": 7.0,
+        "parity_logits/jax": 9.0,
         "report": 8.0,
     },
 }
@@ -46,12 +48,15 @@ def test_each_part_is_priced_from_the_table(tmp_path):
     result = estimate(config, read_costs(path))
     warmup = config["inference"]["warmup_iters"] * 10 / 100.0  # iterations x step time at batch 10
     assert result.processes == 6  # three workers, two launches
-    assert result.parts["start-up, imports and loading"] == pytest.approx(6 * 3.0)
+    # torch.compile's workers import Dynamo and Inductor too: its start-up is its own (5 s), the others' the default
+    assert result.parts["start-up, imports and loading"] == pytest.approx(4 * 3.0 + 2 * 6.0)
+    assert result.parts["rest of the measuring processes and the runner"] == pytest.approx(6 * 0.5)
     # launch 1: two cold compiles (4 s) and torch.compile's (10 s); launch 2: three warm ones (1 s)
     assert result.parts["compiles and warm-up"] == pytest.approx(18 + 3 + 6 * warmup)
     assert result.parts["timed bursts (and discarded ones)"] == pytest.approx(2 * (6 + 2) * 3 * 0.5)
     assert result.parts["jobs side by side: device_check, init_weights, model_facts"] == 6.0
-    assert result.parts["job: parity_logits"] == 14.0 and "profiling passes" not in result.parts
+    # each framework's parity logits at its own price where the table has one (JAX's compiles every model)
+    assert result.parts["job: parity_logits"] == 7.0 + 9.0 and "profiling passes" not in result.parts
 
 
 def test_the_shipped_cost_table_says_where_every_value_comes_from():

@@ -187,20 +187,18 @@ def test_readme_run_cell_command_measures_its_cell(readme_cell):
     assert result["status"] == "ok" and result["cell"]["model"] == command[command.index("--model") + 1]
 
 
-def test_the_smoke_study_fits_a_lent_machines_command_by_the_estimate_its_header_quotes():
-    """config/gpu-smoke.yaml answers the published table's question inside one lent machine's ten-minute command
-    (benchmarks/gpu/run_smoke.sh) with a quarter of it to spare for what the estimate only assumes, by
-    benchmarks/estimate_study.py's figure from the measured and assumed costs, which its header quotes."""
+def test_the_smoke_study_fits_a_lend_by_the_estimate_its_header_quotes():
+    """config/gpu-smoke.yaml answers the published table's question inside one 15-minute lend of a GPU machine
+    (benchmarks/gpu/run_smoke.sh, resumed once where its 500 s limit stops it), by benchmarks/estimate_study.py's
+    figure from the costs its first run on an H200 measured, which its header quotes beside that run's time."""
     from fwbench.study.estimate import estimate, minutes, read_costs
     from fwbench.study.files import resolve
 
     config = resolve([REPO / "config" / "gpu-smoke.yaml"]).config
     total = estimate(config, read_costs(REPO / "benchmarks" / "costs" / "hopper.yaml")).total_s
-    assert total <= 450, minutes(total)
-    assert (
-        f"# Time: not yet run on a GPU. Estimated at {minutes(total)} on one H100"
-        in (REPO / "config" / "gpu-smoke.yaml").read_text()
-    )
+    assert total <= 600, minutes(total)
+    header = (REPO / "config" / "gpu-smoke.yaml").read_text()
+    assert f"Estimated at {minutes(total)} on one H100 or H200" in header.replace("\n# ", " ")
     # the published table's question: its CNNs and its ViT at its batch size, in the arithmetic it ran, both PyTorch
     # modes; its fourth model is the overlay a second command adds when the lend leaves time
     assert set(config["models"]) == {"resnet50", "efficientnet_b0", "vit_b_16"}

@@ -87,17 +87,18 @@ def _worker_ready(
     variant = f"{framework}/{mode}"
     compile_key = "compile_cold_s" if cold else "compile_warm_s"
     return {
-        STARTUP: costs.value("process_start_s", framework) + costs.value("load_s", model),
+        STARTUP: costs.value("process_start_s", variant, framework) + costs.value("load_s", model),
         COMPILE: sum(costs.value(compile_key, f"{variant}/{model}", variant) for _ in batches)
         + sum(warmup * _step_s(costs, framework, mode, model, batch) for batch in batches),
     }
 
 
-STARTUP, COMPILE, TIMED, PROFILING = (
+STARTUP, COMPILE, TIMED, PROFILING, REST = (
     "start-up, imports and loading",
     "compiles and warm-up",
     "timed bursts (and discarded ones)",
     "profiling passes",
+    "rest of the measuring processes and the runner",
 )
 
 
@@ -126,6 +127,7 @@ def estimate(config: Mapping[str, Any], costs: Costs) -> Estimate:
                 ready = _worker_ready(costs, framework, mode, model, batches, launch == 0, warmup)
                 for part, seconds in ready.items():
                     result.add(part, seconds)
+                result.add(REST, costs.value("process_rest_s"))
                 result.processes += 1
             result.add(TIMED, (blocks + discard) * len(variants) * len(batches) * burst)
         for framework, mode in variants:
@@ -144,6 +146,8 @@ def estimate(config: Mapping[str, Any], costs: Costs) -> Estimate:
     )
     for job, count in jobs.items():
         result.add(f"job: {job}", count * costs.value("job_s", job))
+    for framework in config["frameworks"]:  # each framework's parity logits: JAX's compiles every model
+        result.add("job: parity_logits", costs.value("job_s", f"parity_logits/{framework}", "parity_logits"))
     return result
 
 
@@ -162,7 +166,6 @@ def _jobs(config: Mapping[str, Any], groups: Mapping) -> dict[str, int]:
         "loader_throughput": 1,
         "init_weights": len(models),
         "model_facts": len(models),
-        "parity_logits": len(config["frameworks"]),
         "report": 1,
     }
 

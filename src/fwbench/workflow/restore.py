@@ -284,9 +284,23 @@ def restore(
         "restored_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "manifest": {key: value for key, value in manifest.items() if key != "files"},
         "files": len(manifest["files"]),
+        "measured_time": _measured_time(study_dir),
     }
     atomic_write_json(study_dir / RESULTS / RESTORE_RECORD, record)
     return record
+
+
+def _measured_time(study_dir: Path) -> dict[str, Any] | None:
+    """The study's time where it was measured, from the time table it was archived with, kept before the paper's
+    jobs here write that table again (a GPU host's study written up on a laptop: the write-up's time is not the
+    study's)."""
+    path = study_dir / RESULTS / "tables" / "study_time.json"
+    try:
+        summary = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    keys = ("started_at", "wall_s", "runs", "jobs", "processes", "timed_share", "latex_measured")
+    return {key: summary.get(key) for key in keys} if isinstance(summary, dict) else None
 
 
 def _stage(archive: Path, manifest: Mapping[str, Any], staging: Path) -> None:
