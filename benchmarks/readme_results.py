@@ -164,6 +164,18 @@ def _latex_wall(results: Path) -> float | None:
     return float(match.group(1)) if match else None
 
 
+def _archived_time(archive: str | None) -> dict[str, Any]:
+    """The time table an archive holds, for a restore recorded before restores kept it (the first GPU study's)."""
+    import tarfile
+
+    try:
+        with tarfile.open(str(archive)) as tar:
+            member = tar.extractfile("results/tables/study_time.json")
+            return json.loads(member.read()) if member else {}
+    except (OSError, KeyError, ValueError, tarfile.TarError):
+        return {}
+
+
 def _wall_where_measured(results: Path) -> str | None:
     """For results restored from an archive (results/restored-from.json), the wall time where they were measured,
     from the time table they were archived with (`measured_time`), since the paper built after the restore ran on
@@ -171,7 +183,7 @@ def _wall_where_measured(results: Path) -> str | None:
     record = _read_json(results / "restored-from.json")
     if not record:
         return None
-    measured = record.get("measured_time") or {}
+    measured = record.get("measured_time") or _archived_time(record.get("archive"))
     if measured.get("wall_s") is None:
         return "not recorded where it was measured (restored from an archive)"
     runs = measured.get("runs")
