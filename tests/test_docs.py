@@ -364,3 +364,21 @@ def test_the_readme_result_block_names_its_date_commit_and_machine():
         assert re.match(r"Measured \d{4}-\d{2}-\d{2} at commits? `[0-9a-f]{7}`", block), "its date and commit"
         assert re.search(r" on .+ \(CPU only|\(host CPU ", block), "the machine it ran on"
         assert re.search(r"[Ss]tudy wall time:? \d+ min \d\d s", block), "the study's wall time"
+
+
+def test_a_restored_run_reports_the_time_where_it_was_measured(study):
+    """A study measured on a GPU host and written up here: its wall time is the archive's, kept by the restore
+    (results/restored-from.json), not the time from the host's first job to this machine's PDF."""
+    script = _load_script()
+    results = study
+    atomic_write_json(
+        results / "restored-from.json",
+        {"archive": "gone.tar.xz", "restored_at": "2026-11-27T21:58:11+00:00", "measured_time": {"wall_s": 665.7}},
+    )
+    _, wall = script.when_and_how_long(results, None)
+    assert wall == (
+        "11 min 06 s from the first job to the last table on the machine that measured it (its paper written "
+        "elsewhere, from its archive)"
+    )
+    atomic_write_json(results / "restored-from.json", {"archive": "gone.tar.xz", "restored_at": "x"})
+    assert script.when_and_how_long(results, None)[1] == "not recorded where it was measured (restored from an archive)"
