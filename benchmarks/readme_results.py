@@ -165,15 +165,18 @@ def _latex_wall(results: Path) -> float | None:
 
 
 def _archived_time(archive: str | None) -> dict[str, Any]:
-    """The time table an archive holds, for a restore recorded before restores kept it (the first GPU study's)."""
-    import tarfile
+    """The time table an archive holds, read through the restore's own checks (fwbench.workflow.restore), for a
+    restore recorded before restores kept it (the first GPU study's); {} where the archive is gone or refused."""
+    import tempfile
 
-    try:
-        with tarfile.open(str(archive)) as tar:
-            member = tar.extractfile("results/tables/study_time.json")
-            return json.loads(member.read()) if member else {}
-    except (OSError, KeyError, ValueError, tarfile.TarError):
-        return {}
+    from fwbench.workflow.restore import extract_results
+
+    with tempfile.TemporaryDirectory() as scratch:
+        try:
+            results = extract_results(str(archive), Path(scratch) / "run")
+        except (OSError, ValueError):
+            return {}
+        return _read_json(results / "tables" / "study_time.json") or {}
 
 
 def _wall_where_measured(results: Path) -> str | None:

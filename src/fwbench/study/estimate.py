@@ -140,14 +140,11 @@ def estimate(config: Mapping[str, Any], costs: Costs) -> Estimate:
     jobs = _jobs(config, groups)
     side_by_side = {job: jobs.pop(job) for job in SIDE_BY_SIDE}
     host_cores = int(costs.value("host_cores"))
-    waves = max(1, -(-sum(side_by_side.values()) // host_cores))
-    result.add(
-        f"jobs side by side: {', '.join(SIDE_BY_SIDE)}", waves * max(costs.value("job_s", j) for j in side_by_side)
-    )
-    for job, count in jobs.items():
-        result.add(f"job: {job}", count * costs.value("job_s", job))
-    for framework in config["frameworks"]:  # each framework's parity logits: JAX's compiles every model
-        result.add("job: parity_logits", costs.value("job_s", f"parity_logits/{framework}", "parity_logits"))
+    waves = max(1, -(-sum(len(each) for each in side_by_side.values()) // host_cores))
+    longest = max(costs.value("job_s", *names) for each in side_by_side.values() for names in each)
+    result.add(f"jobs side by side: {', '.join(SIDE_BY_SIDE)}", waves * longest)
+    for job, each in jobs.items():
+        result.add(f"job: {job}", sum(costs.value("job_s", *names) for names in each))
     return result
 
 
@@ -156,17 +153,16 @@ def estimate(config: Mapping[str, Any], costs: Costs) -> Estimate:
 SIDE_BY_SIDE = ("device_check", "init_weights", "model_facts")
 
 
-def _jobs(config: Mapping[str, Any], groups: Mapping) -> dict[str, int]:
-    """The jobs around the cells, with how many of each the study runs."""
+def _jobs(config: Mapping[str, Any], groups: Mapping) -> dict[str, list[tuple[str, ...]]]:
+    """The jobs around the cells: for each rule, one entry per job the study runs, naming the costs (job_s) that may
+    price it, most specific first (each framework's parity logits its own: JAX's compiles every model)."""
     models = sorted({model for model, _ in groups})
+    once = {job: [(job,)] for job in ("device_check", "device_peak", "prepare_dataset", "loader_throughput", "report")}
     return {
-        "device_check": 1,
-        "device_peak": 1,
-        "prepare_dataset": 1,
-        "loader_throughput": 1,
-        "init_weights": len(models),
-        "model_facts": len(models),
-        "report": 1,
+        **once,
+        "init_weights": [("init_weights",)] * len(models),
+        "model_facts": [("model_facts",)] * len(models),
+        "parity_logits": [(f"parity_logits/{f}", "parity_logits") for f in config["frameworks"]],
     }
 
 
