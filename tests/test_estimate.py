@@ -18,6 +18,7 @@ COSTS = {
     "compile_cold_s": {"torch/compile": 10.0, "default": 4.0},
     "compile_warm_s": {"default": 1.0},
     "throughput_img_s": {"default": 100.0},
+    "profiler_s": {"jax": 3.0, "default": 2.0},
     "job_s": {
         "device_check": 1.0,
         "device_peak": 2.0,
@@ -57,6 +58,27 @@ def test_each_part_is_priced_from_the_table(tmp_path):
     assert result.parts["jobs side by side: device_check, init_weights, model_facts"] == 6.0
     # each framework's parity logits at its own price where the table has one (JAX's compiles every model)
     assert result.parts["job: parity_logits"] == 7.0 + 9.0 and "profiling passes" not in result.parts
+
+
+def test_a_profiled_cell_costs_its_steps_and_the_profiler_in_its_worker(tmp_path):
+    """The pass runs in the cell's warm worker after the last launch's blocks: no process of its own, so it costs
+    its warm-up and profiled steps and the profiler's own start and reduction (per framework), nothing else."""
+    path = tmp_path / "costs.yaml"
+    path.write_text(yaml.safe_dump(COSTS))
+    study = {
+        "frameworks": ["torch", "jax"],
+        "models": ["resnet50"],
+        "suites": ["inference"],
+        "inference": {"batch_sizes": [10, 20], "trials": 2, "profile": {"batch_sizes": [20], "steps": 5}},
+    }
+    profiled = estimate(validate_config(study), read_costs(path))
+    study["inference"]["profile"]["batch_sizes"] = []
+    plain = estimate(validate_config(study), read_costs(path))
+    warmup = validate_config(study)["inference"]["warmup_iters"]
+    assert profiled.profiled_in_workers == 2 and profiled.processes == plain.processes == 4
+    steps = (5 + warmup) * 20 / 100.0
+    assert profiled.parts["profiling passes"] == pytest.approx(2 * steps + 2.0 + 3.0)
+    assert profiled.total_s - plain.total_s == pytest.approx(profiled.parts["profiling passes"])
 
 
 def test_the_shipped_cost_table_says_where_every_value_comes_from():

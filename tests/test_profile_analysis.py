@@ -27,6 +27,7 @@ from fwbench.analysis.profile.tables import (
     op_profile_unmapped_table,
 )
 from fwbench.io import atomic_write_json
+from fwbench.scenarios.profiled import WHERE_IN_WORKER
 from fwbench.trackers.op_profile.categories import Totals, summarise
 from tests.test_analysis import BASE, failed_in_rounds, measured_in_rounds
 from tests.test_pdf_check import _build, _check, needs_latex
@@ -108,6 +109,8 @@ def _study(with_profiles: bool = True) -> list[dict]:
     small_cnn at batch 8: JAX at half compiled PyTorch's throughput, not profiled; and a failed TensorFlow cell."""
     torch_profile = op_profile("torch", TORCH_TIMES) if with_profiles else None
     jax_profile = op_profile("jax", JAX_TIMES, unmapped=("custom-call.7",)) if with_profiles else None
+    if jax_profile is not None:  # profiled by its warm worker; compiled PyTorch on the CPU in a process of its own
+        jax_profile["where"] = WHERE_IN_WORKER
     results = [
         _cell("torch", "compile", [400.0, 410.0, 390.0], profile=torch_profile),
         _cell("jax", "jit", [200.0, 206.0, 194.0], profile=jax_profile),
@@ -289,7 +292,10 @@ def test_the_section_builds_with_and_without_profiles(tmp_path):
     assert section.startswith("\\section{Where the time goes}\n\\label{sec:profile}")
     for expected in (
         "2 inference cells were profiled",
-        "then 5 steps run under",
+        "then 5 steps ran under",
+        "one in the warm worker of the cell's last launch, once every worker of that launch had ended its timed blocks",
+        "one in a process of its own, where the model is built and compiled as for the timed trials (PyTorch "
+        "compiled on the CPU: Inductor's C++ kernels are compiled again to record themselves)",
         r"\texttt{jax.profiler} for JAX/Flax",
         "host op self time",
         "1 operation name was in no mapping table",

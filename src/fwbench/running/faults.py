@@ -14,7 +14,8 @@ the `xla_autotune_off` workaround and measure normally), and `wrong_operation` (
 its result scaled by 1.01 in the framework, not in the float64 reference: the agreement check must fail the cell
 before anything is timed), and `other_load` (the first process of the group to start with it runs a busy process
 beside itself for its whole life: another program's load on the machine during one launch, which
-fwbench.running.launches must run again).
+fwbench.running.launches must run again), and `profiler_crash` (a warm worker asked to profile its cells after its
+blocks crashes in native code once it has written its timed result: the result must stand, the profile fail).
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ FAULTS = (
     "autotune_once",
     "wrong_operation",
     "other_load",
+    "profiler_crash",
 )
 AUTOTUNE_OFF = "--xla_gpu_autotune_level=0"
 _CHUNK = 32 * 1024 * 1024
@@ -99,6 +101,8 @@ def inject(label: str, settings: Mapping[str, Any], out_path: str | Path) -> Non
         _perturb_operations()
     if fault == "other_load":
         _load_once(Path(out_path).parent)
+    if fault == "profiler_crash":
+        _crash_in_profiler()
     if fault == "autotune_once" and AUTOTUNE_OFF not in os.environ.get("XLA_FLAGS", ""):
         raise RuntimeError(
             "jaxlib.xla_extension.XlaRuntimeError: INTERNAL: Failed to autotune: gemm_algorithm_picker: "
@@ -118,6 +122,16 @@ def _load_once(group_dir: Path) -> None:
     parent = os.getpid()
     busy = f"import os\nwhile os.getppid() == {parent}:\n    sum(range(10000))\n"
     subprocess.Popen([sys.executable, "-c", busy], start_new_session=True)
+
+
+def _crash_in_profiler() -> None:
+    """The profiling pass after the blocks (fwbench.scenarios.profiled.after_blocks) dies in native code."""
+    from fwbench.scenarios import profiled
+
+    def crash(*_args, **_kwargs):
+        ctypes.string_at(0)
+
+    profiled.after_blocks = crash
 
 
 def _perturb_operations() -> None:

@@ -12,10 +12,12 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from fwbench.io import read_json
 from fwbench.running import order as trial_order
 from fwbench.running.children import Child, Outcome
 from fwbench.running.context import CellRun, Context, now
 from fwbench.scenarios.blocks import OTHER_LOAD_FLAG
+from fwbench.scenarios.profiled import WHERE_IN_WORKER, profiled
 
 # A launch is disturbed when more than this share of its bursts were flagged (fwbench.scenarios.blocks).
 DISTURBED_SHARE = 0.25
@@ -106,13 +108,24 @@ def _one_launch(context, plan, blocks_plan, runs, launch, ran) -> None:
                     if child.request(message) is None:
                         _end_worker(context, runs, worker, workers.pop(worker), launch, trials, launch_order)
                         break
-        for worker in list(workers):
-            child = workers[worker][0]
-            returncode = child.wait() if child.send({"finish": True}) else None
-            _end_worker(context, runs, worker, workers.pop(worker), launch, trials, launch_order, returncode)
+        for worker in list(workers):  # one at a time: a worker profiling after its blocks computes alone
+            returncode, profiling = _ask_to_finish(context, worker, workers[worker][0], last=launch == trials - 1)
+            state = workers.pop(worker)
+            _end_worker(context, runs, worker, state, launch, trials, launch_order, returncode, profiling)
     finally:
         for child, *_ in workers.values():  # the runner is being stopped: so are its workers
             child.abandon()
+
+
+def _ask_to_finish(context: Context, worker: int, child: Child, *, last: bool) -> tuple[int | None, list[str]]:
+    """Ask a worker to finish and wait for its exit: (exit status, None if it is gone or hung; the cells it said it
+    was profiling). In the group's last launch a worker with profiled cells is asked to profile them first, in
+    this process after its blocks (fwbench.scenarios.profiled); it says which it will once its timed result is
+    written."""
+    if last and any(profiled(context.cells[i], context.settings) for i in context.workers[worker]):
+        reply = child.request({"finish": True, "profile": True})
+        return (child.wait() if reply is not None else None), list((reply or {}).get("profiling") or [])
+    return (child.wait() if child.send({"finish": True}) else None), []
 
 
 def _kept(launch: int, part: dict[str, Any]) -> dict[str, Any]:
@@ -160,19 +173,51 @@ def _launch_schedule(launch, position, launch_order, started, t0, attempts) -> d
     }
 
 
-def _end_worker(context, runs, worker, state, launch, trials, launch_order, returncode=None) -> None:
+def _end_worker(context, runs, worker, state, launch, trials, launch_order, returncode=None, profiling=()) -> None:
     """A worker's end: after it was asked to finish (`returncode`), or when it stopped answering (it exited, or
-    hung past the timeout and is killed), classified into its cells' records."""
+    hung past the timeout and is killed), classified into its cells' records. `profiling`: the cells it said it was
+    profiling once it had written its timed result; if it then failed, that result stands and their profiles say
+    why."""
     child, _, started, position, attempts = state
     if returncode is None and not child.timed_out:
         returncode = child.wait()
     outcome = child.end(returncode)
+    if outcome.failure is not None and profiling:
+        labels = [context.cells[i].label() for i in context.workers[worker]]
+        outcome = _timed_result_kept(child, outcome, [label in profiling for label in labels])
     lead = context.leader(worker)
     cell = context.cells[lead]
     label = f"{cell.framework}/{cell.mode}: launch {launch + 1} of {trials} (#{position + 1})"
     context.record(runs[lead], label + (f", attempt {attempts}" if attempts > 1 else ""), outcome)
     schedule = _launch_schedule(launch, position, launch_order, started, context.t0, attempts)
     _finish(context, runs, worker, launch, trials, schedule, outcome)
+
+
+def _timed_result_kept(child: Child, outcome: Outcome, profiling: list[bool]) -> Outcome:
+    """A worker that failed while profiling after its blocks: the timed result it wrote before, its parts in its
+    cells' order, each cell it was profiling (`profiling`) with a failed pass and the failure's reason; the failure
+    itself where that result is unreadable."""
+    try:
+        part = read_json(child.part_path)
+    except (OSError, ValueError):
+        return outcome
+    each = part.get("parts", [part]) if isinstance(part, dict) else None
+    if not isinstance(each, list) or len(each) != len(profiling) or not all(_has_metrics(p) for p in each):
+        return outcome
+    failure = outcome.failure
+    for one, was_profiling in zip(each, profiling, strict=True):
+        if was_profiling and "op_profile" not in one["metrics"]:  # the ones it finished have theirs
+            one["metrics"]["op_profile"] = {
+                "status": "failed",
+                "reason": f"the worker ended while profiling, after writing its timed result: {failure.reason}",
+                "kind": failure.kind,
+                "where": WHERE_IN_WORKER,
+            }
+    return Outcome(part, None, outcome.output, outcome.memory_limit)
+
+
+def _has_metrics(part) -> bool:
+    return isinstance(part, dict) and isinstance(part.get("metrics"), dict) and "framework" in part
 
 
 def _finish(context, runs, worker, launch, trials, schedule, outcome) -> None:

@@ -1,11 +1,13 @@
-"""The profiling pass of a group: after the timed launches, one more process per profiled cell (docs/op-profile.md).
+"""The profiling pass of a group, after its timed launches (docs/op-profile.md).
 
-The profiler's own cost must never reach a timed number, so it runs in a process of its own, started only once every
-launch of the group has ended: no timed window of any cell overlaps it. It gets the cell's spec, its workarounds'
-environment and its own compile cache (fwbench.backends.launch_cache), so it compiles as warm as the cell's later
-launches did, and it runs under the same slot, memory limit and timeout as a launch. What it records becomes the
-cell's `metrics.op_profile`; a profiling process that fails leaves the cell's timed result as it is and records why
-(`{"status": "failed", "reason": ...}`), never a zero.
+Most profiled cells were profiled by their own warm worker at the end of the group's last launch
+(fwbench.scenarios.profile.after_blocks, asked for by fwbench.running.launches): their record comes with the last
+launch's part and is taken from it here. The others (a torch.compile cell on the CPU, whose kernel-level profile
+needs a compile of its own) get one more process each, started only once every launch of the group has ended, so no
+timed window of any cell overlaps it. It gets the cell's spec, its workarounds' environment and its own compile
+cache (fwbench.backends.launch_cache), and runs under the same slot, memory limit and timeout as a launch. Either
+record becomes the cell's `metrics.op_profile`; a pass that fails leaves the cell's timed result as it is and records
+why (`{"status": "failed", "reason": ...}`), never a zero.
 """
 
 from __future__ import annotations
@@ -17,15 +19,19 @@ from fwbench.backends import launch_cache
 from fwbench.io import atomic_write_json, read_json
 from fwbench.running.children import Child
 from fwbench.running.context import CellRun, Context
-from fwbench.scenarios.profile import profiled
+from fwbench.scenarios.profiled import profiled
 
 
 def run_profiles(context: Context, runs: list[CellRun]) -> None:
-    """Profile every cell of the group that the study profiles and whose timed launches all succeeded, one after
-    the other, in the group's cell order; each result goes to its run's `profile`."""
+    """Profile every cell of the group that the study profiles, whose timed launches all succeeded and whose worker
+    did not profile it, one after the other, in the group's cell order; each result goes to its run's `profile`."""
     worker_of = {index: worker for worker, members in enumerate(context.workers) for index in members}
     for index, (cell, run) in enumerate(zip(context.cells, runs, strict=True)):
         if run.reason is not None or not run.parts or not profiled(cell, context.settings):
+            continue
+        in_worker = run.parts[-1]["metrics"].pop("op_profile", None)  # profiled by its last launch's worker
+        if in_worker is not None:
+            run.profile = in_worker
             continue
         spec = read_json(context.specs[worker_of[index]])  # its worker's, for this one cell
         spec.pop("cells", None)

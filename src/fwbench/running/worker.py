@@ -79,32 +79,40 @@ def main(spec_path: str, out_path: str) -> None:
         "weights_path": spec["weights_path"],
         "num_classes": int(spec["num_classes"]),
     }
-    if spec.get("profile"):  # the cell's profiling pass, after its timed launches (fwbench.running.profiling)
+    framework: dict | None = None
+
+    def write(parts: list[dict]) -> None:
+        """The process's result, atomically; a worker that profiles after its blocks writes it twice (the timed
+        result first, fwbench.scenarios.profile)."""
+        nonlocal framework
+        framework = framework or {
+            "name": backend.name,
+            "versions": backend.versions(),
+            "device": backend.device_info(),
+            "settings": backend.effective_settings,
+            "threads": threads,
+            "setup_s": import_and_setup_s,
+        }
+        for part in parts:
+            part["framework"] = framework
+        # The process's own phases (start-up, imports, writing) belong to its first cell, so that a process's phases
+        # add up once over the cells it served (fwbench.analysis.time.study_time).
+        phases.update(parts[0]["metrics"].get("phases_s") or {})
+        phases["until_result_s"] = _since_spawn(time.time())  # the rest of the process's wall time: write and exit
+        parts[0]["metrics"]["phases_s"] = phases
+        atomic_write_json(out_path, {"parts": parts} if "cells" in spec else parts[0])
+
+    if spec.get("profile"):  # the cell's profiling pass in a process of its own (fwbench.running.profiling)
         parts = [profile.run(backend, cell, spec["settings"], **common)]
     elif cell.suite == "micro":
         parts = micro.run_cells(backend, cells, spec["settings"], operands_path=spec["weights_path"])
     elif cell.suite == "inference":
-        parts = inference.run_cells(backend, cells, spec["settings"], **common)
+        parts = inference.run_cells(backend, cells, spec["settings"], **common, keep=write)
     elif cell.suite == "training":
         parts = [training.run(backend, cell, spec["settings"], state_dir=spec["state_dir"], **common)]
     else:
         raise ValueError(f"suite {cell.suite!r} has no scenario")
-    framework = {
-        "name": backend.name,
-        "versions": backend.versions(),
-        "device": backend.device_info(),
-        "settings": backend.effective_settings,
-        "threads": threads,
-        "setup_s": import_and_setup_s,
-    }
-    for part in parts:
-        part["framework"] = framework
-    # The process's own phases (start-up, imports, writing) belong to its first cell, so that a process's phases add
-    # up once over the cells it served (fwbench.analysis.time.study_time).
-    phases.update(parts[0]["metrics"].get("phases_s") or {})
-    phases["until_result_s"] = _since_spawn(time.time())  # the rest of the process's wall time is writing and exit
-    parts[0]["metrics"]["phases_s"] = phases
-    atomic_write_json(out_path, {"parts": parts} if "cells" in spec else parts[0])
+    write(parts)
     if scratch_cache:
         shutil.rmtree(scratch_cache, ignore_errors=True)
 

@@ -230,6 +230,12 @@ class _Blocks:
         self.bursts: dict[str, list[dict[str, Any]]] = {}
         self._idle_from: tuple[float, float] | None = None
         self.calibration_s: dict[str, float] = {}  # per step
+        # what the controller asked for after the blocks, with its finish command: {"profile": True} asks a worker
+        # of a group's last launch to profile its cells in this process (fwbench.scenarios.profile.after_blocks)
+        self.after: dict[str, Any] = {}
+
+    def reply(self, message: Mapping[str, Any]) -> None:
+        """Tell the controller something after the blocks (only a served worker has a controller to tell)."""
 
     def _calibrate(self, steps: Mapping[str, Step]) -> None:
         for name, (call, sync) in steps.items():
@@ -285,9 +291,9 @@ class LocalBlocks(_Blocks):
 
 class PipeBlocks(_Blocks):
     """A worker serving the controller: after calibration it replies {"ready": ..., "iters": ...}, then runs
-    {"burst": STEP, "block": B, "position": P} commands until {"finish": true}. It waits in a blocking read, so a
-    waiting worker uses no CPU of its own (its framework's thread pools are another matter, recorded per burst as
-    idle_cpu_s)."""
+    {"burst": STEP, "block": B, "position": P} commands until {"finish": true} (which may ask for more after the
+    blocks: `after`). It waits in a blocking read, so a waiting worker uses no CPU of its own (its framework's thread
+    pools are another matter, recorded per burst as idle_cpu_s)."""
 
     def __init__(self, plan: BurstPlan, commands: BinaryIO, replies: BinaryIO) -> None:
         super().__init__(plan)
@@ -301,12 +307,16 @@ class PipeBlocks(_Blocks):
     def _reply(self, message: Mapping[str, Any]) -> None:
         self.replies.write((json.dumps(message) + "\n").encode())
 
+    def reply(self, message: Mapping[str, Any]) -> None:
+        self._reply(message)
+
     def measure(self, steps: Mapping[str, Step]) -> dict[str, Any]:
         self._calibrate(steps)
         self._reply({"ready": list(steps), "iters": self.iters})
         for line in iter(self.commands.readline, b""):
             command = json.loads(line)
             if command.get("finish"):
+                self.after = {key: value for key, value in command.items() if key != "finish"}
                 return self.result()
             burst = self._burst(steps, command["burst"], int(command["block"]), int(command["position"]))
             self._reply({"done": command["burst"], "wall_s": burst["wall_s"]})

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +13,7 @@ from fwbench.backends import torch_compile
 from fwbench.backends.base import Backend
 from fwbench.data.inputs import batch_of, normalize
 from fwbench.data.store import load_split
-from fwbench.scenarios import blocks
+from fwbench.scenarios import blocks, profiled
 from fwbench.scenarios.operations import digest
 from fwbench.study.grid import Cell
 from fwbench.trackers.energy import BurstWindows, energy_meter, idle_baseline
@@ -100,11 +100,17 @@ def run_cells(
     data_dir: str | Path,
     weights_path: str | Path,
     num_classes: int,
+    keep: Callable[[list[dict[str, Any]]], None] | None = None,
 ) -> list[dict[str, Any]]:
     """Measure the inference cells of one model at several batch sizes in this process (a warm worker serving
     them all, fwbench.running.launches): the model is built once, then each batch size gets its inputs, its compile
     (on exactly its shapes), its first call and its warm-up, in the order given; the bursts of every batch size then
     run in the same blocks. Returns one part (`metrics`, `samples_ms`) per cell, in order.
+
+    Where the controller's finish command asks for it (a group's last launch), the cells the study profiles are
+    profiled here, after the blocks (fwbench.scenarios.profiled.after_blocks): `keep` writes the timed parts first,
+    the controller is told which cells follow, and each profiled part gains `metrics.op_profile` and the pass's time
+    as `phases_s.profiling_s`.
 
     What the cells share is recorded as theirs alike: the process's memory (rss_mb: peak and lifetime peak are the
     process's, over every batch size it compiled and ran), recompilations during the bursts, and the time the
@@ -210,7 +216,24 @@ def run_cells(
         parts.append(
             _cell_part(backend, item, settings, timed[item.step], measured, device_ms[item.step], shared, phases)
         )
+    if measuring.after.get("profile"):
+        _profile_after_blocks(backend, prepared, parts, settings, measuring, keep)
     return parts
+
+
+def _profile_after_blocks(backend, prepared, parts, settings, measuring, keep) -> None:
+    """The profiling pass of this worker's profiled cells, after its timed result is safe (`keep`)."""
+    on_gpu = str(backend.device_info().get("platform", "cpu")) == "cuda"
+    todo = [i for i, item in enumerate(prepared) if profiled.in_worker(item.cell, settings, on_gpu=on_gpu)]
+    if todo and keep is not None:
+        keep(parts)
+    measuring.reply({"profiling": [prepared[i].cell.label() for i in todo] if keep is not None else []})
+    if keep is None:
+        return
+    for i in todo:
+        record = profiled.after_blocks(backend, prepared[i].inputs, settings)
+        parts[i]["metrics"]["op_profile"] = record
+        parts[i]["metrics"]["phases_s"]["profiling_s"] = record.pop("profiling_s")
 
 
 class _Prepared:

@@ -1,12 +1,13 @@
-"""The profiling pass of an inference cell: where its forward step spends its time, operation by operation.
+"""The profiling pass of an inference cell in a process of its own: where its forward step spends its time.
 
-A profiler slows what it watches, so this never shares a process or a window with timed work: the runner starts it
-as one more process of the cell (fwbench.running.profiling) after the cell's timed launches, with the cell's own
-compile cache, so it compiles as warm as the cell's later launches did. Everything else is the timed cell's: the
-model and its weights, the first warm input batch (the same bytes, at the timed shape), the compile, a warm-up of
-`warmup_iters` steps at that shape. Then `inference.profile.steps` steps run under the framework's own profiler and
-fwbench.trackers.op_profile reduces the trace to time per step by operation category (docs/op-profile.md). The
-profiled step time is kept beside the timed median by the analysis, so the profiler's own overhead is visible.
+Most profiled cells are profiled by their own warm worker after its blocks (fwbench.scenarios.profiled). This is the
+pass for the others (a `torch.compile` cell on the CPU): the runner starts it as one more process of the cell
+(fwbench.running.profiling) after the cell's timed launches, with the cell's own compile cache. Everything else is
+the timed cell's: the model and its weights, the first warm input batch (the same bytes, at the timed shape), the
+compile, a warm-up of `warmup_iters` steps at that shape. Then `inference.profile.steps` steps run under the
+framework's own profiler and fwbench.trackers.op_profile reduces the trace to time per step by operation category
+(docs/op-profile.md). The profiled step time is kept beside the timed median by the analysis, so the profiler's own
+overhead is visible.
 """
 
 from __future__ import annotations
@@ -18,14 +19,11 @@ from typing import Any
 
 from fwbench.backends.base import Backend
 from fwbench.scenarios.inference import build_cell, input_buffers
+from fwbench.scenarios.profiled import profiled
 from fwbench.study.grid import Cell
 from fwbench.trackers.op_profile import profile_steps
 
-
-def profiled(cell: Cell, settings: Mapping[str, Any]) -> bool:
-    """Whether the study profiles this cell: an inference cell at one of `inference.profile.batch_sizes`."""
-    profile = settings.get("profile") or {}
-    return cell.suite == "inference" and cell.batch_size in (profile.get("batch_sizes") or [])
+__all__ = ["profiled", "run"]
 
 
 def run(
@@ -51,7 +49,7 @@ def run(
     def step() -> None:
         backend.synchronize(backend.forward(inputs))
 
-    record = profile_steps(backend, step, int(settings["profile"]["steps"]))
+    record = profile_steps(backend, step, int(settings["profile"]["steps"]), inputs=inputs)
     phases = {
         "preparation_s": built - started,
         "compile_s": compiled - built,

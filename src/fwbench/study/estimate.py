@@ -4,7 +4,9 @@ GPU hour is spent on it.
 A study's wall time is mostly not its timed work: each launch of a comparison starts one process per framework and
 mode, one after the other, and each imports its framework, loads its model and compiles it for every batch size it
 serves (cold in the worker's first launch, from its own cache in the later ones: compile.launch_cache) before the
-blocks of bursts run; the profiling pass starts one more process per profiled cell; and the jobs around the cells
+blocks of bursts run; the profiling pass adds each profiled cell's warm-up and profiled steps, and the profiler's own
+start and trace reduction, to its worker in the last launch (on a GPU no pass needs a process of its own,
+fwbench.scenarios.profiled); and the jobs around the cells
 (device check, peak probe, dataset, weights, model facts, parity, the report) run one at a time beside nothing
 (fwbench.running.launches, docs/time-to-report.md). `estimate` adds those parts up for a study's inference grid,
 from a cost table (benchmarks/costs/*.yaml) whose every value says whether it was measured (where, when) or assumed
@@ -64,7 +66,7 @@ class Estimate:
     parts: dict[str, float] = field(default_factory=dict)
     groups: dict[str, float] = field(default_factory=dict)
     processes: int = 0
-    profiling_processes: int = 0
+    profiled_in_workers: int = 0
 
     @property
     def total_s(self) -> float:
@@ -131,11 +133,10 @@ def estimate(config: Mapping[str, Any], costs: Costs) -> Estimate:
                 result.processes += 1
             result.add(TIMED, (blocks + discard) * len(variants) * len(batches) * burst)
         for framework, mode in variants:
-            for batch in profiled:
-                ready = _worker_ready(costs, framework, mode, model, [batch], False, warmup)
-                steps = int(profile.get("steps", 5)) * _step_s(costs, framework, mode, model, batch)
-                result.add(PROFILING, sum(ready.values()) + steps)
-                result.profiling_processes += 1
+            for batch in profiled:  # on a GPU every pass runs in its warm worker after the last launch's blocks
+                steps = (int(profile.get("steps", 5)) + warmup) * _step_s(costs, framework, mode, model, batch)
+                result.add(PROFILING, steps + costs.value("profiler_s", f"{framework}/{mode}", framework))
+                result.profiled_in_workers += 1
         result.groups[f"{model}/{precision}"] = result.total_s - before
     jobs = _jobs(config, groups)
     side_by_side = {job: jobs.pop(job) for job in SIDE_BY_SIDE}
@@ -175,7 +176,7 @@ def text(estimate: Estimate, costs: Costs) -> str:
     shown = costs.path.resolve()
     with contextlib.suppress(ValueError):
         shown = shown.relative_to(Path.cwd())
-    processes = f"{estimate.processes} measuring processes, {estimate.profiling_processes} profiling ones"
+    processes = f"{estimate.processes} measuring processes, {estimate.profiled_in_workers} cells profiled in them"
     lines = [f"estimated from {shown} ({processes}):"]
     lines += [f"  {part:<62}{minutes(s):>14}" for part, s in sorted(estimate.parts.items(), key=lambda p: -p[1])]
     lines.append(f"  {'total':<62}{minutes(estimate.total_s):>14}")

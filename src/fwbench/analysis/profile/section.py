@@ -49,10 +49,38 @@ def _what_text(cells: pd.DataFrame) -> str:
         f"{count} inference cell{'' if count == 1 else 's'} {'was' if count == 1 else 'were'} profiled "
         f"({len(models)} model{'' if len(models) == 1 else 's'}: {escape(join_words(models))}; batch size "
         f"{_int_list(cells['batch_size'])}; {len(variants)} framework and mode variant"
-        f"{'' if len(variants) == 1 else 's'}), each in a process of its own after the cell's timed trials: the "
-        "model is built and compiled as for the timed trials and warmed up on the profiled shape, then "
-        f"{_int_list(cells['steps'])} steps run under the framework's own profiler"
+        f"{'' if len(variants) == 1 else 's'}), after the cell's timed trials: {_where_text(cells)}; each "
+        "was warmed up on the profiled shape, then "
+        f"{_int_list(cells['steps'])} steps ran under the framework's own profiler"
     )
+
+
+def _where_text(cells: pd.DataFrame) -> str:
+    """Where the passes ran: in the last launch's warm worker (the timed program), or in a process of their own."""
+    where = cells["profiled_in"] if "profiled_in" in cells else pd.Series(["process"] * len(cells))
+    in_worker, alone = int((where == "worker").sum()), int((where != "worker").sum())
+    parts = []
+    if in_worker:
+        parts.append(
+            f"{_count(in_worker, len(cells))} in the warm worker of the cell's last launch, once every worker of that "
+            "launch had ended its timed blocks (the model, weights and compiled program that were timed)"
+        )
+    if alone:
+        compiled = cells[where != "worker"]
+        why = (
+            " (PyTorch compiled on the CPU: Inductor's C++ kernels are compiled again to record themselves)"
+            if set(compiled["mode"]) == {"compile"} and set(compiled["platform"]) == {"cpu"}
+            else ""
+        )
+        parts.append(
+            f"{_count(alone, len(cells))} in a process of its own, where the model is built and compiled as for the "
+            f"timed trials{why}"
+        )
+    return "; ".join(parts)
+
+
+def _count(part: int, whole: int) -> str:
+    return "all" if part == whole else ("one" if part == 1 else str(part))
 
 
 def _profilers_text(cells: pd.DataFrame) -> str:

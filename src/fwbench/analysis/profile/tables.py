@@ -43,7 +43,10 @@ PROFILE_COLUMNS = [
     "time_basis",
     "steps",
     "attributed_ms",
+    "profiled_in",
 ]
+# Where a cell's pass ran (fwbench.scenarios.profiled): its last launch's warm worker, or a process of its own.
+PROFILED_IN = {"worker": "its warm worker, after the timed blocks", "process": "a process of its own"}
 TOP_COLUMNS = [*CELL_COLUMNS, "rank", "name", "category", "ms_per_step", "calls_per_step"]
 UNMAPPED_COLUMNS = ["framework", "platform", "profiler", "name", "cells"]
 # (model, framework, mode, precision, batch size): a profiled cell in every lookup of this section.
@@ -201,6 +204,8 @@ def op_profile_table(cells: Iterable[Any], tidy: pd.DataFrame | None) -> pd.Data
                     "time_basis": profile.get("time_basis"),
                     "steps": int(profile["steps"]),
                     "attributed_ms": float(profile["attributed_ms"]),
+                    # a record without `where` comes from a process of its own (and every pass before 2026-11-28)
+                    "profiled_in": "worker" if profile.get("where") else "process",
                 }
             )
     return pd.DataFrame(rows, columns=PROFILE_COLUMNS)

@@ -26,14 +26,15 @@ def _timed(step: Callable[[], Any], steps: int) -> float:
     return (time.perf_counter() - start) * 1000.0 / steps
 
 
-def hlo_text(backend: Any) -> str | None:
-    """The backend's compiled program as HLO text, or None where it has none or cannot say (the reducer then maps
-    instructions by their names)."""
+def hlo_text(backend: Any, inputs: Any = None) -> str | None:
+    """The backend's compiled program for `inputs` (None: the last it compiled) as HLO text, or None where it has
+    none or cannot say (the reducer then maps instructions by their names). A warm worker compiled one program per
+    batch size, so the profiled one is named by its inputs."""
     method = getattr(backend, "compiled_hlo_text", None)
     if method is None:
         return None
     try:
-        return method()
+        return method(inputs)
     except Exception:  # an optional aid: the profile is still made from the instruction names
         return None
 
@@ -82,12 +83,12 @@ XSPACE_TRACERS: dict[str, Callable[[Callable[[], Any], int, Path], float]] = {
 }
 
 
-def profile_steps(backend: Any, step: Callable[[], Any], steps: int) -> dict[str, Any]:
+def profile_steps(backend: Any, step: Callable[[], Any], steps: int, inputs: Any = None) -> dict[str, Any]:
     """Run `steps` calls of `step` (one synchronised forward step, returning nothing) under `backend`'s framework
     profiler and return the reduced record (categories, top ops, unmapped names; see docs/op-profile.md).
 
-    The caller has built, compiled and warmed the model with the profiled shape: compilation inside the profiled
-    window would be counted as the step's time."""
+    The caller has built, compiled and warmed the model with the profiled shape (`inputs`, which names the compiled
+    program whose HLO maps the ops): compilation inside the profiled window would be counted as the step's time."""
     if steps < 1:
         raise ValueError(f"steps must be >= 1, got {steps}")
     platform = str(backend.device_info().get("platform", "cpu"))
@@ -103,7 +104,7 @@ def profile_steps(backend: Any, step: Callable[[], Any], steps: int) -> dict[str
             _xplane(workdir),
             framework=backend.name,
             steps=steps,
-            hlo_text=hlo_text(backend),
+            hlo_text=hlo_text(backend, inputs),
             profiled_step_ms=step_ms,
             platform=platform,
         )
