@@ -19,9 +19,8 @@ from typing import Any
 
 from fwbench.backends.base import Backend
 from fwbench.scenarios.inference import build_cell, input_buffers
-from fwbench.scenarios.profiled import profiled
+from fwbench.scenarios.profiled import profiled, warm_and_profile
 from fwbench.study.grid import Cell
-from fwbench.trackers.op_profile import profile_steps
 
 __all__ = ["profiled", "run"]
 
@@ -42,18 +41,6 @@ def run(
     built = time.perf_counter()
     backend.compile(inputs)
     compiled = time.perf_counter()
-    for _ in range(int(settings["warmup_iters"])):
-        backend.synchronize(backend.forward(inputs))
-    warm = time.perf_counter()
-
-    def step() -> None:
-        backend.synchronize(backend.forward(inputs))
-
-    record = profile_steps(backend, step, int(settings["profile"]["steps"]), inputs=inputs)
-    phases = {
-        "preparation_s": built - started,
-        "compile_s": compiled - built,
-        "warmup_s": warm - compiled,
-        "profile_s": time.perf_counter() - warm,
-    }
+    record, phases = warm_and_profile(backend, inputs, settings)
+    phases = {"preparation_s": built - started, "compile_s": compiled - built, **phases}
     return {"metrics": {"op_profile": record, "phases_s": phases}}

@@ -37,20 +37,28 @@ def in_worker(cell: Cell, settings: Mapping[str, Any], *, on_gpu: bool) -> bool:
 WHERE_IN_WORKER = "in the worker of the cell's last launch, after its timed blocks"
 
 
+def warm_and_profile(backend: Backend, inputs: Any, settings: Mapping[str, Any]) -> tuple[dict[str, Any], dict]:
+    """The pass itself, wherever it runs, on a compiled program: `warmup_iters` steps on `inputs`, then
+    `inference.profile.steps` steps under the framework's profiler. Returns (the reduced record, its phases)."""
+    started = time.perf_counter()
+    for _ in range(int(settings["warmup_iters"])):
+        backend.synchronize(backend.forward(inputs))
+    warm = time.perf_counter()
+
+    def step() -> None:
+        backend.synchronize(backend.forward(inputs))
+
+    record = profile_steps(backend, step, int(settings["profile"]["steps"]), inputs=inputs)
+    return record, {"warmup_s": warm - started, "profile_s": time.perf_counter() - warm}
+
+
 def after_blocks(backend: Backend, inputs: Any, settings: Mapping[str, Any]) -> dict[str, Any]:
-    """Profile a cell in the warm worker that just timed it (`in_worker`): a warm-up of `warmup_iters` steps on the
-    timed cell's first warm batch (the other workers' bursts ran since its own last one), then the profiled steps.
-    Returns the cell's `metrics.op_profile` record; a profiler that raises is recorded as a failed pass."""
+    """Profile a cell in the warm worker that just timed it (`in_worker`), on the timed cell's first warm batch,
+    warmed up again (the other workers' bursts ran since its own last one). Returns the cell's `metrics.op_profile`
+    record; a profiler that raises is recorded as a failed pass."""
     started = time.perf_counter()
     try:
-        for _ in range(int(settings["warmup_iters"])):
-            backend.synchronize(backend.forward(inputs))
-        warm = time.perf_counter()
-
-        def step() -> None:
-            backend.synchronize(backend.forward(inputs))
-
-        record = profile_steps(backend, step, int(settings["profile"]["steps"]), inputs=inputs)
+        record, phases = warm_and_profile(backend, inputs, settings)
     except Exception as exc:  # the timed result stands; the pass says why it has no profile
         return {
             "status": "failed",
@@ -59,11 +67,10 @@ def after_blocks(backend: Backend, inputs: Any, settings: Mapping[str, Any]) -> 
             "where": WHERE_IN_WORKER,
             "profiling_s": time.perf_counter() - started,
         }
-    ended = time.perf_counter()
     return {
         "status": "ok",
         **record,
         "where": WHERE_IN_WORKER,
-        "phases_s": {"warmup_s": warm - started, "profile_s": ended - warm},
-        "profiling_s": ended - started,
+        "phases_s": phases,
+        "profiling_s": time.perf_counter() - started,
     }
