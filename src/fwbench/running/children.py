@@ -190,7 +190,7 @@ class Child:
                 part = read_json(self.part_path)
                 # one cell's part, or {"parts": [...]} from a worker serving several cells
                 each = part.get("parts") if isinstance(part, dict) and "parts" in part else [part]
-                if not isinstance(each, list) or not each or not all(_is_part(p) for p in each):
+                if not isinstance(each, list) or not each or not all(is_part(p) for p in each):
                     part, result_error = None, "it is not a result part (no metrics or framework)"
             except (OSError, ValueError) as exc:
                 result_error = f"{type(exc).__name__}: {exc}"
@@ -221,5 +221,6 @@ class Child:
             self.memory.close()
 
 
-def _is_part(part: Any) -> bool:
+def is_part(part: Any) -> bool:
+    """A result part as a worker writes it: its metrics and its framework."""
     return isinstance(part, dict) and "metrics" in part and "framework" in part

@@ -14,7 +14,7 @@ from typing import Any
 
 from fwbench.io import read_json
 from fwbench.running import order as trial_order
-from fwbench.running.children import Child, Outcome
+from fwbench.running.children import Child, Outcome, is_part
 from fwbench.running.context import CellRun, Context, now
 from fwbench.scenarios.blocks import OTHER_LOAD_FLAG
 from fwbench.scenarios.profiled import WHERE_IN_WORKER, profiled
@@ -202,7 +202,7 @@ def _timed_result_kept(child: Child, outcome: Outcome, profiling: list[bool]) ->
     except (OSError, ValueError):
         return outcome
     each = part.get("parts", [part]) if isinstance(part, dict) else None
-    if not isinstance(each, list) or len(each) != len(profiling) or not all(_has_metrics(p) for p in each):
+    if not isinstance(each, list) or len(each) != len(profiling) or not all(is_part(p) for p in each):
         return outcome
     failure = outcome.failure
     for one, was_profiling in zip(each, profiling, strict=True):
@@ -214,10 +214,6 @@ def _timed_result_kept(child: Child, outcome: Outcome, profiling: list[bool]) ->
                 "where": WHERE_IN_WORKER,
             }
     return Outcome(part, None, outcome.output, outcome.memory_limit)
-
-
-def _has_metrics(part) -> bool:
-    return isinstance(part, dict) and isinstance(part.get("metrics"), dict) and "framework" in part
 
 
 def _finish(context, runs, worker, launch, trials, schedule, outcome) -> None:

@@ -1,7 +1,7 @@
 """The profiling pass of a group, after its timed launches (docs/op-profile.md).
 
 Most profiled cells were profiled by their own warm worker at the end of the group's last launch
-(fwbench.scenarios.profile.after_blocks, asked for by fwbench.running.launches): their record comes with the last
+(fwbench.scenarios.profiled.after_blocks, asked for by fwbench.running.launches): their record comes with the last
 launch's part and is taken from it here. The others (a torch.compile cell on the CPU, whose kernel-level profile
 needs a compile of its own) get one more process each, started only once every launch of the group has ended, so no
 timed window of any cell overlaps it. It gets the cell's spec, its workarounds' environment and its own compile

@@ -83,7 +83,7 @@ def main(spec_path: str, out_path: str) -> None:
 
     def write(parts: list[dict]) -> None:
         """The process's result, atomically; a worker that profiles after its blocks writes it twice (the timed
-        result first, fwbench.scenarios.profile)."""
+        result first, fwbench.scenarios.profiled)."""
         nonlocal framework
         framework = framework or {
             "name": backend.name,

@@ -231,7 +231,7 @@ class _Blocks:
         self._idle_from: tuple[float, float] | None = None
         self.calibration_s: dict[str, float] = {}  # per step
         # what the controller asked for after the blocks, with its finish command: {"profile": True} asks a worker
-        # of a group's last launch to profile its cells in this process (fwbench.scenarios.profile.after_blocks)
+        # of a group's last launch to profile its cells in this process (fwbench.scenarios.profiled.after_blocks)
         self.after: dict[str, Any] = {}
 
     def reply(self, message: Mapping[str, Any]) -> None:
@@ -304,22 +304,19 @@ class PipeBlocks(_Blocks):
         read_fd, write_fd = (int(fd) for fd in os.environ[BLOCK_FDS_ENV].split(","))
         return cls(plan, os.fdopen(read_fd, "rb", buffering=0), os.fdopen(write_fd, "wb", buffering=0))
 
-    def _reply(self, message: Mapping[str, Any]) -> None:
-        self.replies.write((json.dumps(message) + "\n").encode())
-
     def reply(self, message: Mapping[str, Any]) -> None:
-        self._reply(message)
+        self.replies.write((json.dumps(message) + "\n").encode())
 
     def measure(self, steps: Mapping[str, Step]) -> dict[str, Any]:
         self._calibrate(steps)
-        self._reply({"ready": list(steps), "iters": self.iters})
+        self.reply({"ready": list(steps), "iters": self.iters})
         for line in iter(self.commands.readline, b""):
             command = json.loads(line)
             if command.get("finish"):
                 self.after = {key: value for key, value in command.items() if key != "finish"}
                 return self.result()
             burst = self._burst(steps, command["burst"], int(command["block"]), int(command["position"]))
-            self._reply({"done": command["burst"], "wall_s": burst["wall_s"]})
+            self.reply({"done": command["burst"], "wall_s": burst["wall_s"]})
         raise EOFError("the controller closed the command pipe before asking the worker to finish")
 
 

@@ -225,11 +225,11 @@ def _profile_after_blocks(backend, prepared, parts, settings, measuring, keep) -
     """The profiling pass of this worker's profiled cells, after its timed result is safe (`keep`)."""
     on_gpu = str(backend.device_info().get("platform", "cpu")) == "cuda"
     todo = [i for i, item in enumerate(prepared) if profiled.in_worker(item.cell, settings, on_gpu=on_gpu)]
-    if todo and keep is not None:
+    if keep is None:  # nowhere to keep the timed result first: no pass here
+        todo = []
+    if todo:
         keep(parts)
-    measuring.reply({"profiling": [prepared[i].cell.label() for i in todo] if keep is not None else []})
-    if keep is None:
-        return
+    measuring.reply({"profiling": [prepared[i].cell.label() for i in todo]})
     for i in todo:
         record = profiled.after_blocks(backend, prepared[i].inputs, settings)
         parts[i]["metrics"]["op_profile"] = record

@@ -57,7 +57,7 @@ def _what_text(cells: pd.DataFrame) -> str:
 
 def _where_text(cells: pd.DataFrame) -> str:
     """Where the passes ran: in the last launch's warm worker (the timed program), or in a process of their own."""
-    where = cells["profiled_in"] if "profiled_in" in cells else pd.Series(["process"] * len(cells))
+    where = cells["profiled_in"]
     in_worker, alone = int((where == "worker").sum()), int((where != "worker").sum())
     parts = []
     if in_worker:

@@ -45,8 +45,6 @@ PROFILE_COLUMNS = [
     "attributed_ms",
     "profiled_in",
 ]
-# Where a cell's pass ran (fwbench.scenarios.profiled): its last launch's warm worker, or a process of its own.
-PROFILED_IN = {"worker": "its warm worker, after the timed blocks", "process": "a process of its own"}
 TOP_COLUMNS = [*CELL_COLUMNS, "rank", "name", "category", "ms_per_step", "calls_per_step"]
 UNMAPPED_COLUMNS = ["framework", "platform", "profiler", "name", "cells"]
 # (model, framework, mode, precision, batch size): a profiled cell in every lookup of this section.

@@ -104,7 +104,7 @@ def _process(cell: Mapping[str, Any], wall: float, phases: Mapping[str, Any] | N
         "evaluation": sum(_value(phases, k) for k in ("step0_s", "evaluation_s", "checkpoint_s")),
         "startup": sum(_value(phases, k) for k in ("process_start_s", "harness_imports_s", "framework_import_s")),
         "load": _value(phases, "load_s"),
-        # a profiling pass its worker ran after the blocks of the group's last launch (fwbench.scenarios.profile)
+        # a profiling pass its worker ran after the blocks of the group's last launch (fwbench.scenarios.profiled)
         "profiling_in_worker": _value(phases, "profiling_s"),
     }
     row.update(parts, framework_import=_value(phases, "framework_import_s") if phases else math.nan)
