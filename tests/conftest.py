@@ -109,6 +109,8 @@ FULL_SUITE_ONLY: dict[str, tuple[str, ...]] = {
         "tests/test_profiling_pass.py::test_a_failed_profiling_process_leaves_the_timed_result_and_says_why",
         "tests/test_shared_workers.py::test_without_sharing_each_cell_has_a_process_of_its_own",
         "tests/test_trials.py::test_three_frameworks_run_a_whole_williams_design_in_six_rounds",
+        "tests/test_compile_launch.py::test_real_workers_compile_cold_in_the_compile_launch_and_load_warm_in_every_"
+        "measured_one",
     ),
     "snakemake runs of the shipped studies other than the default, and the HTML report in a real browser": (
         "tests/test_study_files.py::test_every_shipped_study_dry_runs_and_plans_the_cells_its_header_states[paper-h100.yaml]",

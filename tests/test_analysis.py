@@ -309,17 +309,36 @@ def test_mfu_uses_the_study_configuration_not_the_reference_row(cell_files, tmp_
     assert ok["mfu"].tolist() == pytest.approx((ok["throughput_img_s"] * 2e6 / 1e12).tolist())
 
 
-def test_tf32_cells_are_divided_by_the_tf32_peak(tmp_path):
+def test_each_cell_is_divided_by_the_peak_of_the_arithmetic_it_ran_in(tmp_path):
+    """MFU divides by the peak of what the cell recorded it computed in, not by its precision's name: a tf32 cell with
+    TF32 in effect by the TF32 peak, one where it was not (a CPU) by the FP32 peak, and a precision-`default` ViT-B/16
+    whose matmuls ran in true FP32 (PyTorch's own default on a GPU: TF32 convolutions only) by the FP32 peak, while a
+    CNN with the same record, whose convolutions do its arithmetic, is divided by the TF32 peak."""
     from fwbench.trackers.flops import peak_for
 
-    result = _result("torch", 8, 400.0)
-    result["cell"]["precision"] = "tf32"
-    atomic_write_json(tmp_path / "tf32.json", result)
-    facts = [{"model": "small_cnn", "image_size": 32, "flops_torch": 2e6, "configuration": "study"}]
+    cases = {  # name: (model, precision, tf32_scope, expected peak)
+        "tf32": ("small_cnn", "tf32", "matmuls and convolutions", 8e12),
+        "tf32-cpu": ("small_cnn", "tf32", "none", 1e12),
+        "vit-default": ("vit_b_16", "default", "convolutions", 1e12),
+        "cnn-default": ("small_cnn", "default", "convolutions", 8e12),
+        "bf16": ("small_cnn", "bf16", "none", 4e12),
+    }
+    for name, (model, precision, scope, _) in cases.items():
+        result = _result("torch", 8, 400.0)
+        result["cell"] |= {"precision": precision, "model": model}
+        result["provenance"]["framework"]["settings"] |= {
+            "tf32_scope": scope,
+            "dtype": "bfloat16" if precision == "bf16" else "float32",
+        }
+        atomic_write_json(tmp_path / f"{name}.json", result)
+    facts = [
+        {"model": m, "image_size": 32, "flops_torch": 2e6, "configuration": "study"} for m in ("small_cnn", "vit_b_16")
+    ]
     peak = {"fp32": {"peak_flops": 1e12}, "tf32": {"peak_flops": 8e12}, "bf16": {"peak_flops": 4e12}}
-    frame = write_tidy([tmp_path / "tf32.json"], tmp_path / "inference.csv", facts=facts, peak=peak)
-    assert frame["peak_flops"].tolist() == [8e12]
-    assert frame["mfu"].tolist() == pytest.approx([400.0 * 2e6 / 8e12])
+    frame = write_tidy([tmp_path / f"{n}.json" for n in cases], tmp_path / "inference.csv", facts=facts, peak=peak)
+    by_scope = {(r.model, r.precision, r.tf32_scope): r.peak_flops for r in frame.itertuples()}
+    assert by_scope == {(m, p, s): expected for m, p, s, expected in cases.values()}
+    assert frame["mfu"].tolist() == pytest.approx((400.0 * 2e6 / frame["peak_flops"]).tolist())
     assert [peak_for(p, peak) for p in ("fp32", "tf32", "bf16")] == [1e12, 8e12, 4e12]
     with pytest.raises(KeyError, match="rerun the device_peak rule"):
         peak_for("tf32", {"fp32": {"peak_flops": 1e12}, "bf16": {"peak_flops": 4e12}})

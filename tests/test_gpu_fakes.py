@@ -285,26 +285,6 @@ def test_rapl_absence_and_permissions_give_reasons(tmp_path):
         assert "not readable" in cpu_meter(tmp_path)
 
 
-class FakeEventTimer:
-    """Stands in for a pair of CUDA events: 1.5 ms of 'device time' per step, and checks the call order."""
-
-    def __init__(self):
-        self.state = "idle"
-
-    def start(self):
-        assert self.state == "idle"
-        self.state = "started"
-
-    def stop(self):
-        assert self.state == "started"
-        self.state = "stopped"
-
-    def elapsed_ms(self):
-        assert self.state == "stopped"
-        self.state = "idle"
-        return 1.5
-
-
 class FakeCudaBackend(Backend):
     """A CUDA-shaped backend computing with NumPy: device index 0, allocator statistics like torch.cuda's."""
 
@@ -330,11 +310,14 @@ class FakeCudaBackend(Backend):
         return FakeTrainer(image_size * image_size * 3, num_classes)
 
     def build(self, model, state_dict, *, num_classes, image_size):
-        self.seen, self.calls = set(), []
+        self.seen, self.calls, self.size = set(), [], image_size
         self.weight = np.random.default_rng(0).standard_normal((image_size * image_size * 3, num_classes))
 
     def to_device(self, batch_nhwc):
         return np.asarray(batch_nhwc).reshape(len(batch_nhwc), -1)
+
+    def fed_nhwc(self, inputs):
+        return np.asarray(inputs, dtype=np.float32).reshape(len(inputs), self.size, self.size, 3)
 
     def compile(self, inputs):
         return None
@@ -366,9 +349,6 @@ class FakeCudaBackend(Backend):
 
     def reset_device_memory_peak(self):
         self.forwards_at_reset = len(getattr(self, "calls", []))  # a training cell builds no inference model
-
-    def device_timer(self):
-        return FakeEventTimer()
 
     def device_memory(self):
         # Like torch.cuda's allocator: the peak over the process includes loading; after the reset, the steady one.
@@ -508,35 +488,16 @@ def test_scenario_records_gpu_energy_memory_and_isolation(tmp_path, monkeypatch)
     assert metrics["device_memory"]["steady_state_peak_bytes"] == 123
     assert metrics["device_memory"]["nvml_process_used_bytes"] == 2**30
     assert "energy" not in metrics["missing"] and "device_memory" not in metrics["missing"]
-    assert metrics["device_latency_ms"]["p50"] == 1.5 and "CUDA events" in metrics["device_latency_ms"]["source"]
-    assert len(metrics["device_samples_ms"]) == min(metrics["n_iters"], 100)
+    assert "device_latency_ms" not in metrics, "one timer for every framework: the host clock"
     assert metrics["cold_inputs"] is None
 
 
-class TracedEventTimer(FakeEventTimer):
-    def __init__(self, trace):
-        super().__init__()
-        self.trace = trace
-
-    def start(self):
-        self.trace.append("event.start")
-        super().start()
-
-    def stop(self):
-        self.trace.append("event.stop")
-        super().stop()
-
-    def elapsed_ms(self):
-        self.trace.append("event.elapsed")
-        return super().elapsed_ms()
-
-
 class TracedCudaBackend(FakeCudaBackend):
-    """Records every framework call in `trace`; `events=False` is a JAX-like backend: no device event timer."""
+    """Records every framework call in `trace`."""
 
-    def __init__(self, trace, *, events, **kwargs):
+    def __init__(self, trace, **kwargs):
         super().__init__(**kwargs)
-        self.trace, self.events = trace, events
+        self.trace = trace
 
     def forward(self, inputs):
         self.trace.append("step")
@@ -545,12 +506,8 @@ class TracedCudaBackend(FakeCudaBackend):
     def synchronize(self, outputs):
         self.trace.append("sync")
 
-    def device_timer(self):
-        return TracedEventTimer(self.trace) if self.events else None
 
-
-@pytest.mark.parametrize("events", [True, False], ids=["torch-like CUDA events", "jax-like no event API"])
-def test_host_timed_steps_contain_only_the_step_and_the_synchronise(tmp_path, monkeypatch, events):
+def test_host_timed_steps_contain_only_the_step_and_the_synchronise(tmp_path, monkeypatch):
     from fwbench.scenarios import blocks
 
     config = validate_config(TINY_CONFIG)
@@ -566,7 +523,7 @@ def test_host_timed_steps_contain_only_the_step_and_the_synchronise(tmp_path, mo
     monkeypatch.setattr(blocks, "burst_clock", clock)
     # no untimed iterations before a burst, so that every step between the first and last clock read is timed
     settings = {k: v for k, v in config["inference"].items() if k != "batch_sizes"} | {"burst_discard": 0}
-    backend = TracedCudaBackend(trace, events=events, threads=1, precision="fp32")
+    backend = TracedCudaBackend(trace, threads=1, precision="fp32")
     metrics = inference.run(
         backend,
         Cell("inference", "fakecuda", "small_cnn", "fp32", 2, 16),
@@ -586,15 +543,8 @@ def test_host_timed_steps_contain_only_the_step_and_the_synchronise(tmp_path, mo
     timed = [b for b in brackets if b]
     assert set(timed) == {("step", "sync")}, "between the clock reads: the step and its synchronise, nothing else"
     assert len(timed) == metrics["n_iters"]
-    after = trace[last + 1 :]
-    if events:  # device time in its own pass after the host-timed loop
-        passes = min(metrics["n_iters"], 100)
-        assert after == ["event.start", "step", "event.stop", "sync", "event.elapsed"] * passes
-        assert metrics["device_latency_ms"]["p50"] == 1.5 and len(metrics["device_samples_ms"]) == passes
-        assert "separate pass" in metrics["device_latency_ms"]["source"]
-    else:
-        assert after == [] and metrics["device_latency_ms"] is None and metrics["device_samples_ms"] is None
-        assert "no per-step device event timer" in metrics["missing"]["device_latency_ms"]
+    # one timer, the same for every framework: no device-timer pass after the bursts
+    assert trace[last + 1 :] == [] and "device_latency_ms" not in metrics
     assert metrics["blocks"]["bursts"] == settings["blocks"] and metrics["timed_s"] > 0
 
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fwbench.trackers.latency import device_pass, throughput, throughput_interval
+from fwbench.trackers.latency import throughput, throughput_interval
 from fwbench.trackers.stats import (
     bootstrap_median,
     bootstrap_ratio_of_medians,
@@ -25,25 +25,6 @@ def test_order_statistic_interval_of_the_median():
     rng = np.random.default_rng(5)
     intervals = [order_statistic_median(rng.lognormal(0, 1, 50)) for _ in range(2000)]
     assert np.mean([ci.low <= 1.0 <= ci.high for ci in intervals]) >= 0.94
-
-
-def test_device_time_comes_from_a_pass_of_its_own():
-    events = []
-
-    class Timer:
-        def start(self):
-            events.append("start")
-
-        def stop(self):
-            events.append("stop")
-
-        def elapsed_ms(self):
-            events.append("elapsed")
-            return 1.5
-
-    ms = device_pass(lambda i: events.append(f"step{i}"), lambda _: events.append("sync"), Timer(), 2)
-    assert ms == [1.5, 1.5]
-    assert events == ["start", "step0", "stop", "sync", "elapsed", "start", "step1", "stop", "sync", "elapsed"]
 
 
 def test_summary_statistics():

@@ -24,6 +24,8 @@ def test_each_framework_gets_its_own_cache_in_the_cells_directory(tmp_path):
     torch_env = {launch_cache.LAUNCH_CACHE_ENV: str(root)}
     assert launch_cache.apply("torch", "compile", _settings(), torch_env) == str(root / "inductor")
     assert torch_env["TORCHINDUCTOR_CACHE_DIR"] == str(root / "inductor")
+    graphs_env = {launch_cache.LAUNCH_CACHE_ENV: str(root)}  # torch.compile with CUDA graphs: Inductor's cache too
+    assert launch_cache.apply("torch", "cudagraphs", _settings(), graphs_env) == str(root / "inductor")
     jax_env = {launch_cache.LAUNCH_CACHE_ENV: str(root)}
     launch_cache.apply("jax", "jit", _settings(), jax_env)
     assert jax_env["JAX_COMPILATION_CACHE_DIR"] == str(root / "jax")

@@ -77,22 +77,28 @@ def _result(framework, model="resnet50", batch=1, suite="inference", mode=None, 
     }
 
 
-def _parity(errors=None, missing=None):
+def _parity(errors=None, missing=None, blind=()):
     rows = []
     for framework in ("jax", "tensorflow"):
         error = (errors or {}).get(framework, 1e-6)
         why = (missing or {}).get(framework)
+        can_fail = not why and framework not in blind
         rows.append(
             {
                 "model": "resnet50",
                 "framework": framework,
+                "precision": "fp32",
+                "arithmetic": "fp32",
                 "image_size": 32,
                 "images": 8,
+                "input_dependence": None if why else (0.0 if framework in blind else 0.4),
+                "permuted_error": None if why else (error if framework in blind else 0.5),
+                "can_fail": can_fail,
                 "relative_error": None if why else error,
                 "max_abs_error": None if why else error,
                 "top1_agreement": None if why else 1.0,
                 "tolerance": 1e-4,
-                "holds": not why and error <= 1e-4,
+                "holds": can_fail and error <= 1e-4,
                 "same_weights": True,
                 "same_inputs": True,
                 "missing": why,
@@ -144,6 +150,42 @@ def test_parity_beyond_the_bound_or_missing_does_not_hold():
         "Same weights in every framework"
     ]
     assert status == NOT_HELD and "ValueError" in where
+
+
+def test_compile_apart_is_decided_by_each_cells_records():
+    """Negative controls of the compile row: a launch without a first call recorded apart, a compiled cell without a
+    compile time, and a compiled cell whose timed steps hold one as slow as its compile do not hold; an eager cell's
+    or a compiled cell's ordinary slow step does."""
+    control = "Compile time apart from steady state"
+    steps = [5.0] * 50
+    cells = copy.deepcopy(CELLS)
+    for cell in cells:
+        cell["samples_ms"] = steps + [40.0]  # a scheduling stall of 40 ms: not a compile
+    assert _statuses(cells)[control][0] == HELD
+    unrecorded = copy.deepcopy(cells)
+    unrecorded[1]["metrics"]["trials"][0]["first_call_s"] = None
+    status, _, where = _statuses(unrecorded)[control]
+    assert status == NOT_HELD and "inference jax jit resnet50 fp32 bs1 (no first call recorded apart)" in where
+    uncompiled = copy.deepcopy(cells)
+    for trial in uncompiled[2]["metrics"]["trials"]:
+        trial["compile_s"] = None
+    assert "no compile recorded apart" in _statuses(uncompiled)[control][2]
+    leaked = copy.deepcopy(cells)
+    leaked[0]["samples_ms"] = steps + [900.0]  # compile_s 1.0 s: a recompilation timed as a step
+    status, _, where = _statuses(leaked)[control]
+    assert status == NOT_HELD and "a timed step of 900 ms (180x the median) as slow as a compile" in where
+    eager = copy.deepcopy(leaked)
+    eager[0] = _result("torch", mode="eager", order=WILLIAMS_3["torch"]) | {"samples_ms": steps + [900.0]}
+    assert _statuses(eager)[control][0] == HELD, "an eager cell compiles nothing: its slow step is noise"
+
+
+def test_logits_that_do_not_depend_on_the_image_do_not_hold():
+    """The parity check could not fail for a model whose logits are the same for every image: the ledger says so."""
+    status, measured, where = _statuses(CELLS, _parity(blind=("jax",)))["Same weights in every framework"]
+    assert status == NOT_HELD and "resnet50 in JAX/Flax: logits do not depend on the image" in where
+    assert "the check cannot fail" in where and "TensorFlow" not in where
+    status, measured, _ = _statuses(CELLS)["Same weights in every framework"]
+    assert status == HELD and "logits vary with the image by at least 4.0e-01" in measured
 
 
 @pytest.mark.parametrize(
@@ -510,3 +552,19 @@ def test_a_framework_at_another_version_than_the_tested_one_is_named_with_its_ve
     status, measured, where = _statuses(cells)["Framework versions as tested"]
     assert status == NOT_HELD and measured == "torch 2.11.0+cu130, torchvision 0.26.0"
     assert where == "not the tested versions (the setup table gives them)"
+
+
+def test_a_cell_whose_measured_launches_found_different_cache_states_is_named():
+    """The negative control of the compile launch (fwbench.running.compile_launch): launch 1 cold, later launches
+    warm, as a cell's first launch filling its launch cache left them; every launch warm holds."""
+    control = "Compile cache alike in measured launches"
+    assert control not in _statuses(CELLS), "cells that recorded no cache state: the row does not apply"
+    cells = copy.deepcopy(CELLS)
+    for cell in cells:
+        for trial in cell["metrics"]["trials"]:
+            trial["compilation_cache"] = {"state": "warm"}
+    assert _statuses(cells)[control][0] == HELD
+    cells[0]["metrics"]["trials"][0]["compilation_cache"] = {"state": "cold"}
+    status, measured, where = _statuses(cells)[control]
+    assert status == NOT_HELD and measured == "2 of 3 cells: one state in every measured launch (warm 2)"
+    assert where == "inference torch compile resnet50 fp32 bs1 (launch 1 cold, launches 2-6 warm)"

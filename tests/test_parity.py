@@ -91,3 +91,36 @@ def test_parameter_counts_equal_torchvision(name, expected):
         int(np.prod(leaf.shape)) for leaf in jax.tree_util.tree_leaves(_template(name, 1000, 224)["params"])
     )
     assert torch_count == flax_count == expected
+
+
+def test_eval_parity_fails_a_twin_fed_permuted_images_or_blind_to_its_input():
+    """Negative controls of the eval parity check: with calibrated statistics the logits vary with the image, so a
+    twin that sees the images in another order, or ignores them, is far outside the bar; and a reference whose logits
+    do not vary (the initialisation's statistics in MobileNetV3-Small) is refused rather than passed."""
+    import torch
+
+    from fwbench.models import parity_core
+
+    def torch_forward(name, state, images, *, num_classes, image_size):
+        model = torch_model(name, num_classes=num_classes, image_size=image_size)
+        model.load_state_dict({k: torch.from_numpy(v) for k, v in state.items()})
+        with torch.no_grad():
+            return model.eval()(torch.from_numpy(images)).numpy()
+
+    def permuted(name, state, images, **kw):
+        return torch_forward(name, state, images[::-1].copy(), **kw)
+
+    def blind(name, state, images, **kw):
+        return torch_forward(name, state, np.zeros_like(images), **kw)
+
+    args = ("mobilenet_v3_small", DEFAULT_RESOLUTION, 3)
+    assert parity_core.eval_parity_of(torch_forward, *args, batch=4) < 1e-6
+    assert parity_core.eval_parity_of(permuted, *args, batch=4) > 1e-2
+    assert parity_core.eval_parity_of(blind, *args, batch=4) > 1e-2
+    uncalibrated = parity_core.calibrate_batchnorm
+    try:  # the old random-statistics protocol's failure: logits that do not depend on the input are refused
+        parity_core.calibrate_batchnorm = lambda model, batches: 0
+        with pytest.raises(AssertionError, match="barely depend on the input"):
+            parity_core.eval_parity_of(torch_forward, "efficientnet_b0", DEFAULT_RESOLUTION, 3, batch=4)
+    finally:
+        parity_core.calibrate_batchnorm = uncalibrated

@@ -1,43 +1,125 @@
-"""The study's own weights-identical measurement: each framework's logits on the study's weights, compared with
-PyTorch's; a model a framework cannot run is recorded as missing, never as zero error."""
+"""The study's own weights-identical measurement: each framework's logits on the study's weights, in every precision
+the study times, compared with PyTorch's; a model a framework cannot run is recorded as missing, never as zero error;
+and the comparison records the evidence that it could fail (logits that vary with the image, a permuted batch that
+would not pass), with a negative control for each way it must fail."""
 
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from fwbench.scenarios import parity as study_parity
 from tests.conftest import prepare_tiny_study
 
+KEY = study_parity.logits_key("small_cnn", "fp32")
 
-def _logits(tmp_path, framework, models=("small_cnn",)):
+
+def _logits(tmp_path, framework, models=("small_cnn",), precisions=("fp32",)):
     root, config, _ = prepare_tiny_study(tmp_path)
     weights = [root / "weights.npz"] * len(models)
     return study_parity.framework_logits(
-        framework, list(models), weights, root / "data", num_classes=4, image_size=16, threads=1
+        framework, list(models), weights, root / "data", num_classes=4, image_size=16, threads=1, precisions=precisions
     )
 
 
-def test_the_frameworks_agree_on_the_study_weights(tmp_path):
-    torch_record, torch_logits = _logits(tmp_path / "t", "torch")
-    jax_record, jax_logits = _logits(tmp_path / "j", "jax")
-    assert torch_logits["small_cnn"].shape == (8, 4)
-    assert torch_record["input_sha256"] == jax_record["input_sha256"]
-    table = study_parity.compare({"torch": torch_record, "jax": jax_record}, {"torch": torch_logits, "jax": jax_logits})
-    row = table.iloc[0]
-    assert row["framework"] == "jax" and bool(row["holds"]) and row["relative_error"] < 1e-5
-    assert row["top1_agreement"] == 1.0
+@pytest.fixture(scope="module")
+def measured(tmp_path_factory):
+    """PyTorch's and JAX's logits of the tiny study's weights, measured once for the tests that vary them."""
+    root = tmp_path_factory.mktemp("parity")
+    return {framework: _logits(root / framework, framework) for framework in ("torch", "jax")}
 
+
+def _compare(measured, jax_logits=None, jax_record=None, torch_logits=None):
+    (torch_record, torch_arrays), (record, arrays) = measured["torch"], measured["jax"]
+    return study_parity.compare(
+        {"torch": torch_record, "jax": jax_record or record},
+        {
+            "torch": torch_arrays if torch_logits is None else torch_logits,
+            "jax": arrays if jax_logits is None else jax_logits,
+        },
+    ).iloc[0]
+
+
+def test_the_frameworks_agree_on_the_study_weights_and_the_check_could_fail(measured):
+    (torch_record, torch_logits), (jax_record, _) = measured["torch"], measured["jax"]
+    assert torch_logits[KEY].shape == (8, 4)
+    fed = [r["precisions"]["fp32"]["models"]["small_cnn"]["input_sha256"] for r in (torch_record, jax_record)]
+    assert fed[0] == fed[1] == torch_record["input_sha256"], "both were fed the host batch's bytes"
+    row = _compare(measured)
+    assert row["framework"] == "jax" and row["precision"] == "fp32" and row["arithmetic"] == "fp32"
+    assert bool(row["holds"]) and row["relative_error"] < 1e-5 and row["top1_agreement"] == 1.0
+    assert bool(row["can_fail"]) and row["input_dependence"] > 1e-2 and row["permuted_error"] > 100 * row["tolerance"]
+
+
+def test_beyond_the_bound_a_permuted_twin_or_other_bytes_fail(measured):
+    (_, torch_logits), (jax_record, jax_logits) = measured["torch"], measured["jax"]
     # The statistic is the parity tests' one: a perturbation beyond the bound makes the control fail.
-    shifted = {"small_cnn": jax_logits["small_cnn"] + 1e-2 * np.abs(torch_logits["small_cnn"]).max()}
-    table = study_parity.compare({"torch": torch_record, "jax": jax_record}, {"torch": torch_logits, "jax": shifted})
-    assert not bool(table.iloc[0]["holds"]) and table.iloc[0]["relative_error"] > study_parity.TOLERANCE
+    shifted = {KEY: jax_logits[KEY] + 1e-2 * np.abs(torch_logits[KEY]).max()}
+    row = _compare(measured, jax_logits=shifted)
+    assert not bool(row["holds"]) and row["relative_error"] > study_parity.TOLERANCE
+    # Negative control: a twin fed the images in another order.
+    permuted = {KEY: jax_logits[KEY][np.roll(np.arange(8), 3)]}
+    assert not bool(_compare(measured, jax_logits=permuted)["holds"])
+    # Negative control: a framework fed other bytes (its device buffer read back to another digest).
+    entry = jax_record["precisions"]["fp32"]["models"]["small_cnn"]
+    other = {
+        **jax_record,
+        "precisions": {"fp32": {"settings": {}, "models": {"small_cnn": {**entry, "input_sha256": "0" * 64}}}},
+    }
+    row = _compare(measured, jax_record=other)
+    assert not bool(row["same_inputs"]) and not bool(row["holds"])
+
+
+def test_logits_that_do_not_depend_on_the_image_cannot_pass(measured):
+    """What MobileNetV3-Small's and EfficientNet-B0's uncalibrated study weights gave: the same logits for every image.
+    Both frameworks agree exactly, and the control still does not hold: a twin that ignored its input would pass."""
+    blind = np.repeat(measured["torch"][1][KEY][:1], 8, axis=0)
+    row = _compare(measured, jax_logits={KEY: blind}, torch_logits={KEY: blind})
+    assert row["relative_error"] == 0.0 and row["input_dependence"] == 0.0
+    assert not bool(row["can_fail"]) and not bool(row["holds"])
+
+
+def test_tolerance_follows_the_arithmetic_that_ran():
+    tf32 = {"dtype": "float32", "tf32_scope": "matmuls and convolutions"}
+    assert study_parity.arithmetic({"dtype": "float32", "tf32_scope": "none"}, {}) == "fp32"
+    assert study_parity.arithmetic(tf32, {"dtype": "float32", "tf32_scope": "none"}) == "tf32"
+    assert study_parity.arithmetic({"dtype": "bfloat16"}, tf32) == "bf16"
+    assert study_parity.TOLERANCES["tf32"] > study_parity.TOLERANCES["fp32"]
+
+
+def test_every_timed_precision_is_measured(tmp_path):
+    record, logits = _logits(tmp_path, "torch", precisions=("fp32", "bf16"))
+    assert set(record["precisions"]) == {"fp32", "bf16"}
+    assert record["precisions"]["bf16"]["settings"]["dtype"].endswith("bfloat16")
+    assert not np.array_equal(logits[KEY], logits[study_parity.logits_key("small_cnn", "bf16")])
+    table = study_parity.compare({"torch": record, "jax": record}, {"torch": logits, "jax": logits})
+    assert list(table["precision"]) == ["fp32", "bf16"] and list(table["arithmetic"]) == ["fp32", "bf16"]
+    assert list(table["tolerance"]) == [study_parity.TOLERANCES["fp32"], study_parity.TOLERANCES["bf16"]]
 
 
 def test_a_model_that_cannot_run_is_missing_with_its_error(tmp_path):
     record, logits = _logits(tmp_path, "torch", models=("small_cnn", "resnet50"))  # small_cnn weights for resnet50
-    assert "small_cnn" in logits and "resnet50" not in logits
-    assert record["models"]["resnet50"]["missing"]
+    assert KEY in logits and study_parity.logits_key("resnet50", "fp32") not in logits
+    assert record["precisions"]["fp32"]["models"]["resnet50"]["missing"]
     other = {**record, "framework": "jax"}
     table = study_parity.compare({"torch": record, "jax": other}, {"torch": logits, "jax": logits})
     broken = table[table["model"] == "resnet50"].iloc[0]
     assert not bool(broken["holds"]) and np.isnan(broken["relative_error"]) and broken["missing"].startswith("jax")
+
+
+def test_a_record_from_before_precisions_reads_as_fp32(measured):
+    """An archive's parity files from before parity ran per precision (one fp32 record, logits under the model)."""
+    (torch_record, torch_logits), (jax_record, jax_logits) = measured["torch"], measured["jax"]
+
+    def old(record):
+        part = record["precisions"]["fp32"]
+        models = {
+            m: {k: v for k, v in e.items() if k not in ("settings", "input_sha256")} for m, e in part["models"].items()
+        }
+        return {k: v for k, v in record.items() if k != "precisions"} | {"settings": part["settings"], "models": models}
+
+    table = study_parity.compare(
+        {"torch": old(torch_record), "jax": old(jax_record)},
+        {"torch": {"small_cnn": torch_logits[KEY]}, "jax": {"small_cnn": jax_logits[KEY]}},
+    )
+    assert table.iloc[0]["precision"] == "fp32" and bool(table.iloc[0]["holds"])

@@ -62,6 +62,22 @@ def test_schedule_equals_optax_cosine_decay():
 FRAMEWORKS = ("torch", "jax", "tensorflow")
 
 
+def _start(model: str, image_size: int, num_classes: int = 10) -> dict[str, np.ndarray]:
+    """The seeded torchvision start with BatchNorm statistics calibrated on random batches, as the study calibrates
+    its weights on its images: with the initialisation's statistics MobileNetV3-Small's eval logits are the same for
+    every image (~1e-10 apart), and an evaluation that ignored its input would agree."""
+    import torch
+
+    from fwbench.models import torch_model, torch_state_dict_numpy
+    from fwbench.models.calibration import calibrate_batchnorm
+
+    torch.manual_seed(0)
+    module = torch_model(model, num_classes=num_classes, image_size=image_size)
+    rng = np.random.default_rng(0)
+    calibrate_batchnorm(module, [rng.standard_normal((8, 3, image_size, image_size)).astype(np.float32)] * 2)
+    return torch_state_dict_numpy(module)
+
+
 def _trainers(
     model: str,
     image_size: int,
@@ -70,14 +86,10 @@ def _trainers(
     precision="fp32",
     frameworks=("torch", "jax"),
 ):
-    """One trainer per framework, in this order, all from the same torch weights."""
-    import torch
-
+    """One trainer per framework, in this order, all from the same torch weights (`_start`)."""
     from fwbench.backends import get_backend
-    from fwbench.models import torch_model, torch_state_dict_numpy
 
-    torch.manual_seed(0)
-    weights = torch_state_dict_numpy(torch_model(model, num_classes=num_classes, image_size=image_size))
+    weights = _start(model, image_size, num_classes)
     recipe = recipe or _recipe(lr=1e-4)
     return [
         get_backend(framework, threads=2, precision=precision).trainer(
@@ -182,6 +194,14 @@ def test_trainers_evaluate_identically(request):
         results.append(trainer.evaluate(x, y, valid=6))
         batch_stats.append(trainer.evaluate(x, y, valid=6, statistics="batch"))
     (torch_loss, torch_top1, torch_top5), (jax_loss, jax_top1, jax_top5) = results
+    from fwbench.models import torch_model
+    from fwbench.models.calibration import MIN_INPUT_DEPENDENCE, input_dependence
+
+    reference = torch_model("mobilenet_v3_small", num_classes=10, image_size=32)
+    reference.load_state_dict({k: torch.from_numpy(v) for k, v in _start("mobilenet_v3_small", 32).items()})
+    with torch.no_grad():
+        logits = reference.eval()(torch.from_numpy(np.ascontiguousarray(images.transpose(0, 3, 1, 2)))).numpy()
+    assert input_dependence(logits) > 10 * MIN_INPUT_DEPENDENCE, "the evaluation compared logits that vary"
     assert abs(torch_loss - jax_loss) / torch_loss < 1e-5
     assert (torch_top1, torch_top5) == (jax_top1, jax_top5) and torch_top5 <= 6
     assert abs(batch_stats[0][0] - batch_stats[1][0]) / batch_stats[0][0] < 1e-4

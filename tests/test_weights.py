@@ -86,3 +86,39 @@ def test_fan_in_head_init_redraws_only_the_head(tmp_path):
     assert again["weights_sha256"] == record["weights_sha256"], "the redraw is part of the one seeded start"
     with pytest.raises(ValueError, match="head_init = 'zero'"):
         init_weights("small_cnn", num_classes=4, image_size=16, seed=0, out=tmp_path / "z.npz", head_init="zero")
+
+
+def _eval_logits(model: str, path, images_nchw: np.ndarray) -> np.ndarray:
+    import torch
+
+    from fwbench.models import torch_model
+
+    module = torch_model(model, num_classes=10, image_size=32)
+    module.load_state_dict({k: torch.from_numpy(v) for k, v in load_weights(path).items()}, strict=False)
+    with torch.no_grad():
+        return module.eval()(torch.from_numpy(images_nchw)).numpy()
+
+
+def test_calibrated_batchnorm_statistics_make_the_logits_depend_on_the_image(tmp_path):
+    """The study's start calibrates BatchNorm on its training images: EfficientNet-B0's eval logits then vary with the
+    image, where with the initialisation's statistics (the negative control, calibration off) they are the same for
+    every image and a twin that ignored its input would pass parity."""
+    from fwbench.models.calibration import MIN_INPUT_DEPENDENCE, input_dependence
+    from fwbench.models.weights import calibration_batches
+
+    rng = np.random.default_rng(0)
+    train = rng.integers(0, 256, (40, 32, 32, 3), dtype=np.uint8)
+    batches = calibration_batches(train, 33)  # 16 + 17: the one-image remainder joins the batch before it
+    assert [len(b) for b in batches] == [16, 17] and batches[0].shape[1:] == (3, 32, 32)
+    common = dict(num_classes=10, image_size=32, seed=0, head_init="fan_in")
+    record = init_weights("efficientnet_b0", out=tmp_path / "c.npz", calibration=batches, **common)
+    plain = init_weights("efficientnet_b0", out=tmp_path / "p.npz", **common)
+    assert record["bn_calibration_images"] == 33 and "calibrated on 33 training images" in record["description"]
+    assert "calibration off" in plain["bn_statistics"]
+    images = rng.standard_normal((8, 3, 32, 32)).astype(np.float32)
+    assert input_dependence(_eval_logits("efficientnet_b0", tmp_path / "c.npz", images)) > 100 * MIN_INPUT_DEPENDENCE
+    assert input_dependence(_eval_logits("efficientnet_b0", tmp_path / "p.npz", images)) < MIN_INPUT_DEPENDENCE
+    again = init_weights("efficientnet_b0", out=tmp_path / "again.npz", calibration=batches, **common)
+    assert again["weights_sha256"] == record["weights_sha256"], "calibration is deterministic: one start for all"
+    vit = init_weights("vit_b_16", out=tmp_path / "v.npz", calibration=batches, **common)
+    assert vit["bn_statistics"] == "none (no BatchNorm)"

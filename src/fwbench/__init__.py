@@ -15,5 +15,7 @@ __version__ = "0.1.0"
 # flag judged per trial (each trial's noisy, metrics.noisy_trials; flags.noisy when any trial is).
 # 12: a cell's later launches load the programs its first launch compiled (compile.launch_cache), each launch's
 # cache state recorded.
-HARNESS_VERSION = "12"
+# 13: with the launch cache, the cold compile runs in a compile launch of its own before the measured launches, which
+# all start warm (fwbench.running.compile_launch); compile_s and first_call_s are the compile launch's.
+HARNESS_VERSION = "13"
 RESULT_SCHEMA_VERSION = 2

@@ -79,6 +79,7 @@ rule loader_throughput:
 rule init_weights:
     input:
         pretrained=lambda wildcards: config["pretrained"].get(wildcards.model, []),
+        dataset=DATASET_FILES,
     output:
         weights=WEIGHTS,
         provenance=report(
@@ -99,6 +100,7 @@ rule init_weights:
         image_size=canonical(config["dataset"]["image_size"]),
         seed=canonical(config["seed"]),
         head_init=canonical(config["head_init"]),
+        calibration_images=canonical(config["bn_calibration_images"]),
     script:
         "../scripts/init_weights.py"
 

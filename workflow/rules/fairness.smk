@@ -26,6 +26,7 @@ rule parity_logits:
         constraint=GPU_CONSTRAINT,
     params:
         models=canonical(config["models"]),
+        precisions=canonical(config["precisions"]),
         num_classes=canonical(config["dataset"]["num_classes"]),
         image_size=canonical(config["dataset"]["image_size"]),
     script:

@@ -1,7 +1,11 @@
-from fwbench.models.weights import init_weights
+from pathlib import Path
+
+from fwbench.data.store import load_split
+from fwbench.models.weights import calibration_batches, init_weights
 from fwbench.workflow.logs import redirect_to
 
 with redirect_to(snakemake.log[0]):
+    images, _ = load_split(Path(snakemake.input.dataset[0]).parent, "train")
     record = init_weights(
         snakemake.wildcards.model,
         num_classes=snakemake.params.num_classes,
@@ -10,5 +14,6 @@ with redirect_to(snakemake.log[0]):
         out=snakemake.output.weights,
         pretrained=snakemake.input.pretrained or None,
         head_init=snakemake.params.head_init,
+        calibration=calibration_batches(images, snakemake.params.calibration_images),
     )
     print(record["description"])

@@ -1,5 +1,5 @@
-"""One framework's eval logits of every model on the study's weights (fwbench.scenarios.parity), in this job's
-own process: the fairness ledger compares them with PyTorch's."""
+"""One framework's eval logits of every model on the study's weights in every precision the study times
+(fwbench.scenarios.parity), in this job's own process: the fairness ledger compares them with PyTorch's."""
 
 from pathlib import Path
 
@@ -18,7 +18,9 @@ with redirect_to(snakemake.log[0], native=True):  # the frameworks' C++ logging 
         num_classes=snakemake.params.num_classes,
         image_size=snakemake.params.image_size,
         threads=snakemake.threads,
+        precisions=snakemake.params.precisions,
     )
     atomic_stream(snakemake.output.logits, lambda handle: np.savez(handle, **logits))
     atomic_write_json(snakemake.output.record, record)
-    print({model: entry.get("missing", "ok") for model, entry in record["models"].items()})
+    for precision, part in record["precisions"].items():
+        print(precision, {model: entry.get("missing", "ok") for model, entry in part["models"].items()})

@@ -89,9 +89,11 @@ class Framework(ABC):
         mode: str | None = None,
         autotune: str = "on",
         compile_options: Mapping[str, Any] | None = None,
+        memory_format: Mapping[str, str] | None = None,
     ):
         """`mode`: the execution mode (fwbench.study.modes; None: the framework's primary one). `autotune` and
-        `compile_options` (the config's `compile`) are the study's settings for every framework alike."""
+        `compile_options` (the config's `compile`) are the study's settings for every framework alike;
+        `memory_format` (the config's) names a layout per framework that has a choice (PyTorch)."""
         if precision not in PRECISIONS:
             raise ValueError(f"precision {precision!r} is not supported; supported: {PRECISIONS}")
         if threads < 1:
@@ -105,6 +107,7 @@ class Framework(ABC):
         self.mode = mode
         self.autotune = autotune_setting(autotune)
         self.compile_options = dict(compile_options or {})
+        self.memory_format_options = dict(memory_format or {})
         self.effective_settings: dict[str, Any] = self._apply_settings()
         self.effective_settings["mode"] = mode
         self.effective_settings["mode_detail"] = DESCRIPTIONS.get((self.name, mode), mode)
@@ -158,6 +161,12 @@ class Backend(Framework):
         """Move a normalised float32 NHWC host batch to the device in the framework's layout."""
 
     @abstractmethod
+    def fed_nhwc(self, inputs: Any) -> np.ndarray:
+        """The values a device batch holds, read back from the device as float32 NHWC: what the framework was fed,
+        whose digest the fairness ledger compares across frameworks (an input digest taken before `to_device` would
+        not see a transfer, cast or layout that changed the bytes)."""
+
+    @abstractmethod
     def compile(self, inputs: Any) -> dict[str, float] | None:
         """Ahead-of-time compilation for these exact inputs; timings in seconds, or None when eager."""
 
@@ -180,10 +189,6 @@ class Backend(Framework):
         """The compiled step's optimised HLO text, for the op profile to read what each fusion fuses
         (fwbench.trackers.op_profile.xla_ops); None where the framework does not compile to XLA. `inputs`: the
         compiled inputs (None: those `compile` saw)."""
-        return None
-
-    def device_timer(self) -> Any:
-        """A device-side timer (start/stop/elapsed_ms) or None where the framework has none; the default is none."""
         return None
 
     @abstractmethod

@@ -14,6 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from fwbench.backends import launch_cache
+from fwbench.backends.arithmetic import xla_arithmetic
 from fwbench.backends.base import TF32_NONE, Arrays, Backend, tf32_scope
 from fwbench.backends.driver_identity import DriverIdentity
 from fwbench.models import flax_host_variables
@@ -103,8 +104,9 @@ class JaxBackend(DriverIdentity, Backend):
         # default: JAX's own (None: XLA's DEFAULT precision, TF32 for float32 matmuls and convolutions on NVIDIA GPUs
         # since Ampere).
         matmul = {"fp32": "highest", "tf32": "tensorfloat32", "bf16": "default", "default": None}[self.precision]
-        if matmul is not None:
-            jax.config.update("jax_default_matmul_precision", matmul)
+        # Set for `default` too (to JAX's own None): a process that ran another precision first (the parity job runs
+        # every precision of the study) must not leave its setting in force.
+        jax.config.update("jax_default_matmul_precision", matmul)
         self.device = jax.devices()[0]
         jax.monitoring.register_event_duration_secs_listener(self._on_event)
         self.dtype = jnp.bfloat16 if self.precision == "bf16" else jnp.float32
@@ -207,6 +209,9 @@ class JaxBackend(DriverIdentity, Backend):
         host = np.asarray(batch_nhwc, dtype=np.float32).astype(np.dtype(self.dtype), copy=False)  # cast on the host
         return jax.device_put(host, self.device)
 
+    def fed_nhwc(self, inputs: jax.Array) -> np.ndarray:
+        return np.asarray(inputs, dtype=np.float32)
+
     def compile(self, inputs: jax.Array) -> dict[str, float]:
         t0 = time.perf_counter()
         traced = self._jitted.trace(self.variables, inputs)
@@ -218,7 +223,16 @@ class JaxBackend(DriverIdentity, Backend):
         # A worker serving several batch sizes compiles each (fwbench.scenarios.inference.run_cells); forward runs
         # the executable of its inputs' shape, as XLA's jit cache would, without tracing anything again.
         self.executables[tuple(inputs.shape)] = self.executable
+        self.read_arithmetic(self.executable.as_text())
         return {"trace_s": t1 - t0, "lower_s": t2 - t1, "compile_s": t3 - t2}
+
+    def read_arithmetic(self, hlo_text: str) -> None:
+        """The cell's TF32 scope as the compiled program computes it (fwbench.backends.arithmetic), replacing the
+        one its setting gave: the record says what ran."""
+        read = xla_arithmetic(hlo_text, on_gpu=self._on_gpu(), configured_scope=self.effective_settings["tf32_scope"])
+        self.effective_settings["arithmetic"] = {k: read[k] for k in ("source", "precisions")}
+        self.effective_settings["tf32_scope"] = read["tf32_scope"]
+        self.effective_settings["tf32_in_effect"] = read["tf32_in_effect"]
 
     def compiled_hlo_text(self, inputs: Any = None) -> str | None:
         """The optimised HLO of the AOT executable the timed step runs on `inputs` (None: the last compiled)."""

@@ -1,4 +1,4 @@
-"""A cell's own compile cache across its launches: the first launch compiles cold, later ones reuse its programs.
+"""A cell's own compile cache across its launches: a compile launch compiles cold, the measured launches reuse it.
 
 A cell of the inference or micro suite runs in `trials` launches (fresh worker processes, fwbench.running.launches), so
 that the variation between processes is estimable. Compiling cold in every launch measures nothing new (the programs are
@@ -8,9 +8,14 @@ cell's launches in the group's scratch directory and removed with it; the worker
 persistent cache at it, the same mechanism for all three: TorchInductor's (TORCHINDUCTOR_CACHE_DIR), JAX's
 persistent compilation cache (JAX_COMPILATION_CACHE_DIR, every program cached however fast it compiled) and
 TensorFlow's XLA cache (--tf_xla_persistent_cache_directory in TF_XLA_FLAGS). Each process records the state it
-found (cold: empty; warm: entries from an earlier launch of the same cell), and a cell's compile times are its first
-launch's, which is always cold. A study's own persistent cache (compile.inductor_cache,
-inference.jax_compilation_cache) takes precedence: it is shared across cells and runs, and recorded as such.
+found (cold: empty; warm: entries from an earlier launch of the same cell). The launch that fills the cache is not
+a measured one: where the cache is in effect (`enabled`), the runner first runs a compile launch
+(fwbench.running.compile_launch), in which each worker compiles cold, makes its first calls and exits without timed
+bursts (one iteration per step, kept apart); its compile times are the cell's, and every measured launch then finds
+the cache warm (the fairness ledger checks that each cell's measured launches found one state,
+fwbench.analysis.fairness.cache_checks). Otherwise the cache state would be confounded with the launch order, and the
+intervals are over launches. A study's own persistent cache (compile.inductor_cache, inference.jax_compilation_cache)
+takes precedence: it is shared across cells and runs, and recorded as such.
 """
 
 from __future__ import annotations
@@ -19,13 +24,16 @@ import os
 from pathlib import Path
 from typing import Any
 
+from fwbench.study.modes import TORCH_COMPILED_MODES
+
 LAUNCH_CACHE_ENV = "FWBENCH_LAUNCH_CACHE"  # the cell's cache directory, set by the runner for each launch
-SCOPE = "this cell's launches (the first compiles cold, later launches reuse its programs)"
+SCOPE = "this cell's launches (its compile launch compiles cold, its measured launches reuse its programs)"
 TF_CACHE_FLAG = "--tf_xla_persistent_cache_directory"
 
 
 def enabled(settings: dict[str, Any]) -> bool:
-    """Whether a group's later launches reuse their cell's compiled programs (compile.launch_cache)."""
+    """Whether a group's launches share their cells' compiled programs (compile.launch_cache, more than one launch):
+    then a compile launch fills the caches before the measured launches (fwbench.running.compile_launch)."""
     return bool((settings.get("compile") or {}).get("launch_cache", False)) and int(settings.get("trials", 1)) > 1
 
 
@@ -73,7 +81,7 @@ def apply(framework: str, mode: str, settings: dict[str, Any], environ: Any = os
     root = environ.get(LAUNCH_CACHE_ENV)
     if not root:
         return None
-    if framework == "torch" and mode == "compile":
+    if framework == "torch" and mode in TORCH_COMPILED_MODES:
         if (settings.get("compile") or {}).get("inductor_cache"):
             return None
         directory = os.path.join(root, "inductor")

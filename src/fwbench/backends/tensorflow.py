@@ -220,6 +220,9 @@ class TensorflowBackend(DriverIdentity, Backend):
         with tf.device(self.device):
             return tf.identity(tf.constant(host))
 
+    def fed_nhwc(self, inputs: tf.Tensor) -> np.ndarray:
+        return np.asarray(tf.cast(inputs, tf.float32).numpy())
+
     def compile(self, inputs: tf.Tensor) -> dict[str, float]:
         with tf.device(self.device):
             t0 = time.perf_counter()

@@ -1,5 +1,7 @@
-"""PyTorch backend: eager or torch.compile (the cell's mode), inference under torch.inference_mode, NCHW on the
-device."""
+"""PyTorch backend: eager or torch.compile (the cell's mode: compile, or cudagraphs with Inductor's CUDA graphs),
+inference under torch.inference_mode, NCHW tensors on the device, laid out in memory as the study's
+`memory_format.torch` decides (channels_last or contiguous, fwbench.study.modes.torch_memory_format) and recorded as
+read from the tensors that ran."""
 
 from __future__ import annotations
 
@@ -15,26 +17,30 @@ import torch
 from fwbench.backends.base import TF32_NONE, Arrays, Backend, tf32_scope
 from fwbench.models import torch_model, torchvision_defs
 from fwbench.study import autotune
-
-
-class CudaEventTimer:
-    """Device time of one step from a pair of CUDA events on the current stream (labelled as such in results)."""
-
-    def __init__(self, device):
-        self.begin = torch.cuda.Event(enable_timing=True)
-        self.end = torch.cuda.Event(enable_timing=True)
-
-    def start(self) -> None:
-        self.begin.record()
-
-    def stop(self) -> None:
-        self.end.record()
-
-    def elapsed_ms(self) -> float:
-        return float(self.begin.elapsed_time(self.end))
-
+from fwbench.study.modes import torch_compile_mode, torch_memory_format
 
 CUDNN_BENCHMARK_ENV = "FWBENCH_CUDNN_BENCHMARK"
+MEMORY_FORMATS = {"channels_last": torch.channels_last, "contiguous": torch.contiguous_format}
+
+
+def layout(tensor: torch.Tensor) -> str:
+    """How a 4-D tensor is laid out in memory, read from its strides: channels_last (NHWC in memory), contiguous
+    (NCHW), either (a shape both describe, e.g. a 1x1 convolution's weight) or strided (neither)."""
+    last, nchw = tensor.is_contiguous(memory_format=torch.channels_last), tensor.is_contiguous()
+    if last and nchw:
+        return "either"
+    return "channels_last" if last else ("contiguous" if nchw else "strided")
+
+
+def weights_layout(module: torch.nn.Module) -> str | None:
+    """The layout of a model's convolution weights: the one every 4-D one whose shape tells has, "mixed" where they
+    differ, None without such a weight."""
+    found = {
+        layout(m.weight)
+        for m in module.modules()
+        if isinstance(m, torch.nn.modules.conv._ConvNd) and m.weight.dim() == 4
+    } - {"either"}
+    return (found.pop() if len(found) == 1 else "mixed") if found else None
 
 
 def cpu_kernels(build_config: str | None = None) -> dict[str, str | None]:
@@ -117,7 +123,7 @@ class TorchBackend(Backend):
         # cuDNN's autotuning follows the study's `autotune` (fwbench.study.autotune); the fallback ladder's
         # cudnn_benchmark_off rung sets FWBENCH_CUDNN_BENCHMARK=0 for a cell whose cuDNN autotuning crashed
         # (recorded as that cell's deviation).
-        self.compile_mode = self.compile_options.get("torch_mode", "default") if self.mode == "compile" else None
+        self.compile_mode = torch_compile_mode(self.mode, self.compile_options.get("torch_mode", "default"))
         switches = autotune.torch_switches(
             self.autotune, self.mode, self.compile_mode, os.environ.get(CUDNN_BENCHMARK_ENV)
         )
@@ -132,11 +138,7 @@ class TorchBackend(Backend):
             cache = torch_compile.cache_state()
         else:
             cache = {"state": "not applicable (eager)"}
-        scope = tf32_scope(
-            self.device.type == "cuda" and self.precision != "bf16",
-            torch.backends.cuda.matmul.allow_tf32 or torch.get_float32_matmul_precision() != "highest",
-            torch.backends.cudnn.allow_tf32,
-        )
+        scope = self._tf32_now()
         return {
             "intra_op_threads": torch.get_num_threads(),
             "interop_threads": torch.get_num_interop_threads(),
@@ -147,6 +149,10 @@ class TorchBackend(Backend):
             "tf32_scope": scope,
             "tf32_in_effect": scope != TF32_NONE,
             "compile_mode": self.compile_mode,
+            "cuda_graphs": False,  # until a compiled model ran (`compile_report`)
+            "cuda_graphs_detail": {"reason": "eager: no torch.compile" if self.compile_mode is None else "not run yet"},
+            "memory_format": None,  # read from the model and its inputs once built (`record_layout`)
+            "memory_format_detail": {"setting": self.memory_format_options.get("torch", "auto")},
             "compilation_cache": cache,
             "autotune": autotune.record(
                 self.name, self.mode, self.autotune, on_gpu=self.device.type == "cuda", **switches
@@ -207,19 +213,56 @@ class TorchBackend(Backend):
 
     @property
     def compilations(self) -> int:
-        """Compile events so far: Dynamo's graphs and graph breaks in mode compile; none in eager mode."""
+        """Compile events so far: Dynamo's graphs and graph breaks in a compiled mode; none in eager mode. Every
+        scenario reads them after its timed work (as `compile_report`), which is when the effective settings record
+        whether the compiled code ran as CUDA graphs (`_record_cuda_graphs`)."""
         if self.compile_mode is None:
             return 0
         from fwbench.backends import torch_compile
 
+        self._record_cuda_graphs()
         return torch_compile.events()
 
+    def _record_cuda_graphs(self) -> None:
+        """`cuda_graphs` and its detail as torch._inductor's cudagraph trees and counters say now
+        (fwbench.backends.torch_compile.cuda_graphs)."""
+        from fwbench.backends import torch_compile
+
+        graphs = torch_compile.cuda_graphs(self.compile_mode, self.device.type, self.gpu_index())
+        self.effective_settings["cuda_graphs"] = graphs["in_effect"]
+        self.effective_settings["cuda_graphs_detail"] = graphs
+
     def compile_report(self) -> dict[str, Any] | None:
+        """What Dynamo compiled since the last `compile` (and, as `compilations`, the CUDA-graphs record)."""
         if self.compile_mode is None:
             return None
         from fwbench.backends import torch_compile
 
+        self._record_cuda_graphs()
         return torch_compile.report(since=self._dynamo_start)
+
+    memory_format: torch.memory_format = torch.contiguous_format  # chosen per model (`choose_memory_format`)
+
+    def choose_memory_format(self, model: str) -> torch.memory_format:
+        """The layout `model`'s weights and inputs get in this cell (the study's `memory_format.torch`)."""
+        setting = self.memory_format_options.get("torch", "auto")
+        chosen, why = torch_memory_format(setting, model, self.device.type)
+        self.memory_format = MEMORY_FORMATS[chosen]
+        self.effective_settings["memory_format_detail"] = {"setting": setting, "chosen": chosen, "reason": why}
+        return self.memory_format
+
+    def record_layout(self, module: torch.nn.Module | None = None, inputs: torch.Tensor | None = None) -> None:
+        """Record the layout in effect as read from the model's convolution weights and the inputs it is called
+        on: `memory_format` is channels_last or contiguous where what was read agrees, "mixed (...)" where not."""
+        detail = self.effective_settings["memory_format_detail"]
+        if module is not None:
+            detail["weights"] = weights_layout(module)
+        if inputs is not None:
+            detail["inputs"] = layout(inputs)
+        read = {detail.get(key) for key in ("weights", "inputs")} - {None, "either"}
+        parts = ", ".join(f"{key} {detail.get(key)}" for key in ("weights", "inputs"))
+        in_effect = read.pop() if len(read) == 1 else (f"mixed ({parts})" if read else None)
+        self.effective_settings["memory_format"] = in_effect
 
     def new_model(self, model: str, *, num_classes: int, image_size: int) -> torch.nn.Module:
         """The torch definition of `model`, recording how torchvision's models were imported (torchvision_defs)."""
@@ -230,17 +273,43 @@ class TorchBackend(Backend):
     def build(self, model: str, state_dict: Mapping[str, np.ndarray], *, num_classes: int, image_size: int) -> None:
         module = self.new_model(model, num_classes=num_classes, image_size=image_size)
         module.load_state_dict({k: torch.from_numpy(np.asarray(v)) for k, v in state_dict.items()}, strict=True)
-        # Cast on the host, then move: no float32 copy of the weights is ever alive on the device (bf16).
-        self.module = module.to(dtype=self.dtype).to(self.device).eval()
+        # Cast and lay out on the host, then move (strides kept): no float32 copy of the weights is ever alive on the
+        # device (bf16).
+        memory_format = self.choose_memory_format(model)
+        self.module = module.to(dtype=self.dtype).to(memory_format=memory_format).to(self.device).eval()
+        self.record_layout(module=self.module)
         self.step_function = self.module if self.compile_mode is None else self._compile(self.module)
 
     def to_device(self, batch_nhwc: np.ndarray) -> torch.Tensor:
-        nchw = np.ascontiguousarray(np.asarray(batch_nhwc, dtype=np.float32).transpose(0, 3, 1, 2))
-        return torch.from_numpy(nchw).to(dtype=self.dtype).to(self.device)  # cast on the host, as build does
+        """NCHW on the device in the cell's layout: contiguous, or channels_last (the host's NHWC bytes as they are,
+        seen through NCHW strides), cast on the host as build casts."""
+        host = np.asarray(batch_nhwc, dtype=np.float32)
+        if self.memory_format == torch.channels_last:
+            nchw = torch.from_numpy(np.ascontiguousarray(host)).permute(0, 3, 1, 2)
+        else:
+            nchw = torch.from_numpy(np.ascontiguousarray(host.transpose(0, 3, 1, 2)))
+        inputs = nchw.to(dtype=self.dtype).to(self.device).contiguous(memory_format=self.memory_format)
+        self.record_layout(inputs=inputs)
+        return inputs
+
+    def fed_nhwc(self, inputs: torch.Tensor) -> np.ndarray:
+        return np.ascontiguousarray(inputs.detach().float().permute(0, 2, 3, 1).cpu().numpy())
+
+    def _tf32_now(self) -> str:
+        """Where TF32 computes float32 inputs now: cuBLAS and cuDNN (and Inductor's generated matmuls) read these
+        switches when each kernel runs, so their state when the cell runs is what it computed in."""
+        return tf32_scope(
+            self.device.type == "cuda" and self.precision != "bf16",
+            torch.backends.cuda.matmul.allow_tf32 or torch.get_float32_matmul_precision() != "highest",
+            torch.backends.cudnn.allow_tf32,
+        )
 
     def compile(self, inputs: torch.Tensor) -> dict[str, float] | None:
         """Eager: nothing. Compiled: the first call on these inputs, which is where torch.compile traces (Dynamo),
-        lowers (AOTAutograd) and generates code (Inductor); later calls with the same shapes run the result."""
+        lowers (AOTAutograd) and generates code (Inductor); later calls with the same shapes run the result. Either
+        way the TF32 scope is read again here, as the kernels about to run will read it."""
+        scope = self._tf32_now()
+        self.effective_settings.update(tf32_scope=scope, tf32_in_effect=scope != TF32_NONE)
         if self.compile_mode is None:
             return None
         from fwbench.backends import torch_compile
@@ -258,9 +327,6 @@ class TorchBackend(Backend):
     def synchronize(self, outputs: torch.Tensor) -> None:
         if self.device.type == "cuda":
             torch.cuda.synchronize(self.device)
-
-    def device_timer(self):
-        return CudaEventTimer(self.device) if self.device.type == "cuda" else None
 
     def gpu_index(self) -> int | None:
         return (self.device.index or 0) if self.device.type == "cuda" else None

@@ -1,7 +1,8 @@
 """torch.compile as the PyTorch backend and trainer use it: one compiler setting, and what Dynamo saw.
 
-Imported only by cells in the `compile` mode: importing torch._dynamo costs a process ~2 s, which eager cells do
-not pay (fwbench.models.torchvision_defs). Shapes are static (`dynamic=False`), as XLA's are in JAX and TensorFlow:
+Imported only by cells in a compiled mode (`compile`, `cudagraphs`): importing torch._dynamo costs a process ~2 s,
+which eager cells do not pay (fwbench.models.torchvision_defs). `cuda_graphs` reads whether a compiled model ran as
+CUDA graphs (mode cudagraphs: reduce-overhead). Shapes are static (`dynamic=False`), as XLA's are in JAX and TensorFlow:
 a new shape is a recompilation, which the counters below make visible, so a timed loop that recompiles is flagged
 like a JAX cell that does.
 """
@@ -113,3 +114,45 @@ def first_call(call: Callable[[], Any], synchronize: Callable[[Any], None]) -> f
     start = time.perf_counter()
     synchronize(call())
     return time.perf_counter() - start
+
+
+def _recorded(nodes: Any) -> int:
+    """CUDA graphs recorded in a forest of cudagraph-tree nodes (each node one graph, its children under it)."""
+    return sum(1 + _recorded([child for children in node.children.values() for child in children]) for node in nodes)
+
+
+def graphs_recorded(device_index: int) -> int:
+    """CUDA graphs Inductor's cudagraph trees recorded on this device in this process (0 where it made no tree)."""
+    from torch._inductor import cudagraph_trees
+
+    manager = cudagraph_trees.get_manager(device_index, create_if_none_exists=False)
+    roots = getattr(manager, "roots", None) or {}
+    return _recorded([node for nodes in roots.values() for node in nodes])
+
+
+def cuda_graphs(compile_mode: str, device_type: str, device_index: int | None = None) -> dict[str, Any]:
+    """Whether this process's compiled model ran as CUDA graphs, read from what ran: the compile mode asks for them
+    (torch._inductor.list_mode_options: triton.cudagraphs; reduce-overhead and max-autotune do), Inductor's
+    cudagraph trees recorded graphs on the CUDA device, and the graphs Inductor skipped
+    (counters["inductor"]["cudagraph_skips"]: on a CPU every compiled graph is skipped)."""
+    import torch._inductor
+
+    asked = bool(torch._inductor.list_mode_options(compile_mode).get("triton.cudagraphs"))
+    skips = int(_counters()["inductor"]["cudagraph_skips"])
+    recorded = graphs_recorded(device_index or 0) if asked and device_type == "cuda" else 0
+    if not asked:
+        reason = f"torch.compile mode {compile_mode} does not use CUDA graphs"
+    elif device_type != "cuda":
+        reason = f"CUDA graphs exist only on CUDA GPUs: on the {device_type}, Inductor compiled without them"
+    elif not recorded:
+        reason = f"Inductor recorded no CUDA graph ({skips} compiled graphs skipped)"
+    else:
+        reason = None
+    return {
+        "in_effect": recorded > 0,
+        "asked": asked,
+        "graphs_recorded": recorded,
+        "skipped": skips,
+        "reason": reason,
+        "source": "torch._inductor.cudagraph_trees (graphs recorded), counters['inductor']['cudagraph_skips']",
+    }

@@ -14,6 +14,9 @@ class ModelSpec:
     description: str
     head: tuple[str, ...]  # torch keys of the classification head (replaced when a file's class count differs)
     keras_builder: str  # "module:function" returning a built Keras 3 model (fwbench.models.keras_layers.Twin)
+    # Which kind of op does most of the model's arithmetic: where TF32 covers one kind only (PyTorch's own default on
+    # a GPU: convolutions, not matmuls), the model's MFU divides by the peak of that kind's arithmetic.
+    compute: str = "convolutions"
 
 
 MODELS: dict[str, ModelSpec] = {
@@ -42,6 +45,7 @@ MODELS: dict[str, ModelSpec] = {
             "torchvision ViT-B/16",
             ("heads.head.weight", "heads.head.bias"),
             keras_builder="fwbench.models.vit_keras:vit_b_16",
+            compute="matmuls",
         ),
         ModelSpec(
             "mobilenet_v3_small",

@@ -65,6 +65,42 @@ def _reinit_head(model: str, module, head_init: str) -> str | None:
     return f"head redrawn as nn.Linear's default, U(+-1/sqrt({owner.in_features}))"
 
 
+CALIBRATION_BATCH = 16  # images per train-mode forward when BatchNorm statistics are calibrated
+
+
+def calibration_batches(images_nhwc: np.ndarray, count: int) -> list[np.ndarray]:
+    """The first `count` images of `images_nhwc` (uint8, the study's training split) as normalised NCHW batches of
+    CALIBRATION_BATCH (the last one at least two images, which train-mode BatchNorm needs)."""
+    from fwbench.data.inputs import batch_of, normalize
+
+    count = min(int(count), len(images_nhwc))
+    starts = list(range(0, count, CALIBRATION_BATCH))
+    sizes = [min(CALIBRATION_BATCH, count - start) for start in starts]
+    if len(sizes) > 1 and sizes[-1] < 2:
+        sizes = sizes[:-2] + [sizes[-2] + sizes[-1]]
+    return [
+        np.ascontiguousarray(normalize(batch_of(images_nhwc, size, start=start)).transpose(0, 3, 1, 2))
+        for start, size in zip(starts, sizes, strict=False)
+        if size >= 2
+    ]
+
+
+def _calibrate(module, model: str, calibration: list[np.ndarray] | None, pretrained: bool) -> dict[str, Any]:
+    """BatchNorm statistics calibrated on the study's training images (fwbench.models.calibration), what the record
+    says about them. A pretrained file keeps its own statistics: they were learned, and a user fine-tuning it keeps
+    them too."""
+    from fwbench.models.calibration import batchnorm_modules, calibrate_batchnorm
+
+    if not batchnorm_modules(module):
+        return {"bn_statistics": "none (no BatchNorm)"}
+    if pretrained:
+        return {"bn_statistics": "the pretrained file's"}
+    if not calibration:
+        return {"bn_statistics": "the initialisation's (mean 0, variance 1; calibration off)"}
+    images = calibrate_batchnorm(module, calibration)
+    return {"bn_statistics": f"calibrated on {images} training images", "bn_calibration_images": images}
+
+
 def init_weights(
     model: str,
     *,
@@ -74,8 +110,11 @@ def init_weights(
     out: str | Path,
     pretrained: str | Path | None = None,
     head_init: str = "torchvision",
+    calibration: list[np.ndarray] | None = None,
 ) -> dict[str, Any]:
-    """Write the starting weights (torch layout, .npz) and their provenance (.json beside them)."""
+    """Write the starting weights (torch layout, .npz) and their provenance (.json beside them). `calibration`:
+    normalised NCHW batches of the study's training images on which a seeded start's BatchNorm statistics are
+    calibrated (`calibration_batches`), so that its eval logits depend on the image and parity can fail."""
     import torch
 
     from fwbench.models import torch_model, torch_state_dict_numpy
@@ -109,6 +148,8 @@ def init_weights(
             adaptations=notes,
             description=f"local file {Path(pretrained).name}" + (f" ({'; '.join(notes)})" if notes else ""),
         )
+    record |= _calibrate(module, model, calibration, pretrained is not None)
+    record["description"] += f"; BatchNorm statistics: {record['bn_statistics']}"
     buffer = io.BytesIO()
     np.savez(buffer, allow_pickle=False, **torch_state_dict_numpy(module))
     atomic_write_bytes(out, buffer.getvalue())

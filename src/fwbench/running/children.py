@@ -168,6 +168,19 @@ class Child:
         self.kill()
         self._close()
 
+    def until_ready(self, ready: dict[str, Any]) -> Outcome:
+        """Wait for a serving worker's first reply: ready (its steps go to `ready` with the child, and the outcome is
+        a success so far), or its end, classified. A runner that is being stopped (SIGTERM, Ctrl-C) stops it too."""
+        try:
+            reply = self.request(None)
+        except BaseException:
+            self.abandon()
+            raise
+        if reply is not None and "ready" in reply:
+            ready.update(child=self, steps=list(reply["ready"]))
+            return Outcome(None, None, "")
+        return self.end(self.wait(), unready=True)
+
     def end(self, returncode: int | None, *, unready: bool = False) -> Outcome:
         """Kill what is left of the child's session, and classify how it ended (`returncode` None: it was still
         running at its timeout). `unready`: a warm worker that ended before it said it was ready to measure,

@@ -46,6 +46,8 @@ class CellRun:
     profile: dict[str, Any] | None = None  # its profiling pass (fwbench.running.profiling), when the study asks for one
     # launches run again because other processes or steal disturbed them (fwbench.running.launches): their data
     disturbed: list[dict[str, Any]] = field(default_factory=list)
+    # its compile launch, where one ran before the measured launches (fwbench.running.compile_launch): its record
+    compile_launch: dict[str, Any] | None = None
 
     @property
     def reason(self) -> str | None:
@@ -81,11 +83,12 @@ class Context:
         return self.workers[worker][0]
 
     def attempt(
-        self, index: int, run: CellRun, trial: int, label: str, start: Callable[[int], Outcome]
+        self, index: int, run: CellRun, trial: int | None, label: str, start: Callable[[int], Outcome]
     ) -> tuple[Outcome, int]:
         """`start(attempts)` (one child, ended or ready) until it does not fail, or the ladder has no workaround
         for its failure: each failure that has one is recorded as the deviation the next attempt runs with.
-        Returns the last outcome and the number of attempts. `index` is the worker's; `run` its first cell's."""
+        Returns the last outcome and the number of attempts. `index` is the worker's; `run` its first cell's;
+        `trial` None: a compile launch, before the measured ones (fwbench.running.compile_launch)."""
         cell, attempts = self.cells[self.leader(index)], 0
         while True:
             attempts += 1
@@ -147,7 +150,7 @@ class Context:
         run.finished_at = now()
         run.schedule.append(schedule)
         if outcome.failure is not None:
-            run.failure = _cell_failure(outcome.failure, trial, trials, run.applied())
+            run.failure = cell_failure(outcome.failure, trial, trials, run.applied())
             run.deviations = []  # a failed cell ran with nothing: what was tried is in failure.workarounds_tried
         else:
             run.parts.append(outcome.part)
@@ -185,8 +188,13 @@ def write_specs(
     return specs
 
 
-def _cell_failure(failure: Failure, trial: int, trials: int, tried: list[str]) -> dict[str, Any]:
-    reason = failure.reason if trials == 1 else f"trial {trial} of {trials}: {failure.reason}"
+def cell_failure(failure: Failure, trial: int | None, trials: int, tried: list[str]) -> dict[str, Any]:
+    """A cell's failure record: the child's, with the trial it failed in (None: its compile launch, before the
+    measured ones) and the workarounds tried."""
+    if trial is None:
+        reason = f"compile launch (before trial 1 of {trials}): {failure.reason}"
+    else:
+        reason = failure.reason if trials == 1 else f"trial {trial} of {trials}: {failure.reason}"
     if tried:
         reason += f" (also with workaround{'s' if len(tried) > 1 else ''} {', '.join(tried)})"
     return {**failure.as_dict(trial=trial), "reason": reason, "workarounds_tried": list(tried)}

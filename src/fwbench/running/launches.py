@@ -4,7 +4,9 @@ In each launch every worker still in the group starts one process (fwbench.runni
 bursts on request, each block in the order of the next row of a Williams design over the workers, so that the
 machine's drift cancels within a block and a ratio can be taken launch by launch. A worker serves one cell, or the
 batch sizes of one (framework, mode, model, precision) (fwbench.running.runner): in each block it runs one burst of
-each of its cells, and what it measured goes to each cell's record.
+each of its cells, and what it measured goes to each cell's record. Where the cells' launches share a compile cache
+(compile.launch_cache), a compile launch fills it first (fwbench.running.compile_launch), so that every measured
+launch starts warm.
 """
 
 from __future__ import annotations
@@ -12,9 +14,11 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from fwbench.backends import launch_cache
 from fwbench.io import read_json
 from fwbench.running import order as trial_order
 from fwbench.running.children import Child, Outcome, is_part
+from fwbench.running.compile_launch import run_compile_launch
 from fwbench.running.context import CellRun, Context, now
 from fwbench.scenarios.blocks import OTHER_LOAD_FLAG
 from fwbench.scenarios.profiled import WHERE_IN_WORKER, profiled
@@ -33,12 +37,15 @@ def run_launches(
     fails its cells; the others go on. `plan` and `blocks_plan` are over the workers (Context.workers); `runs` are
     the cells'. A launch that other processes or the hypervisor disturbed (`_disturbed`) is run again, all its
     workers, up to `repeat_disturbed` times per group (a bound fixed before the run); what it measured moves to each
-    cell's `disturbed` record. Returns the order in which each block ran (`ran`), the launches run again
-    (`repeated`) and the bound."""
+    cell's `disturbed` record. With the launch cache in effect (launch_cache.enabled: more than one launch), the
+    compile launch runs first and the measured launches all find their cells' caches warm. Returns the order in
+    which each block ran (`ran`), the launches run again (`repeated`), the bound, and the compile launch's record
+    (`compile_launch`) where one ran."""
     trials = len(plan.rows)
     bound = int(context.settings.get("repeat_disturbed", 0))
     ran: list[list[str]] = []
     repeated: list[dict[str, Any]] = []
+    compiled = run_compile_launch(context, plan, runs) if launch_cache.enabled(context.settings) else None
     for launch in range(trials):
         while True:
             marks = [(len(run.parts), len(run.schedule), run.failure) for run in runs]
@@ -58,7 +65,12 @@ def run_launches(
                 f"[fwbench] launch {launch + 1} of {trials} run again: {disturbed['reason']} "
                 f"({len(repeated)} of at most {bound})"
             )
-    return {"ran": ran, "repeated": repeated, "repeat_bound": bound}
+    return {
+        "ran": ran,
+        "repeated": repeated,
+        "repeat_bound": bound,
+        **({"compile_launch": compiled} if compiled is not None else {}),
+    }
 
 
 def _one_launch(context, plan, blocks_plan, runs, launch, ran) -> None:
@@ -81,15 +93,7 @@ def _one_launch(context, plan, blocks_plan, runs, launch, ran) -> None:
             def start(attempts: int, worker=worker, run=run, ready=ready, launch=launch) -> Outcome:
                 companions = [w[0].process.pid for w in workers.values()]  # already ready, holding contexts
                 child = context.child(worker, run, f"{worker}-{launch}-{attempts}", serve=True, companions=companions)
-                try:
-                    reply = child.request(None)
-                except BaseException:  # the runner is being stopped (SIGTERM, Ctrl-C): so is the worker
-                    child.abandon()
-                    raise
-                if reply is not None and "ready" in reply:
-                    ready.update(child=child, steps=list(reply["ready"]))
-                    return Outcome(None, None, "")
-                return child.end(child.wait(), unready=True)
+                return child.until_ready(ready)
 
             outcome, attempts = context.attempt(worker, run, launch + 1, label, start)
             if outcome.failure is None:

@@ -3,7 +3,9 @@
 Each trial is one fresh process (a round's child, fwbench.running.rounds, or a launch's warm worker,
 fwbench.running.launches); its own samples judge its noise, and the cell's throughput and 95% CI are taken over the
 trials, so that they include the variation between processes. Blocks of bursts (fwbench.scenarios.blocks) and micro
-variants are gathered over the launches here too, so that the analysis can resample them per launch.
+variants are gathered over the launches here too, so that the analysis can resample them per launch. A cell whose
+cold compile ran in a compile launch of its own (fwbench.running.compile_launch) takes its compile and first-call times
+from it; nothing that launch timed joins the trials.
 """
 
 from __future__ import annotations
@@ -46,7 +48,10 @@ def _trial_summary(part: dict[str, Any], schedule: Mapping[str, Any] | None = No
 
 
 def merge_trials(
-    parts: list[dict[str, Any]], batch_size: int, schedule: Sequence[Mapping[str, Any]] | None = None
+    parts: list[dict[str, Any]],
+    batch_size: int,
+    schedule: Sequence[Mapping[str, Any]] | None = None,
+    compile_launch: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """One result from `trials` fresh-process measurements of a cell.
 
@@ -56,7 +61,9 @@ def merge_trials(
     total-time throughput pool every sample and are descriptive only. With one trial the only interval is the
     within-process bootstrap, labelled as such. `schedule[i]` (round, order, round_order, started_s, ...) goes into
     trial i. Noise is judged per trial (each process's own samples, so that differences between processes do not
-    count as noise): `flags.noisy` is true when at least one trial is noisy, `noisy_trials` counts them."""
+    count as noise): `flags.noisy` is true when at least one trial is noisy, `noisy_trials` counts them.
+    `compile_launch`: the cell's compile launch record, kept as `metrics.compile_launch`, whose (cold) compile_s,
+    compile_breakdown_s and first_call_s become the cell's; each trial keeps its own (warm) ones."""
     first = parts[0]
     schedule = list(schedule) if schedule is not None else [{} for _ in parts]
     samples = [s for part in parts for s in part["samples_ms"]]
@@ -107,6 +114,11 @@ def merge_trials(
         metrics["flags"] = {**(metrics.get("flags") or {}), "noisy": trials[0]["noisy"]}
     if first["metrics"].get("blocks"):  # warm workers in blocks: every launch's bursts, in block order
         metrics["blocks"] = merge_blocks([part["metrics"]["blocks"] for part in parts])
+    if compile_launch is not None:
+        metrics["compile_launch"] = dict(compile_launch)
+        metrics.update(compile_s=compile_launch.get("compile_s"), first_call_s=compile_launch.get("first_call_s"))
+        if "compile_breakdown_s" in metrics:
+            metrics["compile_breakdown_s"] = compile_launch.get("compile_breakdown_s")
     if "variants" in metrics:  # micro: each variant keeps its samples per trial (the analysis resamples trials)
         metrics["variants"] = _merge_variants([part["metrics"] for part in parts])
         metrics["agreement"] = max((p["metrics"]["agreement"] for p in parts), key=lambda a: a["max_rel_error"])

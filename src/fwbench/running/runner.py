@@ -9,9 +9,11 @@ Inference and micro groups run warm workers in balanced blocks (fwbench.scenario
 every cell starts one worker process, in the order of a Williams design (fwbench.running.order), and the workers then
 time short bursts, one per cell per block, each block in the order of the next row of a Williams design over the blocks,
 so that the machine's drift cancels within a block and a ratio can be taken launch by launch
-(fwbench.running.launches). A group without `blocks` in its settings (a training cell) runs one fresh child per cell
-per round from start to end (fwbench.running.rounds). Both start their children through the group's context
-(fwbench.running.context), and each cell's trials merge into its result (fwbench.running.merge).
+(fwbench.running.launches); where their launches share a compile cache, a compile launch before them fills it, so that
+every measured launch starts warm (fwbench.running.compile_launch). A group without `blocks` in its settings (a
+training cell) runs one fresh child per cell per round from start to end (fwbench.running.rounds). Both start their
+children through the group's context (fwbench.running.context), and each cell's trials merge into its result
+(fwbench.running.merge).
 """
 
 from __future__ import annotations
@@ -224,7 +226,7 @@ def run_group(
         elif cell.suite == "training":  # one run: a training cell's repeat is another epoch, not another process
             merged = run.parts[0]
         else:
-            merged = merge_trials(run.parts, cell.batch_size, run.schedule)
+            merged = merge_trials(run.parts, cell.batch_size, run.schedule, run.compile_launch)
             if run.profile is not None:
                 merged["metrics"]["op_profile"] = run.profile
             if run.disturbed:
@@ -248,7 +250,9 @@ def run_group(
                 "placement": placement,
                 "started_at": run.started_at,
                 "finished_at": run.finished_at,
-                "duration_s": sum(when["duration_s"] for when in run.schedule),  # its own children's time
+                # its own children's time, its compile launch's included
+                "duration_s": sum(when["duration_s"] for when in run.schedule)
+                + ((run.compile_launch or {}).get("duration_s") or 0.0),
                 "group": group,
                 "host_memory_limit": run.memory_limit,
                 **({"injected_faults": injected} if injected else {}),

@@ -50,7 +50,7 @@ def main(spec_path: str, out_path: str) -> None:
     cell = cells[0]
     options, scratch_cache = compiler_environment(cell, spec["settings"])
     on_gpu = ((spec.get("device") or {}).get("record") or {}).get("platform") == "cuda"
-    if spec.get("profile") and (cell.framework, cell.mode) == ("torch", "compile") and not on_gpu:
+    if spec.get("profile") and torch_compiled(cell) and not on_gpu:
         # Inductor's C++ kernels are invisible to torch.profiler unless they record themselves: without this their
         # time is one opaque compiled-graph span (docs/op-profile.md). It changes the generated code, so this
         # process compiles cold rather than from the cell's cache. On a GPU its Triton kernels are CUDA kernels,
@@ -117,13 +117,20 @@ def main(spec_path: str, out_path: str) -> None:
         shutil.rmtree(scratch_cache, ignore_errors=True)
 
 
+def torch_compiled(cell) -> bool:
+    """Whether the cell runs torch.compile (modes compile and cudagraphs), so Inductor compiles in its process."""
+    from fwbench.study.modes import TORCH_COMPILED_MODES
+
+    return cell.framework == "torch" and cell.mode in TORCH_COMPILED_MODES
+
+
 def compiler_environment(cell, settings: dict) -> tuple[dict, str | None]:
     """Set what the frameworks read from the environment at import for the study's compile and autotune settings,
-    and return the backend's options (mode, autotune, compile) and the scratch cache directory to remove once the
-    result is written, if any. XLA_FLAGS carries the autotune level for JAX and
-    TensorFlow (fwbench.study.autotune). A compiled PyTorch cell gets the study's Inductor cache, or, with none, a fresh
-    empty directory of its own: every compilation cold, as JAX's without its cache, and never the warm default
-    directory another study (or an earlier run) left in /tmp. Where the runner gives the cell a launch cache
+    and return the backend's options (mode, autotune, compile, memory format) and the scratch cache directory to
+    remove once the result is written, if any. XLA_FLAGS carries the autotune level for JAX and TensorFlow
+    (fwbench.study.autotune). A compiled PyTorch cell (`torch_compiled`) gets the study's Inductor cache, or, with
+    none, a fresh empty directory of its own: every compilation cold, as JAX's without its cache, and never the warm
+    default directory another study (or an earlier run) left in /tmp. Where the runner gives the cell a launch cache
     (fwbench.backends.launch_cache), every framework's persistent cache points at it instead: cold in the cell's first
     launch, warm in its later ones."""
     from fwbench.backends import launch_cache
@@ -138,10 +145,15 @@ def compiler_environment(cell, settings: dict) -> tuple[dict, str | None]:
         os.environ["XLA_FLAGS"] = flags
     else:
         os.environ.pop("XLA_FLAGS", None)
-    options = {"mode": cell.mode, "autotune": setting, "compile_options": compile_options}
+    options = {
+        "mode": cell.mode,
+        "autotune": setting,
+        "compile_options": compile_options,
+        "memory_format": dict(settings.get("memory_format") or {}),
+    }
     if launch_cache.apply(cell.framework, cell.mode, settings):  # this cell's own cache across its launches
         return options, None
-    if (cell.framework, cell.mode) != ("torch", "compile"):  # an eager process compiles nothing
+    if not torch_compiled(cell):  # an eager process compiles nothing
         return options, None
     directory = compile_options.get("inductor_cache")
     if directory:

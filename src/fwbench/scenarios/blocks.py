@@ -250,10 +250,15 @@ class _Blocks:
         self.counters = HardwareCounters()
         self._idle_from = (time.perf_counter(), time.process_time())
 
-    def _burst(self, steps: Mapping[str, Step], name: str, block: int, position: int) -> dict[str, Any]:
+    def _burst(
+        self, steps: Mapping[str, Step], name: str, block: int, position: int, iters: int | None = None
+    ) -> dict[str, Any]:
+        """One burst of step `name`: its calibrated iterations after the plan's discarded ones, or (`iters`) that
+        many with none discarded (a compile launch's one iteration per step, fwbench.running.compile_launch)."""
         wall0, cpu0 = self._idle_from or (time.perf_counter(), time.process_time())
         idle_wall, idle_cpu = time.perf_counter() - wall0, time.process_time() - cpu0
-        burst = run_burst(steps[name], self.iters[name], self.plan.discard, self.counters, self.windows.get(name))
+        count, discard = (self.iters[name], self.plan.discard) if iters is None else (int(iters), 0)
+        burst = run_burst(steps[name], count, discard, self.counters, self.windows.get(name))
         burst.update(block=block, position=position, idle_wall_s=idle_wall, idle_cpu_s=idle_cpu)
         self.bursts[name].append(burst)
         self._idle_from = (time.perf_counter(), time.process_time())
@@ -291,9 +296,10 @@ class LocalBlocks(_Blocks):
 
 class PipeBlocks(_Blocks):
     """A worker serving the controller: after calibration it replies {"ready": ..., "iters": ...}, then runs
-    {"burst": STEP, "block": B, "position": P} commands until {"finish": true} (which may ask for more after the
-    blocks: `after`). It waits in a blocking read, so a waiting worker uses no CPU of its own (its framework's thread
-    pools are another matter, recorded per burst as idle_cpu_s)."""
+    {"burst": STEP, "block": B, "position": P} commands (with "iters": N, a burst of N iterations and no discarded
+    ones instead of the calibrated burst) until {"finish": true} (which may ask for more after the blocks:
+    `after`). It waits in a blocking read, so a waiting worker uses no CPU of its own (its framework's thread pools
+    are another matter, recorded per burst as idle_cpu_s)."""
 
     def __init__(self, plan: BurstPlan, commands: BinaryIO, replies: BinaryIO) -> None:
         super().__init__(plan)
@@ -315,7 +321,8 @@ class PipeBlocks(_Blocks):
             if command.get("finish"):
                 self.after = {key: value for key, value in command.items() if key != "finish"}
                 return self.result()
-            burst = self._burst(steps, command["burst"], int(command["block"]), int(command["position"]))
+            where = int(command["block"]), int(command["position"])
+            burst = self._burst(steps, command["burst"], *where, command.get("iters"))
             self.reply({"done": command["burst"], "wall_s": burst["wall_s"]})
         raise EOFError("the controller closed the command pipe before asking the worker to finish")
 

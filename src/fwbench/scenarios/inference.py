@@ -17,10 +17,9 @@ from fwbench.scenarios import blocks, profiled
 from fwbench.scenarios.operations import digest
 from fwbench.study.grid import Cell
 from fwbench.trackers.energy import BurstWindows, energy_meter, idle_baseline
-from fwbench.trackers.latency import DEVICE_PASS_ITERS, device_pass, timing_metrics
+from fwbench.trackers.latency import timing_metrics
 from fwbench.trackers.memory import LOAD_INTERVAL_S, TIMED_INTERVAL_S, RssSampler, peak_rss_mb, rss_mb
 from fwbench.trackers.nvml import NvmlDevice, open_device
-from fwbench.trackers.stats import summary
 
 
 def load_weights(path: str | Path) -> dict[str, np.ndarray]:
@@ -155,20 +154,6 @@ def run_cells(
         recompilations = backend.compilations - compilations_before
         timed_report = torch_compile.report_difference(backend.compile_report(), report_before)
         timed = {item.step: blocks.summarise(measured, item.step, item.cell.batch_size) for item in prepared}
-        # Device time in a pass of its own, after the host-timed loop and outside the energy window: the event
-        # records never enter the host-timed samples, which hold the same work (step + synchronise) everywhere.
-        timer = backend.device_timer()
-        device_ms = {
-            item.step: device_pass(
-                item.forward(backend),
-                backend.synchronize,
-                timer,
-                min(len(timed[item.step]["samples_ms"]), DEVICE_PASS_ITERS),
-            )
-            if timer is not None
-            else []
-            for item in prepared
-        }
     own_work = sum(
         timed[item.step]["timed_s"] + measured["calibration_s"][item.step] + timed[item.step]["discard_s"]
         for item in prepared
@@ -213,9 +198,7 @@ def run_cells(
             "waiting_s": measuring_s - own_work if position == 0 else 0.0,
             "scenario_s": time.perf_counter() - start if position == 0 else 0.0,
         }
-        parts.append(
-            _cell_part(backend, item, settings, timed[item.step], measured, device_ms[item.step], shared, phases)
-        )
+        parts.append(_cell_part(backend, item, settings, timed[item.step], measured, shared, phases))
     if measuring.after.get("profile"):
         _profile_after_blocks(backend, prepared, parts, settings, measuring, keep)
     return parts
@@ -244,9 +227,10 @@ class _Prepared:
         self.cell, self.step = cell, step_name(cell)
         self.buffers, self.cold = input_buffers(backend, images, cell.batch_size, bool(settings.get("cold_inputs")))
         self.inputs = self.buffers[0]
-        # The bytes every framework's first (warm) batch is made from, before any layout or device transfer: equal
-        # across the frameworks' cells of a model and batch size when their inputs are identical (fairness ledger).
-        self.input_sha256 = digest(normalize(batch_of(images, cell.batch_size)))
+        # The bytes the framework was fed in its first (warm) batch, read back from its device buffer as float32 NHWC:
+        # equal across the frameworks' cells of a model and batch size when their inputs are identical (fairness
+        # ledger), and different where a transfer, cast or layout changed them.
+        self.input_sha256 = digest(backend.fed_nhwc(self.inputs))
         self.rss_loaded = rss_mb()
         self.load_s = time.perf_counter() - started
         self.compile_times: dict[str, float] | None = None
@@ -277,7 +261,7 @@ class _Prepared:
         return self.forward(backend), backend.synchronize
 
 
-def _cell_part(backend, item, settings, timed, measured, device_ms, shared, phases) -> dict[str, Any]:
+def _cell_part(backend, item, settings, timed, measured, shared, phases) -> dict[str, Any]:
     """One cell's `metrics` and `samples_ms` from its bursts and what its worker's cells share."""
     cell = item.cell
     missing = {**shared["missing"], **timed["missing"]}
@@ -296,21 +280,6 @@ def _cell_part(backend, item, settings, timed, measured, device_ms, shared, phas
         missing["energy"], energy = energy["missing"], None
     else:
         energy = {**energy, "joules_per_image": energy["joules"] / images_timed}
-    if device_ms:
-        device_latency = {k: v for k, v in summary(device_ms).items() if k != "noisy"}
-        device_latency["source"] = (
-            f"CUDA events around each step, in a separate pass of {len(device_ms)} steps after the host-timed loop "
-            "(device time; latency_ms is host wall clock)"
-        )
-    elif backend.gpu_index() is not None:
-        device_latency = None
-        missing["device_latency_ms"] = (
-            f"{backend.name} has no per-step device event timer (no CUDA-event equivalent in its API): "
-            "only host wall-clock latency (latency_ms) is measured"
-        )
-    else:
-        device_latency = None
-        missing["device_latency_ms"] = f"{backend.name} on {backend.device_info()['platform']} has no device timer"
     device_memory = dict(shared["device_memory"])
     if "missing" in device_memory:
         missing["device_memory"] = device_memory.pop("missing")
@@ -349,8 +318,6 @@ def _cell_part(backend, item, settings, timed, measured, device_ms, shared, phas
         # or runs eagerly.
         "compile_report": torch_compile.report_sum(item.compile_report, shared["timed_report"]),
         "cold_inputs": item.cold,
-        "device_latency_ms": device_latency,
-        "device_samples_ms": device_ms or None,
         "first_call_s": item.first_call_s,
         "rss_mb": {**shared["rss_mb"], "loaded": item.rss_loaded},
         "device_memory": device_memory,
@@ -362,7 +329,7 @@ def _cell_part(backend, item, settings, timed, measured, device_ms, shared, phas
         # Where this process's scenario time went (the worker adds start-up and imports): building the model and
         # loading data and inputs (with NVML's isolation check and idle baseline on a GPU), compile, first call,
         # warm-up, the bursts, the time spent waiting while the other variants ran theirs (with the calibration),
-        # and what follows (device-timer pass, summaries).
+        # and what follows (summaries).
         "phases_s": phases,
     }
     return {"metrics": metrics, "samples_ms": samples_ms}

@@ -3,14 +3,21 @@
 The parity tests prove the twins right on fresh random weights; a study must also show that its own weights, at its
 own resolution and head, give the same logits in every framework. Each framework runs, in a process of its own (no
 two frameworks ever share one), the study's weights of every model on the first validation images, through the same
-backend path the inference cells time (fp32, threads pinned, compiled where the framework compiles); a second step
-compares every framework's logits with PyTorch's. A model a framework cannot run is recorded as missing with the
-error, never as zero error.
+backend path the inference cells time, in every precision the study times (threads pinned, compiled where the
+framework compiles); a second step compares every framework's logits with PyTorch's in the same precision. A model a
+framework cannot run is recorded as missing with the error, never as zero error.
+
+A check that cannot fail proves nothing, so the comparison also records the evidence that it could: how much
+PyTorch's logits vary from image to image (`input_dependence`; below MIN_INPUT_DEPENDENCE a twin that ignored its
+input would pass) and the error against PyTorch's logits of the same images in another order (`permuted_error`, a
+negative control run on every model: it must exceed the tolerance). The control holds for a model only where both
+say the check could have failed. The tolerance is the arithmetic's (`TOLERANCES`), read from what each framework
+recorded it ran (TF32 in effect, the dtype), not from the precision's name.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -18,15 +25,27 @@ import numpy as np
 import pandas as pd
 
 from fwbench.backends import get_backend
+from fwbench.backends.base import TF32_NONE
 from fwbench.data.inputs import batch_of, normalize
 from fwbench.data.store import load_split, sha256_file
+from fwbench.models.calibration import MIN_INPUT_DEPENDENCE, input_dependence
 from fwbench.scenarios.inference import load_weights
 from fwbench.scenarios.operations import digest
 
 BASELINE = "torch"
 IMAGES = 8  # validation images per model: enough to see any layer disagree, a fraction of a second per model
-# The parity tests' bound on eval logits (fp32, relative to the largest |logit|): the control holds below it.
-TOLERANCE = 1e-4
+# Bounds on eval logits relative to the largest |logit|, by the arithmetic both frameworks ran: fp32 is the parity
+# tests' bound; TF32 rounds every matmul and convolution input to a 10-bit mantissa (unit roundoff 2^-11, 4.9e-4),
+# and through the ~50 layers of ResNet-50 two frameworks' independently rounded logits may differ by a few times
+# that per layer's worth of accumulation: 2e-2, still 25 times below what a permuted batch of calibrated logits
+# differs by (0.5 and more); bfloat16 (an 8-bit mantissa, roundoff 3.9e-3) 1e-1.
+TOLERANCES = {"fp32": 1e-4, "tf32": 2e-2, "bf16": 1e-1}
+TOLERANCE = TOLERANCES["fp32"]
+
+
+def logits_key(model: str, precision: str) -> str:
+    """A model's logits in one precision, as the .npz names them."""
+    return f"{model}@{precision}"
 
 
 def framework_logits(
@@ -38,10 +57,11 @@ def framework_logits(
     num_classes: int,
     image_size: int,
     threads: int,
+    precisions: Sequence[str] = ("fp32",),
 ) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-    """(record, logits by model): this framework's fp32 eval logits of every model on the first validation images,
-    with the digests of the inputs and weights they came from."""
-    backend = get_backend(framework, threads=threads, precision="fp32")
+    """(record, logits by `logits_key`): this framework's eval logits of every model in every precision on the first
+    validation images, with the digests of the inputs and weights they came from and, per precision, the settings
+    the framework recorded it ran in (its dtype, where TF32 was in effect)."""
     images, _ = load_split(data_dir, "val")
     batch = normalize(batch_of(images, min(IMAGES, len(images))))
     record: dict[str, Any] = {
@@ -49,34 +69,70 @@ def framework_logits(
         "image_size": image_size,
         "images": len(batch),
         "input_sha256": digest(batch),
-        "settings": backend.effective_settings,
-        "models": {},
+        "precisions": {},
     }
     logits: dict[str, np.ndarray] = {}
-    for model, path in zip(models, weights, strict=True):
-        entry: dict[str, Any] = {"weights_sha256": sha256_file(path)}
-        try:
-            backend.build(model, load_weights(path), num_classes=num_classes, image_size=image_size)
-            inputs = backend.to_device(batch)
-            backend.compile(inputs)
-            outputs = backend.forward(inputs)
-            backend.synchronize(outputs)
-            logits[model] = np.asarray(backend.to_numpy(outputs), dtype=np.float32)
-        except Exception as error:  # a model this framework cannot run: recorded, the others still compared
-            entry["missing"] = f"{type(error).__name__}: {error}"
-        record["models"][model] = entry
+    for precision in precisions:
+        backend = get_backend(framework, threads=threads, precision=precision)
+        entries: dict[str, Any] = {}
+        for model, path in zip(models, weights, strict=True):
+            entry: dict[str, Any] = {"weights_sha256": sha256_file(path)}
+            try:
+                backend.build(model, load_weights(path), num_classes=num_classes, image_size=image_size)
+                inputs = backend.to_device(batch)
+                entry["input_sha256"] = digest(backend.fed_nhwc(inputs))  # the bytes this framework was fed
+                backend.compile(inputs)
+                outputs = backend.forward(inputs)
+                backend.synchronize(outputs)
+                logits[logits_key(model, precision)] = np.asarray(backend.to_numpy(outputs), dtype=np.float32)
+                entry["settings"] = dict(backend.effective_settings)  # what this model's program ran in
+            except Exception as error:  # a model this framework cannot run: recorded, the others still compared
+                entry["missing"] = f"{type(error).__name__}: {error}"
+            entries[model] = entry
+        record["precisions"][precision] = {"settings": dict(backend.effective_settings), "models": entries}
     return record, logits
+
+
+def _by_precision(record: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """A framework's record per precision; a record from before parity ran per precision was fp32 only."""
+    if "precisions" in record:
+        return record["precisions"]
+    return {"fp32": {"settings": record.get("settings") or {}, "models": record["models"]}}
+
+
+def _logits_of(arrays: Mapping[str, np.ndarray], model: str, precision: str) -> np.ndarray | None:
+    """A model's logits in a precision; an .npz from before parity ran per precision holds fp32 under the model."""
+    key = logits_key(model, precision)
+    if key in arrays:
+        return arrays[key]
+    return arrays.get(model) if precision == "fp32" else None
+
+
+def arithmetic(*settings: Mapping[str, Any]) -> str:
+    """The coarsest arithmetic among the recorded settings: bf16 where any computed in bfloat16, tf32 where any had
+    TF32 in effect anywhere, fp32 otherwise. Read from what ran, so `default` on a GPU is TF32 where a framework used
+    it and fp32 on a CPU."""
+    if any(str(s.get("dtype", "")).endswith("bfloat16") for s in settings):
+        return "bf16"
+    if any((s.get("tf32_scope") or TF32_NONE) != TF32_NONE for s in settings):
+        return "tf32"
+    return "fp32"
 
 
 PARITY_COLUMNS = [
     "model",
     "framework",
+    "precision",
+    "arithmetic",
     "image_size",
     "images",
     "relative_error",
     "max_abs_error",
     "top1_agreement",
     "tolerance",
+    "input_dependence",
+    "permuted_error",
+    "can_fail",
     "holds",
     "same_weights",
     "same_inputs",
@@ -84,40 +140,78 @@ PARITY_COLUMNS = [
 ]
 
 
+def _permuted(logits: np.ndarray) -> np.ndarray:
+    """The logits of the same images in another order (each moved by one): what a twin fed permuted images, or one
+    that lost track of which image is which, would return."""
+    return np.roll(logits, 1, axis=0)
+
+
 def compare(records: dict[str, dict[str, Any]], logits: dict[str, dict[str, np.ndarray]]) -> pd.DataFrame:
-    """Every other framework's logits against PyTorch's, per model: the largest difference relative to PyTorch's
-    largest |logit| (the parity tests' statistic), the largest absolute difference, and how often the top class
-    agrees; and whether both read the same weights and inputs (digests)."""
+    """Every other framework's logits against PyTorch's, per model and precision: the largest difference relative to
+    PyTorch's largest |logit| (the parity tests' statistic), the largest absolute difference, how often the top class
+    agrees; whether both read the same weights and were fed the same input bytes (digests); and whether the check
+    could fail (PyTorch's logits vary with the image, and the same comparison against PyTorch's logits of the images
+    in another order exceeds the tolerance). A model whose logits do not depend on the image does not hold."""
     rows = []
     if BASELINE not in records:
         return pd.DataFrame(columns=PARITY_COLUMNS)
-    reference = records[BASELINE]
+    baseline = records[BASELINE]
+    reference = _by_precision(baseline)
     for framework, record in records.items():
         if framework == BASELINE:
             continue
-        for model, entry in record["models"].items():
-            row = {
-                "model": model,
-                "framework": framework,
-                "image_size": record["image_size"],
-                "images": record["images"],
-                "tolerance": TOLERANCE,
-                "same_weights": entry["weights_sha256"] == reference["models"].get(model, {}).get("weights_sha256"),
-                "same_inputs": record["input_sha256"] == reference["input_sha256"],
-            }
-            missing = entry.get("missing") or reference["models"].get(model, {}).get("missing")
-            if missing or model not in logits.get(framework, {}) or model not in logits.get(BASELINE, {}):
-                which = framework if entry.get("missing") else BASELINE
-                rows.append(row | {"holds": False, "missing": f"{which}: {missing or 'no logits'}"})
-                continue
-            ours, theirs = logits[framework][model].astype(np.float64), logits[BASELINE][model].astype(np.float64)
-            scale = float(np.abs(theirs).max()) or 1.0
-            error = float(np.abs(ours - theirs).max())
-            row |= {
-                "relative_error": error / scale,
-                "max_abs_error": error,
-                "top1_agreement": float((ours.argmax(1) == theirs.argmax(1)).mean()),
-            }
-            row["holds"] = bool(row["relative_error"] <= TOLERANCE and row["same_weights"] and row["same_inputs"])
-            rows.append(row)
+        for precision, part in _by_precision(record).items():
+            theirs_part = reference.get(precision, {"settings": {}, "models": {}})
+            for model, entry in part["models"].items():
+                theirs_entry = theirs_part["models"].get(model, {})
+                row = {"model": model, "framework": framework, "precision": precision}
+                row |= {
+                    "arithmetic": (
+                        kind := arithmetic(
+                            entry.get("settings") or part["settings"],
+                            theirs_entry.get("settings") or theirs_part["settings"],
+                        )
+                    ),
+                    "image_size": record["image_size"],
+                    "images": record["images"],
+                    "tolerance": TOLERANCES[kind],
+                    "same_weights": entry["weights_sha256"] == theirs_entry.get("weights_sha256"),
+                    "same_inputs": _fed(entry, record) == _fed(theirs_entry, baseline),
+                }
+                ours = _logits_of(logits.get(framework, {}), model, precision)
+                theirs = _logits_of(logits.get(BASELINE, {}), model, precision)
+                missing = entry.get("missing") or theirs_entry.get("missing")
+                if missing or ours is None or theirs is None:
+                    which = framework if entry.get("missing") else BASELINE
+                    rows.append(
+                        row | {"holds": False, "can_fail": False, "missing": f"{which}: {missing or 'no logits'}"}
+                    )
+                    continue
+                rows.append(row | _agreement(ours, theirs, row))
     return pd.DataFrame(rows, columns=PARITY_COLUMNS)
+
+
+def _fed(entry: Mapping[str, Any], record: Mapping[str, Any]) -> str | None:
+    """The digest of the bytes a framework was fed for a model (read back from its device buffer); a record from
+    before that was read names the host batch's."""
+    return entry.get("input_sha256") or record.get("input_sha256")
+
+
+def _agreement(ours: np.ndarray, theirs: np.ndarray, row: Mapping[str, Any]) -> dict[str, Any]:
+    """The error statistics of one model's logits against PyTorch's, and whether the check could fail and held."""
+    ours, theirs = ours.astype(np.float64), theirs.astype(np.float64)
+    scale = float(np.abs(theirs).max()) or 1.0
+    error = float(np.abs(ours - theirs).max())
+    tolerance = row["tolerance"]
+    out = {
+        "relative_error": error / scale,
+        "max_abs_error": error,
+        "top1_agreement": float((ours.argmax(1) == theirs.argmax(1)).mean()),
+        "input_dependence": input_dependence(theirs) if len(theirs) > 1 else 0.0,
+        "permuted_error": float(np.abs(ours - _permuted(theirs)).max()) / scale,
+    }
+    out["can_fail"] = bool(out["input_dependence"] >= MIN_INPUT_DEPENDENCE and out["permuted_error"] > tolerance)
+    out["holds"] = bool(
+        out["relative_error"] <= tolerance and out["can_fail"] and row["same_weights"] and row["same_inputs"]
+    )
+    return out

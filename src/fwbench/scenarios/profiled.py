@@ -19,6 +19,7 @@ from typing import Any
 
 from fwbench.backends.base import Backend
 from fwbench.study.grid import Cell
+from fwbench.study.modes import TORCH_COMPILED_MODES
 from fwbench.trackers.op_profile import profile_steps
 
 
@@ -29,9 +30,11 @@ def profiled(cell: Cell, settings: Mapping[str, Any]) -> bool:
 
 
 def in_worker(cell: Cell, settings: Mapping[str, Any], *, on_gpu: bool) -> bool:
-    """Whether this profiled cell is profiled in its last launch's worker: every one but a torch.compile cell on the
-    CPU, whose kernel-level profile needs a compile of its own (TORCHINDUCTOR_CPP_ENABLE_KERNEL_PROFILE)."""
-    return profiled(cell, settings) and (on_gpu or (cell.framework, cell.mode) != ("torch", "compile"))
+    """Whether this profiled cell is profiled in its last launch's worker: every one but a torch.compile cell (modes
+    compile and cudagraphs) on the CPU, whose kernel-level profile needs a compile of its own
+    (TORCHINDUCTOR_CPP_ENABLE_KERNEL_PROFILE)."""
+    torch_compiled = cell.framework == "torch" and cell.mode in TORCH_COMPILED_MODES
+    return profiled(cell, settings) and (on_gpu or not torch_compiled)
 
 
 WHERE_IN_WORKER = "in the worker of the cell's last launch, after its timed blocks"

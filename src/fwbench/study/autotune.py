@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fwbench.study.modes import TORCH_AUTOTUNING_COMPILE_MODES
+from fwbench.study.modes import TORCH_AUTOTUNING_COMPILE_MODES, TORCH_COMPILED_MODES
 
 XLA_AUTOTUNE_OFF = "--xla_gpu_autotune_level=0"
 NOT_APPLICABLE = "not applicable on the CPU: no framework autotunes kernels there (recorded, not applied)"
@@ -44,8 +44,9 @@ def torch_switches(setting: str, mode: str, compile_mode: str | None, cudnn_over
     `cudnn_override` is the fallback ladder's FWBENCH_CUDNN_BENCHMARK ("0" for a cell whose cuDNN autotuning
     crashed): it wins, and the cell's deviation records why."""
     benchmark = setting == "on" if cudnn_override is None else cudnn_override == "1"
-    inductor = mode == "compile" and compile_mode in TORCH_AUTOTUNING_COMPILE_MODES
-    return {"cudnn_benchmark": benchmark, "inductor_autotune": inductor if mode == "compile" else None}
+    compiled = mode in TORCH_COMPILED_MODES
+    inductor = compiled and compile_mode in TORCH_AUTOTUNING_COMPILE_MODES
+    return {"cudnn_benchmark": benchmark, "inductor_autotune": inductor if compiled else None}
 
 
 def xla_switches(setting: str, flags: str) -> dict[str, Any]:

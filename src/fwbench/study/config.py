@@ -16,7 +16,7 @@ from typing import Any
 import jsonschema
 import yaml
 
-from fwbench.study.modes import TORCH_AUTOTUNING_COMPILE_MODES, autotune_setting
+from fwbench.study.modes import CUDA_GRAPHS_COMPILE_MODE, TORCH_AUTOTUNING_COMPILE_MODES, autotune_setting
 
 
 class ConfigError(ValueError):
@@ -169,9 +169,17 @@ def _narrow(config: dict[str, Any], strict: Mapping[str, str], notes: list[str])
 
 
 def _check_modes(config: dict[str, Any]) -> None:
-    """`autotune` as on/off; no autotuning compile mode with autotune off."""
+    """`autotune` as on/off; no autotuning compile mode with autotune off; no mode compile in reduce-overhead beside
+    mode cudagraphs (the same program twice)."""
     config["autotune"] = autotune_setting(config["autotune"])
     torch_mode = config["compile"]["torch_mode"]
+    torch_modes = config["modes"].get("torch") or []
+    if torch_mode == CUDA_GRAPHS_COMPILE_MODE and {"compile", "cudagraphs"} <= set(torch_modes):
+        raise ConfigError(
+            f"config error: compile.torch_mode = {torch_mode!r}: modes.torch names both compile and cudagraphs, which "
+            "would then be the same program (cudagraphs is torch.compile in mode reduce-overhead)",
+            key="compile.torch_mode",
+        )
     if torch_mode in TORCH_AUTOTUNING_COMPILE_MODES and config["autotune"] == "off":
         raise ConfigError(
             f"config error: compile.torch_mode = {torch_mode!r}: autotunes kernels, which autotune: off rules out "

@@ -3,14 +3,16 @@ GPU hour is spent on it.
 
 A study's wall time is mostly not its timed work: each launch of a comparison starts one process per framework and
 mode, one after the other, and each imports its framework, loads its model and compiles it for every batch size it
-serves (cold in the worker's first launch, from its own cache in the later ones: compile.launch_cache) before the
-blocks of bursts run; the profiling pass adds each profiled cell's warm-up and profiled steps, and the profiler's own
-start and trace reduction, to its worker in the last launch (on a GPU no pass needs a process of its own,
-fwbench.scenarios.profiled); and the jobs around the cells
-(device check, peak probe, dataset, weights, model facts, parity, the report) run one at a time beside nothing
-(fwbench.running.launches, docs/time-to-report.md). `estimate` adds those parts up for a study's inference grid,
-from a cost table (benchmarks/costs/*.yaml) whose every value says whether it was measured (where, when) or assumed
-(and why that value). The study's own time table replaces the estimate once it has run.
+serves before the blocks of bursts run. With the launch cache (compile.launch_cache, more than one launch) the cold
+compiles run first in a compile launch of their own (start-up, loading, the cold compiles, first calls and warm-up,
+no bursts: fwbench.running.compile_launch), priced apart, and every measured launch loads the cell's cache (warm);
+without it every launch compiles cold. The profiling pass adds each profiled cell's warm-up and profiled steps, and the
+profiler's own start and trace reduction, to its worker in the last launch (on a GPU no pass needs a process of its
+own, fwbench.scenarios.profiled); and the jobs around the cells (device check, peak probe, dataset, weights, model
+facts, parity, the report) run one at a time beside nothing (fwbench.running.launches, docs/time-to-report.md).
+`estimate` adds those parts up for a study's inference grid, from a cost table (benchmarks/costs/*.yaml) whose every
+value says whether it was measured (where, when) or assumed (and why that value). The study's own time table replaces
+the estimate once it has run. How many launches a study needs for its intervals: fwbench.study.sizing.
 """
 
 from __future__ import annotations
@@ -38,17 +40,32 @@ class Costs:
     table: dict[str, Any]
 
     def value(self, key: str, *names: str) -> float:
-        """The value at `key`, or inside it at the first of `names` it has (a model, a framework/mode, "default")."""
+        """The value at `key`, or inside it at the first of `names` it has (a model, a framework/mode, "default"),
+        each name followed by the variant the table prices it as (`stand_ins`)."""
         entry = self.table.get(key)
         if entry is None:
             raise CostError(f"{self.path}: no cost {key!r}")
         if "value" in entry:
             return float(entry["value"])
-        for name in (*names, "default"):
+        for name in (*self.stand_ins(names), "default"):
             if name in entry:
                 inner = entry[name]
                 return float(inner["value"] if isinstance(inner, dict) and "value" in inner else inner)
         raise CostError(f"{self.path}: cost {key!r} has no value for {' or '.join(names)} and no default")
+
+    def stand_ins(self, names: tuple[str, ...]) -> list[str]:
+        """`names`, each followed by its name under the variant the table's `priced_as` prices its variant as
+        (torch/cudagraphs/resnet50, then torch/compile/resnet50): a mode not measured on the machine yet."""
+        priced_as = {k: v for k, v in (self.table.get("priced_as") or {}).items() if k not in ("basis", "source")}
+        out = []
+        for name in names:
+            out.append(name)
+            out += [
+                other + name[len(variant) :]
+                for variant, other in priced_as.items()
+                if f"{name}/".startswith(f"{variant}/")
+            ]
+        return out
 
 
 def read_costs(path: str | Path) -> Costs:
@@ -65,7 +82,8 @@ class Estimate:
 
     parts: dict[str, float] = field(default_factory=dict)
     groups: dict[str, float] = field(default_factory=dict)
-    processes: int = 0
+    processes: int = 0  # the compile launches' included
+    compile_launches: int = 0  # processes of the compile launches
     profiled_in_workers: int = 0
 
     @property
@@ -102,6 +120,13 @@ STARTUP, COMPILE, TIMED, PROFILING, REST = (
     "profiling passes",
     "rest of the measuring processes and the runner",
 )
+COMPILE_LAUNCH = "compile launches (start-up, loading, cold compiles, first calls)"
+
+
+def compile_launch(config: Mapping[str, Any], suite: str = "inference") -> bool:
+    """Whether `suite`'s groups run a compile launch before their measured launches: the launch cache is on and
+    there is more than one launch (as fwbench.backends.launch_cache.enabled reads a group's settings)."""
+    return bool((config.get("compile") or {}).get("launch_cache", False)) and int(config[suite]["trials"]) > 1
 
 
 def estimate(config: Mapping[str, Any], costs: Costs) -> Estimate:
@@ -122,11 +147,19 @@ def estimate(config: Mapping[str, Any], costs: Costs) -> Estimate:
     batches = suite_batch_sizes(config, "inference")
     profiled = sorted(set(profile.get("batch_sizes") or []) & set(batches))
     result = Estimate()
+    compiling = compile_launch(config)
     for (model, precision), variants in groups.items():
         before = result.total_s
-        for launch in range(trials):
+        if compiling:  # each worker alone: start, load, cold compiles, first calls and warm-up; one step, exit
             for framework, mode in variants:
-                ready = _worker_ready(costs, framework, mode, model, batches, launch == 0, warmup)
+                ready = _worker_ready(costs, framework, mode, model, batches, True, warmup)
+                result.add(COMPILE_LAUNCH, sum(ready.values()) + costs.value("process_rest_s"))
+                result.processes += 1
+                result.compile_launches += 1
+        for _ in range(trials):
+            for framework, mode in variants:
+                # warm after a compile launch; cold in the only launch, or in every one without the launch cache
+                ready = _worker_ready(costs, framework, mode, model, batches, not compiling, warmup)
                 for part, seconds in ready.items():
                     result.add(part, seconds)
                 result.add(REST, costs.value("process_rest_s"))
@@ -176,7 +209,10 @@ def text(estimate: Estimate, costs: Costs) -> str:
     shown = costs.path.resolve()
     with contextlib.suppress(ValueError):
         shown = shown.relative_to(Path.cwd())
-    processes = f"{estimate.processes} measuring processes, {estimate.profiled_in_workers} cells profiled in them"
+    processes = f"{estimate.processes} measuring processes"
+    if estimate.compile_launches:
+        processes += f" ({estimate.compile_launches} in compile launches)"
+    processes += f", {estimate.profiled_in_workers} cells profiled in them"
     lines = [f"estimated from {shown} ({processes}):"]
     lines += [f"  {part:<62}{minutes(s):>14}" for part, s in sorted(estimate.parts.items(), key=lambda p: -p[1])]
     lines.append(f"  {'total':<62}{minutes(estimate.total_s):>14}")

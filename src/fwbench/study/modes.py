@@ -15,17 +15,18 @@ from typing import Any
 
 # framework -> its modes, the primary one first. NumPy (the micro suite's baseline) only runs eagerly.
 MODES: dict[str, tuple[str, ...]] = {
-    "torch": ("eager", "compile"),
+    "torch": ("eager", "compile", "cudagraphs"),
     "jax": ("jit",),
     "tensorflow": ("xla",),
     "numpy": ("eager",),
 }
 # Modes that run a compiled program (traced once, code generated for the measured shapes, then timed).
-COMPILED = frozenset({"compile", "jit", "xla"})
+COMPILED = frozenset({"compile", "cudagraphs", "jit", "xla"})
 # What each mode is, for tables and the paper.
 DESCRIPTIONS = {
     ("torch", "eager"): "eager (operator by operator)",
     ("torch", "compile"): "torch.compile (Dynamo + Inductor)",
+    ("torch", "cudagraphs"): "torch.compile with CUDA graphs (Dynamo + Inductor + cudagraph trees)",
     ("jax", "jit"): "jax.jit (XLA, ahead of time)",
     ("tensorflow", "xla"): "tf.function(jit_compile=True) (XLA)",
     ("numpy", "eager"): "eager (NumPy calls)",
@@ -34,6 +35,18 @@ DESCRIPTIONS = {
 TORCH_COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 # Compile modes that autotune kernels (Inductor benchmarks GEMM/convolution choices): only with `autotune: on`.
 TORCH_AUTOTUNING_COMPILE_MODES = frozenset({"max-autotune", "max-autotune-no-cudagraphs"})
+# PyTorch's compiled modes, each a cell of its own: `compile` is torch.compile in the study's `compile.torch_mode`
+# (default: no CUDA graphs); `cudagraphs` is torch.compile in mode reduce-overhead, Inductor replaying its kernels as
+# CUDA graphs (cudagraph trees), as XLA replays its own as command buffers: the like baseline for JAX on a GPU. On a
+# CPU there are no CUDA graphs: the cell runs Inductor without them and records so (`cuda_graphs`).
+TORCH_COMPILED_MODES = ("compile", "cudagraphs")
+CUDA_GRAPHS_COMPILE_MODE = "reduce-overhead"
+# How PyTorch lays out a CNN's images and convolution weights (the study's `memory_format.torch`): auto is
+# channels_last (NHWC in memory) for the convolutional models on a CUDA GPU, as most GPU users of CNNs set it (timm's
+# benchmark offers it), and contiguous NCHW otherwise. Every model but ViT-B/16 is convolutional (ViT's one
+# convolution is its patch embedding; its body is matmuls).
+MEMORY_FORMATS = ("auto", "channels_last", "contiguous")
+NOT_CONVOLUTIONAL = frozenset({"vit_b_16"})
 
 
 def primary(framework: str) -> str:
@@ -44,6 +57,28 @@ def primary(framework: str) -> str:
 
 def is_compiled(mode: str) -> bool:
     return mode in COMPILED
+
+
+def torch_compile_mode(mode: str, configured: str = "default") -> str | None:
+    """torch.compile's `mode` argument for a PyTorch cell in `mode`: the study's `compile.torch_mode` (`configured`)
+    in mode compile, reduce-overhead in mode cudagraphs, None (no torch.compile) in eager mode."""
+    if mode == "cudagraphs":
+        return CUDA_GRAPHS_COMPILE_MODE
+    return configured if mode in TORCH_COMPILED_MODES else None
+
+
+def torch_memory_format(setting: str, model: str, device_type: str) -> tuple[str, str]:
+    """(channels_last or contiguous, why) for a PyTorch cell of `model` on `device_type` ("cuda", "cpu") under the
+    study's `memory_format.torch` setting."""
+    if setting not in MEMORY_FORMATS:
+        raise ValueError(f"memory_format.torch = {setting!r}: expected one of {', '.join(MEMORY_FORMATS)}")
+    if setting != "auto":
+        return setting, f"memory_format.torch = {setting}"
+    if model in NOT_CONVOLUTIONAL:
+        return "contiguous", f"auto: {model} is not a convolutional model"
+    if device_type != "cuda":
+        return "contiguous", f"auto: {device_type} device, not a CUDA GPU"
+    return "channels_last", f"auto: {model} is convolutional and the device is a CUDA GPU"
 
 
 def framework_modes(config: Mapping[str, Any], framework: str) -> list[str]:

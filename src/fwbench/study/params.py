@@ -40,11 +40,11 @@ def canonical(value: Any) -> Any:
 
 def measurement_settings(config: Mapping[str, Any], suite: str) -> dict[str, Any]:
     """What a cell of `suite` measures under, as the workflow passes it (a param) and `fwbench run-cell` alike: the
-    suite's section minus its AXES, how compiled modes compile and whether kernels are autotuned (study-level, the
-    same for every framework), a training cell's loader and seed, a micro cell's seed (its input rows are drawn from
-    it). Canonical: key order or 0 vs 0.0 must not rerun cells."""
+    suite's section minus its AXES, how compiled modes compile, whether kernels are autotuned and how each framework
+    lays out its tensors (study-level, the same for every framework), a training cell's loader and seed, a micro
+    cell's seed (its input rows are drawn from it). Canonical: key order or 0 vs 0.0 must not rerun cells."""
     settings = {k: v for k, v in config[suite].items() if k not in AXES}
-    settings.update(compile=config["compile"], autotune=config["autotune"])
+    settings.update(compile=config["compile"], autotune=config["autotune"], memory_format=config["memory_format"])
     if suite == "training":
         settings.update(loader=config["loader"], seed=config["seed"])
     if suite == "micro":

@@ -1,34 +1,19 @@
-"""What every framework's timing shares: the device-time pass and the throughput and latency summaries of raw
-samples. The timed iterations themselves run in bursts (fwbench.scenarios.blocks): each iteration is bracketed by a
-device synchronise, so the host clock measures completed work, and nothing but the step and the synchronise falls
-between the two clock reads, for every framework. Device time (CUDA events) is measured in its own pass after the bursts
-(`device_pass`), so the event records never enter the host-timed samples.
+"""What every framework's timing shares: the throughput and latency summaries of raw samples. The timed iterations
+themselves run in bursts (fwbench.scenarios.blocks): each iteration is bracketed by a device synchronise, so the host
+clock measures completed work, and nothing but the step and the synchronise falls between the two clock reads, for
+every framework. That host clock is the study's one timer. A device-side timer existed for PyTorch alone (CUDA
+events, in a pass after the bursts), disagreed with the host timing it was meant to confirm (compiled
+EfficientNet-B0 on an H200: 8.44 ms against 7.42 ms), and had no JAX or TensorFlow counterpart outside their
+profilers: a timer only one framework has cannot be compared, so there is none (docs/measurement.md).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from fwbench.trackers.stats import Interval, bootstrap_median, summary
-
-DEVICE_PASS_ITERS = 100  # at most this many steps in the device-time pass after the bursts
-
-
-def device_pass(step: Callable[[int], Any], sync: Callable[[Any], None], timer: Any, iters: int) -> list[float]:
-    """Device milliseconds of `iters` steps from a device timer (CUDA events: start() before the step, stop()
-    after it, elapsed_ms() once synchronised), in a pass of its own so that the host-timed samples never contain
-    the event records."""
-    device_ms = []
-    for i in range(iters):
-        timer.start()
-        out = step(i)
-        timer.stop()
-        sync(out)
-        device_ms.append(float(timer.elapsed_ms()))
-    return device_ms
 
 
 def throughput(batch_size: int, samples_ms: list[float]) -> dict[str, float]:

@@ -1,14 +1,16 @@
-"""PyTorch trainer: eager or (mode compile) torch.compile'd model calls in train mode, torch.optim.Adam with the
-step's learning rate set from the shared schedule.
+"""PyTorch trainer: eager or (modes compile and cudagraphs) torch.compile'd model calls in train mode,
+torch.optim.Adam with the step's learning rate set from the shared schedule.
 
-In mode compile every call of the model (the train step's forward, whose backward AOTAutograd compiles with it;
+In a compiled mode every call of the model (the train step's forward, whose backward AOTAutograd compiles with it;
 evaluation; the step-0 probe) goes through one torch.compile'd function, so each variant Dynamo guards on
 (train/eval, grad mode) is compiled in `compile`, before the timed epochs. BatchNorm recalibration stays eager (its
 cumulative average would break the graph; it is no timed step). Adam's
 update stays torch's fused kernel: compiling it would recompile at every new learning rate of the schedule.
 
 Batches arrive in NCHW (`input_layout`): the shared loader's threads transpose them, so the timed step only moves
-them to the device, as the JAX step does with its NHWC batches.
+them to the device, as the JAX step does with its NHWC batches. Where the cell lays PyTorch's tensors out
+channels_last (the study's `memory_format.torch`, chosen by the backend), the model's weights are channels_last and
+batches arrive in NHWC, the bytes a channels_last NCHW tensor holds: the step moves them without a transpose either.
 """
 
 from __future__ import annotations
@@ -82,7 +84,12 @@ class TorchTrainer(Trainer):
         self.backend, self.recipe = backend, recipe
         module = backend.new_model(model, num_classes=num_classes, image_size=image_size)
         module.load_state_dict({k: torch.from_numpy(np.asarray(v)) for k, v in state_dict.items()}, strict=True)
-        self.model = module.to(device=backend.device, dtype=backend.dtype).train()
+        memory_format = backend.choose_memory_format(model)
+        self.model = module.to(dtype=backend.dtype).to(memory_format=memory_format).to(backend.device).train()
+        backend.record_layout(module=self.model)
+        self.channels_last = memory_format == torch.channels_last
+        self.input_layout = "NHWC" if self.channels_last else "NCHW"
+        self.layout_recorded = False
         self.adam = adam_implementation(backend.device.type)
         self.optimizer = adam(self.model.parameters(), recipe, self.adam)
         self.optimizer_implementation = f"torch.optim.Adam, {self.adam}"
@@ -94,9 +101,16 @@ class TorchTrainer(Trainer):
         )
 
     def to_device(self, images, labels):
-        """`images`: a normalised float32 NCHW batch (input_layout), as the shared loader prepares it."""
+        """`images`: a normalised float32 batch in `input_layout` (NCHW, or NHWC for channels_last), as the shared
+        loader prepares it; an NCHW tensor on the device in the cell's layout."""
+        images = torch.from_numpy(np.asarray(images, np.float32))
+        if self.channels_last:
+            images = images.permute(0, 3, 1, 2)  # NCHW strides over the NHWC bytes: channels_last, no copy
         # cast on the host, then move, as the JAX trainer does
-        images = torch.from_numpy(np.asarray(images, np.float32)).to(dtype=self.backend.dtype).to(self.backend.device)
+        images = images.to(dtype=self.backend.dtype).to(self.backend.device)
+        if not self.layout_recorded:  # once: this runs inside every timed step
+            self.backend.record_layout(inputs=images)
+            self.layout_recorded = True
         return images, torch.from_numpy(np.asarray(labels, np.int64)).to(self.backend.device)
 
     def synchronize(self, handle) -> None:

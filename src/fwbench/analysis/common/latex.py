@@ -49,8 +49,8 @@ def ordered_frameworks(frameworks) -> list[str]:
 
 
 # How each execution mode (fwbench.study.modes) reads in tables and prose; compiled modes are what the ratios pair.
-MODE_LABELS = {"eager": "eager", "compile": "compiled", "jit": "jit", "xla": "XLA"}
-MODE_SHORT = {"eager": "e", "compile": "c", "jit": "", "xla": ""}
+MODE_LABELS = {"eager": "eager", "compile": "compiled", "cudagraphs": "CUDA graphs", "jit": "jit", "xla": "XLA"}
+MODE_SHORT = {"eager": "e", "compile": "c", "cudagraphs": "g", "jit": "", "xla": ""}
 
 
 def mode_label(mode: str) -> str:

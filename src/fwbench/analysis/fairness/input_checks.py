@@ -30,11 +30,30 @@ from fwbench.analysis.fairness.rows import (
     variant_of,
 )
 from fwbench.installation import FRAMEWORK_DISTRIBUTIONS, normalise, untested_framework_versions
+from fwbench.models.calibration import MIN_INPUT_DEPENDENCE
 from fwbench.trackers.hardware import recorded_core_type
 
 
+def _parity_failure(r) -> str:
+    """Why one model's parity row did not hold, in the ledger's words."""
+    if isinstance(r.missing, str):
+        return r.missing
+    if "can_fail" in r._fields and not bool(r.can_fail):
+        dependence = getattr(r, "input_dependence", float("nan"))
+        return (
+            f"logits do not depend on the image (spread {dependence:.1e} of their scale): the check cannot fail"
+            if dependence < MIN_INPUT_DEPENDENCE
+            else f"a permuted batch agrees within the bound ({r.permuted_error:.1e}): the check cannot fail"
+        )
+    if "same_inputs" in r._fields and not bool(r.same_inputs):
+        return "fed other input bytes"
+    return f"{r.relative_error:.1e}" + (f" in {r.precision}" if "precision" in r._fields else "")
+
+
 def weights_row(results: list[dict[str, Any]], parity: pd.DataFrame) -> dict[str, str]:
-    """One weights file per model in every framework's cells, and the study's logits agreeing with PyTorch's."""
+    """One weights file per model in every framework's cells, and the study's logits agreeing with PyTorch's in
+    every precision, where the check could fail (`fwbench.scenarios.parity`: logits that vary with the image, a
+    permuted batch beyond the bound); a model whose logits do not depend on the image does not hold."""
     control = "Same weights in every framework"
     files: dict[str, set[str]] = defaultdict(set)
     for r in results:
@@ -51,19 +70,23 @@ def weights_row(results: list[dict[str, Any]], parity: pd.DataFrame) -> dict[str
             worst = mine.loc[mine["relative_error"].idxmax()]
             parts.append(f"{label(framework)} {worst['relative_error']:.1e} ({worst['model']})")
     first = parity.iloc[0]
+    kinds = parity["arithmetic"] if "arithmetic" in parity else pd.Series("fp32", index=parity.index)
+    bounds = ", ".join(f"{kind} {bound:.0e}" for kind, bound in parity.groupby(kinds)["tolerance"].max().items())
     measured = (
         f"worst relative eval-logit error against PyTorch on {int(first['images'])} validation images at "
         f"{int(first['image_size'])} px: {join_words(parts) if parts else 'none measured'} "
-        f"(bound {first['tolerance']:.0e}); one weights file per model in all cells"
+        f"(bound {bounds}); one weights file per model in all cells"
         if not split
         else ""
     )
+    if "input_dependence" in parity and parity["input_dependence"].notna().any():
+        least = parity.loc[parity["input_dependence"].idxmin()]
+        measured += (
+            f"; logits vary with the image by at least {least['input_dependence']:.1e} of their scale "
+            f"({least['model']}), a permuted batch differs by at least {parity['permuted_error'].min():.1e}"
+        )
     failing = parity[~parity["holds"].astype(bool)]
-    where = [
-        f"{r.model} in {label(r.framework)}: "
-        + (r.missing if isinstance(r.missing, str) else f"{r.relative_error:.1e}")
-        for r in failing.itertuples()
-    ]
+    where = [f"{r.model} in {label(r.framework)}: {_parity_failure(r)}" for r in failing.itertuples()]
     where += [f"{model}: {len(files[model])} different weights files among its cells" for model in split]
     if split:
         measured = "the cells of a model read different weights files"

@@ -12,9 +12,9 @@ pair compiled with compiled (or say where they do not), that kernel autotuning w
 compiled cell recompiled or broke its graph while timed.
 
 The rows are checked by the kind of control, each kind in a module of its own (`input_checks`, `mode_checks`,
-`placement_checks`, `block_checks`, `outcome_checks`, on the words of `rows`); this module gathers them in the order
-the paper prints them and writes the ledger as the paper's table and section, so that how the ledger is shown
-changes here without touching what any row checks.
+`cache_checks`, `placement_checks`, `block_checks`, `outcome_checks`, on the words of `rows`); this module gathers
+them in the order the paper prints them and writes the ledger as the paper's table and section, so that how the
+ledger is shown changes here without touching what any row checks.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ import pandas as pd
 
 from fwbench.analysis.common.latex import escape, join_words
 from fwbench.analysis.fairness.block_checks import block_order_row, idle_row, load_row, steal_row
+from fwbench.analysis.fairness.cache_checks import launch_cache_row
 from fwbench.analysis.fairness.input_checks import (
     blas_core_row,
     inputs_row,
@@ -63,6 +64,7 @@ def ledger(
         blas_core_row(results),
         versions_row(results),
         compile_row(results),
+        launch_cache_row(results),
         pairing_row(results, speedups, config),
         autotune_row(results),
         device_row(results, inference),
@@ -91,7 +93,7 @@ def ledger_table(rows: pd.DataFrame) -> str:
         r"\caption{Fairness ledger: every control of the comparison with what this study measured for it, from the "
         r"cells' own records and the study's parity rule. ``Did not hold'' names where; ``not measured'' says why.}",
         r"\label{tab:ledger}",
-        r"\footnotesize",
+        r"\scriptsize",  # IEEEtran's 7 pt, the paper check's least: 23 controls fit one page
         # Ragged right: cell names and digests do not justify well in narrow columns.
         r"\begin{tabular}{@{}"
         + "".join(rf">{{\raggedright\arraybackslash}}p{{{width}\textwidth}}" for width in (0.16, 0.08, 0.37, 0.28))

@@ -36,29 +36,70 @@ from fwbench.study.modes import is_compiled
 
 
 def _compile_seconds(result: dict[str, Any]) -> float:
-    """A cell's compilation and first calls, every trial's, and a training cell's compile wall time."""
+    """A cell's compilation and first calls: its compile launch's (cold) and every trial's, and a training cell's
+    compile wall time."""
     metrics = result["metrics"]
+    launches = [metrics["compile_launch"]] if metrics.get("compile_launch") else []
     seconds = sum(
         float(t.get("compile_s") or 0.0) + float(t.get("first_call_s") or 0.0)
-        for t in metrics.get("trials") or [metrics]
+        for t in launches + (metrics.get("trials") or [metrics])
     )
     if result["cell"]["suite"] == "training":
         seconds += float(metrics.get("compile_wall_s") or 0.0)
     return seconds
 
 
+# A compiled cell's timed step that took at least this share of the shortest compile its launches recorded, at least
+# LEAK_FLOOR_MS and LEAK_MEDIANS times its median step, looks like a compilation inside the timed loop (a step of a
+# warm program takes milliseconds, a compile or a cache load a tenth of a second and more); the floor keeps a VM's
+# scheduling stall of tens of milliseconds from reading as one.
+LEAK_SHARE, LEAK_MEDIANS, LEAK_FLOOR_MS = 0.5, 10.0, 250.0
+
+
+def _unseparated(result: dict[str, Any]) -> str | None:
+    """Why a cell's compile and first call were not shown to be outside its timed loop, or None where its records
+    show they were: every launch recorded its first call (and a compiled mode its compile) apart, and no timed step
+    of a compiled cell looks like a compile (`LEAK_SHARE`, `LEAK_MEDIANS`, `LEAK_FLOOR_MS`)."""
+    if result["cell"]["suite"] != "inference":
+        return None  # training records its compile wall time apart (compile_wall_s); micro times prepared programs
+    metrics = result["metrics"]
+    trials = metrics.get("trials") or [metrics]
+    if any(t.get("first_call_s") is None for t in trials):
+        return "no first call recorded apart"
+    if not is_compiled(variant_of(result)[1]):
+        return None  # nothing compiles: the first call, recorded apart, was all there was to keep out
+    compiles = [float(t["compile_s"]) for t in trials if t.get("compile_s") is not None]
+    if not compiles:
+        return "no compile recorded apart"
+    samples = [float(s) for s in result.get("samples_ms") or []]
+    if not samples:
+        return None
+    slowest, median = max(samples), float(pd.Series(samples).median())
+    bound = max(LEAK_SHARE * 1000.0 * min(compiles), LEAK_FLOOR_MS, LEAK_MEDIANS * median)
+    if slowest >= bound:
+        return f"a timed step of {slowest:.0f} ms ({slowest / median:.0f}x the median) as slow as a compile"
+    return None
+
+
 def compile_row(results: list[dict[str, Any]]) -> dict[str, str]:
     """Compilation and first calls kept outside the timed loops: how much time that was per framework and mode (an
-    eager mode's is its first calls alone; compiled PyTorch's is torch.compile's tracing and code generation)."""
+    eager mode's is its first calls alone; compiled PyTorch's is torch.compile's tracing and code generation), decided
+    by each cell's records (`_unseparated`): a cell that did not record them apart, or whose timed steps hold one as
+    slow as a compile, does not hold."""
     control = "Compile time apart from steady state"
     seconds: Counter = Counter()
+    failing = []
     for r in succeeded(results):
         seconds[variant_of(r)] += _compile_seconds(r)
+        why = _unseparated(r)
+        if why:
+            failing.append(f"{cell_name(r)} ({why})")
     if not seconds:
         return row(control, NOT_MEASURED, "no successful cell")
     names = variant_names(seconds)
     parts = [f"{names[v]} {seconds[v]:.1f} s" + ("" if is_compiled(v[1]) else " (eager: first calls)") for v in names]
-    return row(control, HELD, "compile and first calls outside every timed loop: " + ", ".join(parts))
+    measured = "compile and first calls recorded outside the timed loops: " + ", ".join(parts)
+    return row(control, NOT_HELD if failing else HELD, measured, named(failing))
 
 
 def recompile_row(results: list[dict[str, Any]]) -> dict[str, str]:
@@ -114,12 +155,12 @@ SHOWN = {"inference": "each marked in its table", "training": "each named as suc
 def pairing_row(
     results: list[dict[str, Any]], speedups: pd.DataFrame | None, config: Mapping[str, Any] | None = None
 ) -> dict[str, str]:
-    """The ratios between frameworks pair compiled programs with compiled ones, or every one that sets an eager
-    program against a compiled one (eager PyTorch standing in where no compiled PyTorch cell exists) is marked.
-    Inference ratios are read from the speedups table (its `mixed_modes` column is what the tables mark); training
-    ratios from the cells, paired as the conclusions pair them (they name the modes of a mixed one). Without the
-    speedups table the inference pairing is derived from the cells, and whether its mixed ratios are marked is not
-    measured here."""
+    """The ratios between frameworks pair compiled programs with compiled ones. A ratio that sets an eager program
+    against a compiled one (eager PyTorch standing in where no compiled PyTorch cell exists) measures the compiler as
+    much as the framework: the row does not hold, names those ratios and says how they are shown (marked in their
+    table, named in the conclusions). Inference ratios are read from the speedups table (its `mixed_modes` column is
+    what the tables mark); training ratios from the cells, paired as the conclusions pair them. Without the speedups
+    table the inference pairing is derived from the cells, and whether its mixed ratios are marked is not measured."""
     control = "Ratios pair compiled with compiled"
     config = config or {}
     read = speedups is not None and "mixed_modes" in speedups
@@ -139,7 +180,8 @@ def pairing_row(
     if not parts:
         return row(control, NOT_MEASURED, "no ratio between frameworks (no comparison with PyTorch and another)")
     unread = not read and any(is_mixed for _, is_mixed in suites["inference"])
-    return row(control, NOT_MEASURED if unread else HELD, "; ".join(parts), "; ".join(where))
+    status = NOT_MEASURED if unread else (NOT_HELD if where else HELD)
+    return row(control, status, "; ".join(parts), "; ".join(where))
 
 
 def autotune_row(results: list[dict[str, Any]]) -> dict[str, str]:

@@ -76,13 +76,14 @@ def burst_macros(ok: pd.DataFrame) -> dict[str, str]:
 
 
 def peaks_used(ok: pd.DataFrame) -> str:
-    """The peaks the cells' MFU divides by, one per precision ("50,882 GFLOP/s for fp32 cells"): a study of
-    precision `default` only is measured against the TF32 probe (fwbench.trackers.flops.PEAK_OF), so an fp32 figure
-    alone would name no peak any cell used (the first GPU study's paper printed "---" there)."""
-    peaks = ok.dropna(subset=["peak_flops"]).groupby(ok["precision"].astype(str), sort=True)["peak_flops"].max()
+    """The peaks the cells' MFU divides by, one per arithmetic the cells ran in ("50,882 GFLOP/s for cells in fp32"):
+    each cell is measured against the peak of the arithmetic it recorded (tidy's `arithmetic`), so an fp32 figure
+    alone would name no peak a TF32 cell used (the first GPU study's paper printed "---" there)."""
+    kinds = ok["arithmetic"] if "arithmetic" in ok else ok["precision"]
+    peaks = ok.dropna(subset=["peak_flops"]).groupby(kinds.astype(str), sort=True)["peak_flops"].max()
     if peaks.empty:
         return "--- GFLOP/s"
-    return join_words([f"{number(float(v) / 1e9)} GFLOP/s for {escape(p)} cells" for p, v in peaks.items()])
+    return join_words([f"{number(float(v) / 1e9)} GFLOP/s for cells in {escape(p)}" for p, v in peaks.items()])
 
 
 def macros(

@@ -33,7 +33,7 @@ from fwbench.analysis.inference.ratio_macros import (
     summary_gains,
 )
 from fwbench.analysis.inference.summary import against_eager_baseline, mixed_modes, multiplicity_of, pairings
-from fwbench.study.modes import is_compiled
+from fwbench.study.modes import MODES, is_compiled
 
 # The summary roles of `ratio_macros.ratio_summary`, as the mode-gain macros name them (fwbModeGainGeomean,
 # fwbNumModeGains, ...).
@@ -125,13 +125,30 @@ def _scope(frame: pd.DataFrame, framework: str, mode: str) -> str:
     return "for every model" if set(models) == set(frame["model"]) else f"for {join_words(models)} only"
 
 
+# How a mode other than plain compiled or eager reads in "PyTorch ran eagerly, compiled and ...".
+WAYS = {"cudagraphs": "compiled with CUDA graphs"}
+
+
+def first_compiled(gains: pd.DataFrame) -> pd.DataFrame:
+    """The gains of each framework's first compiled mode (PyTorch: compile, torch.compile in the study's mode), the
+    ones the summary macros speak for: a second compiled mode (cudagraphs) is a row of the gains table and figure,
+    never pooled with the first in one "compiled/eager" figure. A table from before modes keeps every row."""
+    if gains.empty or "mode" not in gains:
+        return gains
+    first = {f: next((m for m in MODES.get(f, ()) if is_compiled(m)), None) for f in set(gains["framework"])}
+    keep = [first.get(f) in (None, m) for f, m in zip(gains["framework"], gains["mode"], strict=True)]
+    return gains[keep]
+
+
 def _ran(frame: pd.DataFrame, framework: str) -> str:
     """How a framework ran in this study: "eagerly for every model and compiled for small_cnn only", or "eagerly
     and compiled for every model"."""
     modes = [m for f, m in ordered_variants(zip(frame["framework"], frame["mode"], strict=True)) if f == framework]
     by_scope: dict[str, list[str]] = {}
     for mode in modes:
-        by_scope.setdefault(_scope(frame, framework, mode), []).append("compiled" if is_compiled(mode) else "eagerly")
+        by_scope.setdefault(_scope(frame, framework, mode), []).append(
+            WAYS.get(mode, "compiled" if is_compiled(mode) else "eagerly")
+        )
     return " and ".join(f"{join_words(ways)} {scope}" for scope, ways in by_scope.items())
 
 
@@ -191,7 +208,8 @@ def mode_macros(
     config: dict[str, Any],
     env: dict[str, Any] | None = None,
 ) -> dict[str, str]:
-    """Macros of the execution-mode axis: the compiled-over-eager gains' summary (GAIN_NAMES, fwbModeGainSentence),
+    """Macros of the execution-mode axis: the compiled-over-eager gains' summary (GAIN_NAMES, fwbModeGainSentence;
+    each framework's first compiled mode, `first_compiled`),
     torch.compile's compile times (`compile_seconds_macros`), the ratios that set an eager against a compiled
     program (fwbNumRatiosMixedModes) or pair another mode than their column (fwbNumRatiosStandIn), the settings
     that decide what a compiled number includes as the setup table gives them (`env`,
@@ -199,7 +217,7 @@ def mode_macros(
     the study's modes (fwbModesSentence, fwbRatioPairingSentence). Every macro is defined for every study, so the
     paper compiles without a second mode."""
     env = env or {}
-    kept = summary_gains(gains, config)
+    kept = first_compiled(summary_gains(gains, config))
     defs = {GAIN_NAMES[role]: value for role, value in ratio_summary(kept).items()}
     defs |= compile_seconds_macros(frame)
     computed = computed_ratios(ratios)

@@ -59,6 +59,16 @@ INTERVAL_COLUMNS = ["ratio", "ci_low", "ci_high", "ci_scope", "pairs", "resolved
 # A paired ratio's own interval and degrees of freedom where its launch variance was moderated (analysis.moderation)
 INTERVAL_COLUMNS += ["ci_low_own", "ci_high_own", "df_own"]
 MARK_COLUMNS = ["deviation_differs", "deviation_detail", "refused", "node_differs", "node_detail"]
+# The denominator's fastest variant at the comparison (`fastest_variant`: its mode and the memory format its cell
+# recorded) and the numerator's ratio against it, with that ratio's own 95% interval (never moderated): beside the
+# ratio in the configured modes, whatever they are, the ratio against the best PyTorch the study measured.
+FASTEST_COLUMNS = [
+    "fastest_denominator_mode",
+    "fastest_denominator_memory_format",
+    "ratio_vs_fastest",
+    "ci_low_vs_fastest",
+    "ci_high_vs_fastest",
+]
 SPEEDUP_COLUMNS = [
     *COMPARISON_COLUMNS,
     *INTERVAL_COLUMNS,
@@ -70,6 +80,7 @@ SPEEDUP_COLUMNS = [
     "mixed_modes",
     "stand_in",
     *MARK_COLUMNS,
+    *FASTEST_COLUMNS,
 ]
 PAIRED, UNPAIRED, WITHIN = "paired_rounds", "unpaired_trials", "within_process"
 
@@ -222,7 +233,34 @@ def _speedup_row(
         "mixed_modes": partners.mixed_modes(num_mode, den_mode),
         "stand_in": "; ".join(stand_ins) or None,
     }
-    return row | _ratio_row(key, variants[(numerator, num_mode)], variants[(denominator, den_mode)])
+    row |= _ratio_row(key, variants[(numerator, num_mode)], variants[(denominator, den_mode)])
+    fastest = fastest_variant(variants, denominator)
+    against = _ratio_row(key, variants[(numerator, num_mode)], variants[(denominator, fastest)])
+    return row | {
+        "fastest_denominator_mode": fastest,
+        "fastest_denominator_memory_format": memory_format(variants[(denominator, fastest)]),
+        "ratio_vs_fastest": against["ratio"],
+        "ci_low_vs_fastest": against["ci_low"],
+        "ci_high_vs_fastest": against["ci_high"],
+    }
+
+
+def memory_format(result: dict[str, Any]) -> str | None:
+    """The memory format a cell recorded as read from its tensors (PyTorch: channels_last or contiguous); None for a
+    framework without the choice, or a result from before it was recorded."""
+    return ((result["provenance"].get("framework") or {}).get("settings") or {}).get("memory_format")
+
+
+def fastest_variant(variants: Variants, framework: str) -> str:
+    """The mode of `framework`'s highest-throughput successful cell at one comparison (`variants`: its ok cells),
+    by the cells' own throughput (the geometric mean of their launches); ties go to the registry's order."""
+    modes = _modes_present(variants, framework)
+    return max(modes, key=lambda mode: (_throughput(variants[(framework, mode)]), -mode_rank(mode)))
+
+
+def _throughput(result: dict[str, Any]) -> float:
+    value = (result.get("metrics") or {}).get("throughput_img_s")
+    return float(value) if value is not None and math.isfinite(float(value)) else -math.inf
 
 
 def _suite(variants: Variants) -> str:
@@ -265,8 +303,12 @@ def speedups(
     out of the summary statistics.
     `refused`: the two cells ran on different device models (GPU models, CPU models, or a GPU and a CPU; the reason
     names each), so the ratio and its interval are NaN and it is in no summary. `node_differs`: they ran on
-    different nodes of one device model (`node_detail` names them): the ratio is kept, and marked. Columns in
-    SPEEDUP_COLUMNS' order."""
+    different nodes of one device model (`node_detail` names them): the ratio is kept, and marked.
+
+    FASTEST_COLUMNS: which of the denominator's variants was fastest at the comparison (PyTorch eager, compiled or
+    compiled with CUDA graphs, in the memory format its cell recorded; `fastest_variant`) and the numerator's ratio
+    against it, with its own interval, beside the ratio in the configured pairing, which they leave as it is.
+    Columns in SPEEDUP_COLUMNS' order."""
     cells = _ok_cells_by_comparison(results)
     present = {framework for variants in cells.values() for framework, _ in variants}
     numerators = [numerator] if numerator is not None else [f for f in ordered_frameworks(present) if f != denominator]

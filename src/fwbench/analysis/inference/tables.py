@@ -180,6 +180,10 @@ def _latency_contents(frame: pd.DataFrame, frameworks: list[str]) -> str:
 # What a compiled mode's compile time covers: measured apart from the timed steady state, never inside it.
 COMPILE_COVERS = {
     ("torch", "compile"): "torch.compile's first call (Dynamo tracing and Inductor code generation)",
+    ("torch", "cudagraphs"): (
+        "torch.compile's first call in mode reduce-overhead (Dynamo tracing and Inductor code generation; its CUDA "
+        "graphs are recorded in the warm-up)"
+    ),
     ("jax", "jit"): "JAX's trace, lowering and compilation ahead of time",
     ("tensorflow", "xla"): "TensorFlow's tracing and XLA compilation",
 }

@@ -15,6 +15,7 @@ import pandas as pd
 
 from fwbench.analysis.common.cells import cells_by_path
 from fwbench.analysis.common.partners import (
+    arithmetic_of,
     cell_mode,
     device_columns,
     failure_columns,
@@ -62,7 +63,8 @@ def block_columns(metrics: dict[str, Any]) -> dict[str, Any]:
 def mode_columns(result: dict[str, Any]) -> dict[str, Any]:
     """The tidy columns of the mode axis: `mode` and `compiled`, and how the cell compiled and tuned its kernels
     (torch.compile's `compile_mode`, the `autotune` setting and whether it was in effect, the compilation cache's
-    state), so that tables can say what a compiled number includes and a ratio can say what it pairs."""
+    state, PyTorch's `memory_format` and `cuda_graphs` as its cell read them), so that tables can say what a
+    compiled number includes and a ratio can say what it pairs."""
     settings = (result["provenance"].get("framework") or {}).get("settings") or {}
     mode = cell_mode(result["cell"])
     return {
@@ -72,6 +74,9 @@ def mode_columns(result: dict[str, Any]) -> dict[str, Any]:
         "autotune": _setting(settings.get("autotune"), "setting"),
         "autotune_in_effect": _setting(settings.get("autotune"), "in_effect"),
         "compilation_cache": _setting(settings.get("compilation_cache"), "state"),
+        # PyTorch's: the layout read from its tensors, and whether its compiled model replayed CUDA graphs
+        "memory_format": settings.get("memory_format"),
+        "cuda_graphs": settings.get("cuda_graphs"),
     }
 
 
@@ -142,6 +147,11 @@ def _row(result: dict[str, Any], path: str) -> dict[str, Any]:
         "tf32_in_effect": (framework.get("settings") or {}).get("tf32_in_effect"),
         "tf32_scope": tf32_scope_of(framework.get("settings") or {}),
         "dtype": (framework.get("settings") or {}).get("dtype"),
+        "arithmetic": arithmetic_of(
+            (framework.get("settings") or {}).get("dtype"),
+            tf32_scope_of(framework.get("settings") or {}),
+            cell["model"],
+        ),
         "cuda_major": str(versions.get("cuda")).split(".")[0] if versions.get("cuda") else None,
         "gpu_index": (result["provenance"].get("placement") or {}).get("gpu_index"),
         "framework_version": versions.get(cell["framework"]),
@@ -162,7 +172,9 @@ def tidy(paths: Iterable[str | Path]) -> pd.DataFrame:
 
 def add_mfu(frame: pd.DataFrame, facts: Iterable[dict[str, Any]], peak: dict[str, Any]) -> pd.DataFrame:
     """Achieved FLOP/s and MFU per cell: model FLOPs per image (FlopCounterMode, identical for both frameworks) x
-    img/s, against the study's measured peak for the cell's precision.
+    img/s, against the study's measured peak for the arithmetic the cell ran in (its `arithmetic` column, read from
+    what it recorded: a precision-`default` PyTorch ViT-B/16 on a GPU computes its matmuls in true FP32 and is
+    measured against the FP32 peak, not the TF32 one).
 
     Only the facts of the study's configuration count: the reference rows (torchvision's 1000 classes at 224 px)
     can share a model and resolution with the study's cells but not their head, hence not their FLOPs."""
@@ -172,7 +184,8 @@ def add_mfu(frame: pd.DataFrame, facts: Iterable[dict[str, Any]], peak: dict[str
     flops = [per_image.get((m, s)) for m, s in zip(frame["model"], frame["image_size"], strict=True)]
     frame = frame.assign(flops_per_image=pd.array(flops, dtype="Float64").astype(float))
     frame["achieved_flops"] = frame["flops_per_image"] * frame["throughput_img_s"]
-    frame["peak_flops"] = [peak_for(p, peak) for p in frame["precision"]]
+    arithmetic = frame["arithmetic"] if "arithmetic" in frame else frame["precision"]
+    frame["peak_flops"] = [peak_for(a, peak) for a in arithmetic]
     frame["mfu"] = frame["achieved_flops"] / frame["peak_flops"]
     return frame
 

@@ -26,6 +26,7 @@ from fwbench.analysis.inference.summary import multiplicity_of, resolved_adjuste
 from fwbench.analysis.profile.categories import category_phrase
 from fwbench.analysis.profile.sentences import THRESHOLD, attribution
 from fwbench.analysis.profile.tables import category_times
+from fwbench.study.modes import is_compiled
 
 MAX_WORDS = 200
 MULTIPLICITY_WORDS = {"holm": "Holm's", "bonferroni": "Bonferroni's", "none": "no"}
@@ -133,7 +134,7 @@ def _baseline_modes(ratios: pd.DataFrame) -> str:
     modes = ratios.groupby("model")["denominator_mode"].agg(lambda v: "/".join(sorted(set(map(str, v)))))
     if modes.nunique() < 2:
         return ""
-    compiled = sorted(m for m, mode in modes.items() if mode == "compile")
+    compiled = sorted(m for m, mode in modes.items() if is_compiled(mode))
     return (
         f", {label(BASELINE)} compiled for {join_words([escape(m) for m in compiled])} and eager for the other models"
     )

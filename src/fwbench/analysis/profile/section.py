@@ -24,6 +24,7 @@ from fwbench.analysis.common.latex import (
 from fwbench.analysis.profile.categories import category_phrase, ordered_categories, short_label
 from fwbench.analysis.profile.sentences import THRESHOLD, ratio_sentences
 from fwbench.analysis.profile.tables import PANEL_KEYS, category_times, cell_rows, row_key
+from fwbench.study.modes import TORCH_COMPILED_MODES
 
 TITLE = r"\section{Where the time goes}"
 LABEL = r"\label{sec:profile}"
@@ -69,7 +70,7 @@ def _where_text(cells: pd.DataFrame) -> str:
         compiled = cells[where != "worker"]
         why = (
             " (PyTorch compiled on the CPU: Inductor's C++ kernels are compiled again to record themselves)"
-            if set(compiled["mode"]) == {"compile"} and set(compiled["platform"]) == {"cpu"}
+            if set(compiled["mode"]) <= set(TORCH_COMPILED_MODES) and set(compiled["platform"]) == {"cpu"}
             else ""
         )
         parts.append(

@@ -19,7 +19,7 @@ from fwbench.analysis.common.cells import load_cells
 from fwbench.analysis.common.latex import label, mode_label, ordered_frameworks, ordered_variants
 from fwbench.analysis.common.partners import cell_mode, tf32_scope_of, variant_names
 from fwbench.installation import untested_framework_versions
-from fwbench.study.modes import is_compiled
+from fwbench.study.modes import TORCH_COMPILED_MODES, is_compiled
 
 
 def _one(values: set[Any]) -> Any:
@@ -210,9 +210,19 @@ def _autotune(results: list[dict[str, Any]]) -> str | None:
     return f"{setting}, {shown}"
 
 
+def _cuda_graphs(settings: dict[str, Any]) -> str | None:
+    """Whether a compiled PyTorch cell whose compile mode asks for CUDA graphs ran as CUDA graphs, as it recorded
+    ("in effect", or "not in effect" and why); None where it did not ask for them or recorded nothing."""
+    detail = settings.get("cuda_graphs_detail") or {}
+    if not detail.get("asked"):
+        return None
+    return "in effect" if settings.get("cuda_graphs") else f"not in effect ({detail.get('reason')})"
+
+
 def _mode_rows(results: list[dict[str, Any]]) -> dict[str, Any]:
     """The setup table's rows on execution modes: each framework's modes, torch.compile's mode (where a cell
-    compiled with it), each compiled variant's compilation cache, and the autotune setting."""
+    compiled with it) and whether its CUDA graphs ran (where the mode asks for them), PyTorch's memory format as its
+    cells read it from their tensors, each compiled variant's compilation cache, and the autotune setting."""
     variants = _variants(results)
     if not variants:
         return {}
@@ -221,10 +231,17 @@ def _mode_rows(results: list[dict[str, Any]]) -> dict[str, Any]:
         modes.setdefault(framework, []).append(mode_label(mode))
     rows = {"Execution modes": "; ".join(f"{label(f)} {', '.join(m)}" for f, m in modes.items())}
     names = variant_names(variants)
-    torch_compiled = {v: name for v, name in names.items() if v[1] == "compile"}
+    torch_compiled = {v: name for v, name in names.items() if v[0] == "torch" and v[1] in TORCH_COMPILED_MODES}
     compile_mode = _per_variant(results, lambda settings: settings.get("compile_mode"), torch_compiled)
     if compile_mode is not None:
         rows["torch.compile mode"] = compile_mode
+    graphs = _per_variant(results, _cuda_graphs, torch_compiled)
+    if graphs is not None:
+        rows["CUDA graphs (PyTorch)"] = graphs
+    torch_variants = {v: name for v, name in names.items() if v[0] == "torch"}
+    layout = _per_variant(results, lambda settings: settings.get("memory_format"), torch_variants)
+    if layout is not None:
+        rows["Memory format (PyTorch)"] = layout
     compiled = {v: name for v, name in names.items() if is_compiled(v[1])}
     cache = _per_variant(results, _record("compilation_cache", "state"), compiled)
     if cache is not None:

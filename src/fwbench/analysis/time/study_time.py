@@ -120,8 +120,9 @@ def _overhead(row: Mapping[str, Any]) -> float:
 
 
 def process_rows(cells: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
-    """One row per measuring process (inference trial, training run) of these cell results; a cell's profiling
-    process is kept apart in the `profiling_s` column of its first row (it measures nothing that is timed)."""
+    """One row per measuring process (inference trial, training run, and a cell's compile launch as trial 0) of these
+    cell results; a cell's profiling process is kept apart in the `profiling_s` column of its first row (it measures
+    nothing that is timed)."""
     rows = []
     for result in cells:
         cell, metrics = result["cell"], result.get("metrics") or {}
@@ -134,6 +135,12 @@ def process_rows(cells: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
                 rows.append(_process(cell, float(trial["duration_s"]), trial.get("phases_s"), number_))
                 process = trial.get("process")  # a worker that served several cells (fwbench.running.launches)
                 if process:
+                    rows[-1]["process_key"] = (group, process["id"], bool(process["first"]))
+            launch = metrics.get("compile_launch")  # its cold compile's own launch (fwbench.running.compile_launch)
+            if launch and launch.get("duration_s") is not None:
+                rows.append(_process(cell, float(launch["duration_s"]), launch.get("phases_s"), 0))
+                if launch.get("process"):
+                    process = launch["process"]
                     rows[-1]["process_key"] = (group, process["id"], bool(process["first"]))
         else:
             wall = (result.get("provenance") or {}).get("duration_s")

@@ -146,6 +146,10 @@ def _top1_text(defs: dict[str, str], compared: list[tuple[str, str]], frameworks
 # How each compiled variant compiles, for the compile-time sentence (eager PyTorch compiles nothing).
 COMPILE_TEXT = {
     ("torch", "compile"): r"Dynamo's tracing and Inductor's code generation for \texttt{torch.compile}",
+    ("torch", "cudagraphs"): (
+        r"Dynamo's tracing and Inductor's code generation for \texttt{torch.compile} with CUDA graphs "
+        "(mode reduce-overhead)"
+    ),
     ("jax", "jit"): "JAX",
     ("tensorflow", "xla"): r"TensorFlow/Keras's XLA compilation of \texttt{tf.function(jit\_compile=True)}",
 }
