@@ -53,9 +53,18 @@ Step = Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, float, dict[str, np.
 MakeStep = Callable[[dict[str, np.ndarray], str], Step]
 
 
-# Random batches the parity models' BatchNorm statistics are calibrated on (fwbench.models.calibration): two of four
-# images, enough for every layer's scale, a fraction of a second even for ResNet-50 at 224 px.
-CALIBRATION_BATCHES, CALIBRATION_BATCH = 2, 4
+# Random batches the parity models' BatchNorm statistics are calibrated on (fwbench.models.calibration): two, holding
+# at least CALIBRATION_SAMPLES values per channel in the last stage (1/32 of the resolution: one value per image at 32
+# px, 49 at 224). With four images at 32 px, EfficientNet-B0's last BatchNorms took their variance from four values,
+# some channels' came out tiny, and dividing by it amplified float32 rounding past the parity bar (1.3e-4).
+CALIBRATION_BATCHES, CALIBRATION_SAMPLES = 2, 64
+
+
+def calibration_batch(image_size: int) -> int:
+    """Images per calibration batch at `image_size`: at least 4, and CALIBRATION_SAMPLES values per channel of the
+    last stage over the batches."""
+    last_stage = max(1, image_size // 32) ** 2
+    return max(4, -(-CALIBRATION_SAMPLES // (CALIBRATION_BATCHES * last_stage)))
 
 
 def randomised(name: str, image_size: int, seed: int, num_classes: int = 10) -> torch.nn.Module:
@@ -73,7 +82,7 @@ def randomised(name: str, image_size: int, seed: int, num_classes: int = 10) -> 
             if not param.any():  # torchvision zero-inits some heads (ViT's)
                 param.normal_(0.0, 0.02)
     rng = np.random.default_rng(seed + 1)
-    shape = (CALIBRATION_BATCH, 3, image_size, image_size)
+    shape = (calibration_batch(image_size), 3, image_size, image_size)
     calibrate_batchnorm(model, (rng.standard_normal(shape).astype(np.float32) for _ in range(CALIBRATION_BATCHES)))
     return model.eval()
 

@@ -34,12 +34,14 @@ from fwbench.scenarios.operations import digest
 
 BASELINE = "torch"
 IMAGES = 8  # validation images per model: enough to see any layer disagree, a fraction of a second per model
-# Bounds on eval logits relative to the largest |logit|, by the arithmetic both frameworks ran: fp32 is the parity
-# tests' bound; TF32 rounds every matmul and convolution input to a 10-bit mantissa (unit roundoff 2^-11, 4.9e-4),
-# and through the ~50 layers of ResNet-50 two frameworks' independently rounded logits may differ by a few times
-# that per layer's worth of accumulation: 2e-2, still 25 times below what a permuted batch of calibrated logits
-# differs by (0.5 and more); bfloat16 (an 8-bit mantissa, roundoff 3.9e-3) 1e-1.
-TOLERANCES = {"fp32": 1e-4, "tf32": 2e-2, "bf16": 1e-1}
+# Bounds on eval logits relative to the largest |logit|, by the arithmetic both frameworks ran. fp32: the parity
+# tests' bound. bfloat16: PyTorch's own bf16 logits of the study's kind of weights (seeded, BatchNorm calibrated, 8
+# images at 224 px) differ from its fp32 ones by 0.010 (ViT-B/16), 0.030 (MobileNetV3-Small), 0.053
+# (EfficientNet-B0) and 0.14 (ResNet-50) of the largest logit (2026-11-28, CPU), and two frameworks rounding
+# independently may differ by up to about sqrt(2) times that: 2.5e-1. TF32 keeps three more mantissa bits (10
+# against 7), an eighth of bf16's error: 5e-2. Where a permuted batch differs by less than the bound (ResNet-50's
+# logits vary by 0.19 of their scale), the row says the check cannot fail rather than passing it.
+TOLERANCES = {"fp32": 1e-4, "tf32": 5e-2, "bf16": 2.5e-1}
 TOLERANCE = TOLERANCES["fp32"]
 
 
