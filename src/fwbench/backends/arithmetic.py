@@ -1,4 +1,6 @@
-"""What arithmetic a compiled XLA program computes its float32 matmuls and convolutions in, read from the program.
+"""What arithmetic a cell computed in, read from what ran: a compiled XLA program's float32 matmuls and convolutions
+op by op (`xla_arithmetic`), and a cell's or a parity pair's arithmetic from their records (`arithmetic_of`,
+`coarsest_arithmetic`).
 
 A cell's `tf32_scope` must say what ran, not what was asked for: in the first GPU study JAX's scope was set from the
 precision setting, and a reader could not tell whether the program XLA compiled agreed. XLA keeps each dot's and
@@ -12,9 +14,11 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Mapping
 from typing import Any
 
 from fwbench.backends.base import TF32_NONE, tf32_scope
+from fwbench.models.registry import spec
 
 # The instructions that are matmuls or convolutions, as XLA prints them before and after the GPU rewrites them into
 # library calls (cuBLAS GEMMs, cuDNN convolutions, and their fused forms).
@@ -74,3 +78,31 @@ def xla_arithmetic(hlo_text: str, *, on_gpu: bool, configured_scope: str) -> dic
         "tf32_scope": scope,
         "tf32_in_effect": scope != TF32_NONE,
     }
+
+
+def arithmetic_of(dtype: Any, scope: Any, model: str) -> str:
+    """The arithmetic a cell's float32 work mostly ran in, from what it recorded: bf16 where its dtype is bfloat16,
+    tf32 where TF32 covered the kind of op that does most of the model's arithmetic (`ModelSpec.compute`: the
+    convolutions of a CNN, the matmuls of a ViT), fp32 otherwise. Its MFU divides by that arithmetic's peak."""
+    if str(dtype).endswith("bfloat16"):
+        return "bf16"
+    scope = str(scope or "none")
+    if scope == "matmuls and convolutions":
+        return "tf32"
+    try:
+        compute = spec(model).compute
+    except KeyError:  # a test's fake model: convolutional
+        compute = "convolutions"
+    return "tf32" if scope == compute else "fp32"
+
+
+def coarsest_arithmetic(*settings: Mapping[str, Any]) -> str:
+    """The coarsest arithmetic among the recorded settings: bf16 where any computed in bfloat16, tf32 where any had
+    TF32 in effect anywhere (a parity bound must allow for every op's rounding, not only the dominant kind's, as
+    `arithmetic_of` reads it), fp32 otherwise. Read from what ran, so `default` on a GPU is TF32 where a framework
+    used it and fp32 on a CPU."""
+    if any(str(s.get("dtype", "")).endswith("bfloat16") for s in settings):
+        return "bf16"
+    if any((s.get("tf32_scope") or TF32_NONE) != TF32_NONE for s in settings):
+        return "tf32"
+    return "fp32"

@@ -40,10 +40,7 @@ def run_compile_launch(context: Context, plan: trial_order.Design, runs: list[Ce
     launch_order = [names[w] for w in order]
     began = time.perf_counter()
     for position, worker in enumerate(order):
-        lead = context.leader(worker)
-        cell, run = context.cells[lead], runs[lead]
-        for index in context.workers[worker]:
-            runs[index].started_at = runs[index].started_at or now()
+        cell, run = context.starting(worker, runs)
         started = time.perf_counter()
         label = f"{cell.framework}/{cell.mode}: compile launch, before launch 1 of {trials} (#{position + 1})"
         ready: dict[str, Any] = {}

@@ -82,6 +82,13 @@ class Context:
         """The index of the worker's first cell: its framework, suite and state directory are the worker's."""
         return self.workers[worker][0]
 
+    def starting(self, worker: int, runs: list[CellRun]) -> tuple[Cell, CellRun]:
+        """The worker's lead cell and run, as a launch starts it: each of its cells' runs marked started (once)."""
+        for index in self.workers[worker]:
+            runs[index].started_at = runs[index].started_at or now()
+        lead = self.leader(worker)
+        return self.cells[lead], runs[lead]
+
     def attempt(
         self, index: int, run: CellRun, trial: int | None, label: str, start: Callable[[int], Outcome]
     ) -> tuple[Outcome, int]:

@@ -19,7 +19,7 @@ from fwbench.io import read_json
 from fwbench.running import order as trial_order
 from fwbench.running.children import Child, Outcome, is_part
 from fwbench.running.compile_launch import run_compile_launch
-from fwbench.running.context import CellRun, Context, now
+from fwbench.running.context import CellRun, Context
 from fwbench.scenarios.blocks import OTHER_LOAD_FLAG
 from fwbench.scenarios.profiled import WHERE_IN_WORKER, profiled
 
@@ -82,10 +82,7 @@ def _one_launch(context, plan, blocks_plan, runs, launch, ran) -> None:
     workers: dict[int, tuple[Child, list[str], float, int, int]] = {}
     try:
         for position, worker in enumerate(order):
-            lead = context.leader(worker)
-            cell, run = context.cells[lead], runs[lead]
-            for index in context.workers[worker]:
-                runs[index].started_at = runs[index].started_at or now()
+            cell, run = context.starting(worker, runs)
             started = time.perf_counter()
             label = f"{cell.framework}/{cell.mode}: launch {launch + 1} of {trials} (#{position + 1})"
             ready: dict[str, Any] = {}

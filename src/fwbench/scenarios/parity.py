@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from fwbench.backends import get_backend
-from fwbench.backends.base import TF32_NONE
+from fwbench.backends.arithmetic import coarsest_arithmetic as arithmetic
 from fwbench.data.inputs import batch_of, normalize
 from fwbench.data.store import load_split, sha256_file
 from fwbench.models.calibration import MIN_INPUT_DEPENDENCE, input_dependence
@@ -108,17 +108,6 @@ def _logits_of(arrays: Mapping[str, np.ndarray], model: str, precision: str) -> 
     if key in arrays:
         return arrays[key]
     return arrays.get(model) if precision == "fp32" else None
-
-
-def arithmetic(*settings: Mapping[str, Any]) -> str:
-    """The coarsest arithmetic among the recorded settings: bf16 where any computed in bfloat16, tf32 where any had
-    TF32 in effect anywhere, fp32 otherwise. Read from what ran, so `default` on a GPU is TF32 where a framework used
-    it and fp32 on a CPU."""
-    if any(str(s.get("dtype", "")).endswith("bfloat16") for s in settings):
-        return "bf16"
-    if any((s.get("tf32_scope") or TF32_NONE) != TF32_NONE for s in settings):
-        return "tf32"
-    return "fp32"
 
 
 PARITY_COLUMNS = [

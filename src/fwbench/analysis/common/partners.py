@@ -13,7 +13,6 @@ from typing import Any
 import pandas as pd
 
 from fwbench.analysis.common.latex import ordered_variants, variant_label
-from fwbench.models.registry import spec
 from fwbench.study import modes as execution_modes
 
 # Columns of the tidy table that must match between partners on a GPU; framework-specific knobs (cuDNN benchmark
@@ -29,22 +28,6 @@ def tf32_scope_of(settings: dict[str, Any]) -> str:
     if scope:
         return str(scope)
     return "matmuls and convolutions" if settings.get("tf32_in_effect") else "none"
-
-
-def arithmetic_of(dtype: Any, scope: Any, model: str) -> str:
-    """The arithmetic a cell's float32 work mostly ran in, from what it recorded: bf16 where its dtype is bfloat16,
-    tf32 where TF32 covered the kind of op that does most of the model's arithmetic (`ModelSpec.compute`: the
-    convolutions of a CNN, the matmuls of a ViT), fp32 otherwise. Its MFU divides by that arithmetic's peak."""
-    if str(dtype).endswith("bfloat16"):
-        return "bf16"
-    scope = str(scope or "none")
-    if scope == "matmuls and convolutions":
-        return "tf32"
-    try:
-        compute = spec(model).compute
-    except KeyError:  # a test's fake model: convolutional
-        compute = "convolutions"
-    return "tf32" if scope == compute else "fp32"
 
 
 PARTNER_KEYS = ["suite", "model", "precision", "batch_size"]

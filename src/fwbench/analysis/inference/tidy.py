@@ -15,7 +15,6 @@ import pandas as pd
 
 from fwbench.analysis.common.cells import cells_by_path
 from fwbench.analysis.common.partners import (
-    arithmetic_of,
     cell_mode,
     device_columns,
     failure_columns,
@@ -24,6 +23,7 @@ from fwbench.analysis.common.partners import (
     placement_columns,
     tf32_scope_of,
 )
+from fwbench.backends.arithmetic import arithmetic_of
 from fwbench.io import atomic_write_text
 from fwbench.study import modes as execution_modes
 from fwbench.trackers.flops import peak_for
