@@ -55,7 +55,7 @@ class FakeMeasure:
     def __init__(self):
         self.calls = []
 
-    def __call__(self, cells, out_paths, job_keys, settings):
+    def __call__(self, cells, out_paths, job_keys, settings, weights=None):
         self.calls.append(([cell.batch_size for cell in cells], dict(settings)))
         for cell, path, key in zip(cells, out_paths, job_keys, strict=True):
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -69,7 +69,7 @@ def _run(comparisons, batch, measure, share=True):
 def test_the_first_job_measures_every_due_batch_size_and_the_others_take_their_held_cells(study):
     comparisons, measure = _comparisons(study), FakeMeasure()
     outcome = _run(comparisons, 2, measure)
-    assert outcome.measured == (2, 1, 4) and len(measure.calls) == 1
+    assert outcome.measured == _bs(2, 1, 4) and len(measure.calls) == 1
     batches, settings = measure.calls[0]
     # one call: each worker (framework and mode) serves the three batch sizes, its own batch size first
     assert sorted(set(batches)) == [1, 2, 4] and len(batches) == 3 * 2
@@ -87,6 +87,11 @@ def test_the_first_job_measures_every_due_batch_size_and_the_others_take_their_h
     assert not list((comparisons.results / "held" / "claims").rglob("*.json")), "every claim released"
 
 
+def _bs(*batches, model="small_cnn", precision="fp32"):
+    """What a job measured, as JobOutcome names it."""
+    return tuple(f"{model}/{precision}/bs{b}" for b in batches)
+
+
 def test_a_new_batch_size_measures_only_its_own_cells(study):
     root, inputs = study
     measure = FakeMeasure()
@@ -95,8 +100,53 @@ def test_a_new_batch_size_measures_only_its_own_cells(study):
     _run(before, 2, measure)
     after = Comparisons(_config(batch_sizes=[1, 2, 8]), "inference", "small_cnn", "fp32", root / "results", inputs)
     assert [due(after, b) for b in (1, 2, 8)] == [False, False, True], "the same identity with a batch size added"
-    assert _run(after, 8, measure).measured == (8,)
+    assert _run(after, 8, measure).measured == _bs(8)
     assert [sorted(set(call[0])) for call in measure.calls] == [[1, 2], [8]]
+
+
+def test_a_job_serves_every_model_and_precision_of_its_scope_whose_weights_exist(tmp_path):
+    config = _config()
+    config["models"], config["precisions"] = ["small_cnn", "resnet50", "vit_b_16"], ["fp32", "tf32"]
+    manifest, pattern = tmp_path / "data" / "manifest.json", str(tmp_path / "weights" / "{model}.npz")
+    for path in (manifest, Path(pattern.format(model="small_cnn")), Path(pattern.format(model="resnet50"))):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("x")  # no weights for vit_b_16 yet: its comparisons wait for their own jobs
+    own = Comparisons(
+        config,
+        "inference",
+        "small_cnn",
+        "fp32",
+        tmp_path / "results",
+        (str(manifest), pattern.format(model="small_cnn")),
+        pattern,
+    )
+    resnet = own.peer("resnet50", "tf32")
+    assert resnet.inputs == (str(manifest), pattern.format(model="resnet50")) and resnet.weights.endswith(
+        "resnet50.npz"
+    )
+    assert [(p.model, p.precision) for p in own.peers("models")] == [
+        ("small_cnn", "fp32"),
+        ("resnet50", "fp32"),
+        ("vit_b_16", "fp32"),
+    ]
+    measure = FakeMeasure()
+    outcome = run_job(own, 1, own.paths(1), measure, share_workers="launch")
+    expected = [
+        *_bs(1, 2, 4),
+        *_bs(1, 2, 4, model="resnet50"),
+        *_bs(1, 2, 4, precision="tf32"),
+        *_bs(1, 2, 4, model="resnet50", precision="tf32"),
+    ]
+    assert sorted(outcome.measured) == sorted(expected) and outcome.measured[0] == "small_cnn/fp32/bs1"
+    assert len(measure.calls) == 1 and len(measure.calls[0][0]) == len(expected) * 2
+    # the peer's job takes its held cells under the same key its own job computes, and measures nothing
+    assert not due(resnet, 2) and run_job(resnet, 2, resnet.paths(2), measure, share_workers="launch").measured == ()
+    # the last model's weights appear: its own job measures its comparisons (every other one is done)
+    Path(pattern.format(model="vit_b_16")).write_text("x")
+    vit = own.peer("vit_b_16", "tf32")
+    assert sorted(run_job(vit, 4, vit.paths(4), measure, share_workers="launch").measured) == sorted(
+        [*_bs(1, 2, 4, model="vit_b_16", precision="tf32"), *_bs(1, 2, 4, model="vit_b_16")]
+    )
 
 
 def test_the_identity_is_the_comparisons_own(study):
@@ -135,12 +185,12 @@ def test_cells_of_another_identity_or_without_one_are_due_and_stale_held_cells_a
     assert due(comparisons, 4)
     assert not take_held(comparisons, 4, comparisons.paths(4))
     assert not any(path.exists() for path in held)
-    assert _run(comparisons, 4, measure).measured == (4, 1, 2)
+    assert _run(comparisons, 4, measure).measured == _bs(4, 1, 2)
 
 
 def test_without_share_workers_each_job_measures_its_own_batch_size(study):
     comparisons, measure = _comparisons(study), FakeMeasure()
-    assert _run(comparisons, 1, measure, share=False).measured == (1,)
+    assert _run(comparisons, 1, measure, share=False).measured == _bs(1)
     assert not (comparisons.results / "held" / "cells").exists()
 
 
@@ -148,7 +198,7 @@ def test_a_forced_rerun_of_cells_up_to_date_measures_only_its_own(study):
     comparisons, measure = _comparisons(study), FakeMeasure()
     for batch in (1, 2, 4):
         _run(comparisons, batch, measure)
-    assert _run(comparisons, 2, measure).measured == (2,)
+    assert _run(comparisons, 2, measure).measured == _bs(2)
 
 
 def test_a_batch_size_claimed_by_a_live_job_is_left_to_it_and_a_job_waits_for_its_own(study):
@@ -161,11 +211,11 @@ def test_a_batch_size_claimed_by_a_live_job_is_left_to_it_and_a_job_waits_for_it
         record = owner_record(sleeper.pid)
         claim.write_text(json.dumps(record))
         assert owner_alive(claim)
-        assert _run(comparisons, 1, measure).measured == (1, 2)
+        assert _run(comparisons, 1, measure).measured == _bs(1, 2)
         # the job of batch size 4 waits until the claim goes, then measures (nothing was held for it)
         threading.Timer(0.5, claim.unlink).start()
         started = time.monotonic()
-        assert _run(comparisons, 4, measure).measured == (4,)
+        assert _run(comparisons, 4, measure).measured == _bs(4)
         assert time.monotonic() - started >= 0.4
     finally:
         sleeper.kill()
@@ -210,11 +260,11 @@ def test_each_job_is_keyed_by_its_own_frameworks_software_only(study, monkeypatc
 def test_the_log_ends_with_what_the_job_did(tmp_path):
     log = tmp_path / "bs1.log"
     log.write_text("the group's log")
-    comparison_jobs.write_log_line(log, comparison_jobs.JobOutcome(1, (1, 4)))
-    line = "bs1: measured, with bs4 in the same warm workers (held for their jobs)"
+    comparison_jobs.write_log_line(log, comparison_jobs.JobOutcome(1, _bs(1, 4)))
+    line = "bs1: measured, with small_cnn/fp32/bs4 in the same warm workers (held for their jobs)"
     assert log.read_text() == f"the group's log\n{line}\n"
     comparison_jobs.write_log_line(tmp_path / "bs4.log", comparison_jobs.JobOutcome(4, ()))
-    assert "measured by another job of its model" in (tmp_path / "bs4.log").read_text()
+    assert "measured by another job" in (tmp_path / "bs4.log").read_text()
 
 
 def test_a_cell_index_lists_its_suites_cells_and_a_foreign_file_is_named(tmp_path):

@@ -3,6 +3,7 @@ the library boundary: a fake `pynvml` module, a fake powercap tree and a fake CU
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from types import SimpleNamespace
@@ -17,6 +18,7 @@ from fwbench.models.weights import init_weights
 from fwbench.scenarios import inference
 from fwbench.study.config import validate_config
 from fwbench.study.grid import Cell
+from fwbench.trackers import energy
 from fwbench.trackers.energy import NvmlEnergy, RaplEnergy, cpu_meter, energy_meter, idle_baseline
 from fwbench.trackers.nvml import NvmlDevice, Unavailable, cuda_driver_identity, open_device
 from fwbench.training.trainer import Trainer
@@ -234,6 +236,34 @@ class DecayingPower:
 
     def power_mw(self):
         return 400_000 if self.now < 1.0 else 60_000
+
+
+def test_a_launch_takes_its_idle_baseline_once_and_its_later_workers_reuse_it():
+    """NVML's idle baseline (2.2 s at least) once per launch: the first worker takes it and reports it with its ready
+    reply; the controller hands it to the launch's later workers, which use it only for the same device."""
+    from fwbench.running.context import keep_baseline
+
+    device = open_device(IDENTITY, FakePynvml())
+    taken = []
+
+    def measure(device):
+        taken.append(device)
+        return {"watts": 41.0, "method": "fake"}
+
+    first = energy.launch_idle_baseline(device, {}, measure)
+    assert first["watts"] == 41.0 and first["reused"] is False and taken == [device]
+    launch_env: dict[str, str] = {}
+    keep_baseline(launch_env, {"reply": {"ready": [], "idle_baseline": first}})
+    keep_baseline(launch_env, {"reply": {"ready": [], "idle_baseline": {**first, "watts": 99.0}}})  # the first stays
+    later = energy.launch_idle_baseline(device, launch_env, measure)
+    assert later["watts"] == 41.0 and later["reused"] is True and len(taken) == 1
+    # negative controls: another device's baseline, or one without watts, is not used
+    other = {energy.LAUNCH_BASELINE_ENV: json.dumps({**first, "device": "GPU-other"})}
+    assert energy.launch_idle_baseline(device, other, measure)["reused"] is False and len(taken) == 2
+    empty = {energy.LAUNCH_BASELINE_ENV: json.dumps({**first, "watts": None})}
+    assert energy.launch_idle_baseline(device, empty, measure)["reused"] is False and len(taken) == 3
+    broken = {energy.LAUNCH_BASELINE_ENV: "{not json"}
+    assert energy.launch_idle_baseline(device, broken, measure)["reused"] is False
 
 
 def test_idle_baseline_waits_out_the_power_average():
@@ -460,7 +490,8 @@ def test_scenario_records_gpu_energy_memory_and_isolation(tmp_path, monkeypatch)
         idle_taken.append((hasattr(backend, "weight"), len(backend.calls)))
         return {"watts": 40.0, "method": "fake"}
 
-    monkeypatch.setattr(inference, "idle_baseline", idle)
+    monkeypatch.setattr(energy, "idle_baseline", idle)
+    monkeypatch.delenv(energy.LAUNCH_BASELINE_ENV, raising=False)
     settings = {k: v for k, v in config["inference"].items() if k != "batch_sizes"}
     part = inference.run(
         backend,

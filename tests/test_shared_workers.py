@@ -4,11 +4,13 @@ blocks, each cell's record its own; a crash fails every cell of its worker; the 
 
 from __future__ import annotations
 
+import pytest
+
 from fwbench.analysis.time.study_time import process_rows
 from fwbench.running.faults import INJECT_FAULT_ENV
 from fwbench.running.runner import _workers, run_group
 from fwbench.study.config import validate_config
-from fwbench.study.grid import Cell, measuring_processes
+from fwbench.study.grid import WORKER_SCOPES, Cell, measuring_processes
 
 
 def _cells():
@@ -38,23 +40,57 @@ def test_workers_group_the_batch_sizes_of_a_framework_and_mode_unless_told_not_t
     cells = [*_cells(), Cell("inference", "torch", "small_cnn", "fp32", 8, 16)]
     assert _workers(cells, {"blocks": 2}) == [[0, 1, 4], [2, 3]]
     assert _workers(cells, {"blocks": 2, "share_workers": False}) == [[0], [1], [2], [3], [4]]
+    assert _workers(cells, {"blocks": 2, "share_workers": "batch_sizes"}) == [[0, 1, 4], [2, 3]]
     training = [Cell("training", "torch", "small_cnn", "fp32", b, 16) for b in (8, 16)]
     assert _workers(training, {"blocks": 2}) == [[0], [1]], "a training cell is a process of its own"
 
 
 def test_the_study_counts_a_process_per_worker_and_launch():
     config = validate_config(
-        {"suites": ["inference", "micro"], "frameworks": ["torch", "jax"], "models": ["small_cnn"]}
+        {"suites": ["inference", "micro"], "frameworks": ["torch", "jax"], "models": ["small_cnn", "resnet50"]}
     )
+    launch = measuring_processes(config)  # the default: a worker per framework and mode serves its whole launch
+    config["inference"]["share_workers"] = config["micro"]["share_workers"] = "batch_sizes"
     shared = measuring_processes(config)
     config["inference"]["share_workers"] = config["micro"]["share_workers"] = False
     alone = measuring_processes(config)
     inference, micro = config["inference"], config["micro"]
-    assert shared == {"inference": 2 * inference["trials"], "micro": 3 * len(micro["operations"]) * micro["trials"]}
+    assert launch == {"inference": 2 * inference["trials"], "micro": 3 * micro["trials"]}
+    assert shared == {
+        "inference": 2 * 2 * inference["trials"],
+        "micro": 3 * len(micro["operations"]) * micro["trials"],
+    }
     assert alone == {
         "inference": shared["inference"] * len(inference["batch_sizes"]),
         "micro": shared["micro"] * len(micro["batch_sizes"]),
     }
+
+
+def test_a_worker_scope_groups_models_and_precisions_as_its_setting_says():
+    cells = [
+        Cell("inference", framework, model, precision, batch, 16)
+        for framework in ("torch", "jax")
+        for model in ("small_cnn", "resnet50")
+        for precision in ("fp32", "tf32")
+        for batch in (1, 2)
+    ]
+    by_scope = {scope: _workers(cells, {"blocks": 2, "share_workers": scope}) for scope in WORKER_SCOPES}
+    assert [len(workers) for workers in by_scope.values()] == [16, 8, 4, 2]
+    assert by_scope["cell"] == [[i] for i in range(16)]
+    assert _workers(cells, {"blocks": 2, "share_workers": True}) == by_scope["batch_sizes"]
+    assert _workers(cells, {"blocks": 2}) == by_scope["launch"], "a worker serves its launch by default"
+    torch, jax = by_scope["launch"]
+    assert {cells[i].framework for i in torch} == {"torch"} and len(torch) == 8
+    # by comparison: each (model, precision) in the group's order, its batch sizes ascending
+    assert [cells[i].comparison() for i in torch][:4] == [
+        ("small_cnn", "fp32", 1),
+        ("small_cnn", "fp32", 2),
+        ("small_cnn", "tf32", 1),
+        ("small_cnn", "tf32", 2),
+    ]
+    assert all({cells[i].precision for i in w} == {cells[w[0]].precision} for w in by_scope["models"])
+    with pytest.raises(ValueError, match="share_workers: 'all' is not one of"):
+        _workers(cells, {"blocks": 2, "share_workers": "all"})
 
 
 def test_one_worker_per_framework_serves_both_batch_sizes_in_the_same_blocks(tiny_study, tmp_path):
@@ -148,3 +184,44 @@ def test_each_worker_knows_its_running_companions_so_their_gpu_contexts_are_not_
     assert len(started) == 4  # two workers in each of two launches
     for first, second in (started[0:2], started[2:4]):
         assert first[1] == "" and second[1] == str(first[0])
+
+
+def test_a_worker_serves_its_launch_across_precisions_and_a_cell_that_fails_to_build_fails_alone(tiny_study, tmp_path):
+    """One process per framework per launch serves small_cnn in fp32 and bf16 and a model whose weights do not fit
+    (resnet50 given small_cnn's): that model's cells fail in their own build, naming it, and leave the later launch;
+    the others are measured, each on its own precision's backend instance, with what their worker held recorded."""
+    root, _, base = tiny_study
+    cells = [
+        Cell("inference", framework, model, precision, 1, 16)
+        for framework in ("torch", "jax")
+        for model, precision in (("small_cnn", "fp32"), ("resnet50", "fp32"), ("small_cnn", "bf16"))
+    ]
+    weights = {"small_cnn": root / "weights.npz", "resnet50": root / "weights.npz"}
+    results = run_group(
+        cells,
+        {**base, "trials": 2, "blocks": 2, "share_workers": "launch"},
+        data_dir=root / "data",
+        weights_path=weights,
+        num_classes=4,
+        threads=1,
+        out_paths=[tmp_path / f"{c.framework}-{c.model}-{c.precision}.json" for c in cells],
+        log_path=tmp_path / "group.log",
+    )
+    by_label = {r["cell"]["framework"] + "/" + r["cell"]["model"] + "/" + r["cell"]["precision"]: r for r in results}
+    log = (tmp_path / "group.log").read_text()
+    assert log.count("[fwbench.running.worker]") == 2 * 2, "one process per framework per launch"
+    for framework in ("torch", "jax"):
+        broken = by_label[f"{framework}/resnet50/fp32"]
+        assert broken["status"] == "failed" and "own preparation" in broken["reason"], broken["reason"]
+        assert broken["failure"]["trial"] == 1, "it failed in the first launch and left the second"
+        for precision, dtype in (("fp32", "float32"), ("bf16", "bfloat16")):
+            result = by_label[f"{framework}/small_cnn/{precision}"]
+            assert result["status"] == "ok", result["reason"]
+            metrics = result["metrics"]
+            assert result["provenance"]["framework"]["settings"]["dtype"] == dtype
+            assert metrics["blocks"]["bursts"] == 2 * 2
+            worker = metrics["worker"]
+            assert worker["precisions"] == ["bf16", "fp32"] and worker["cells"] in (3, 2)
+            assert f"inference/{framework}/" in worker["beside"][0]
+    # the later launch served only the cells still measured
+    assert "resnet50" not in log.split("launch 2 of 2")[-1].split("[fwbench.running.worker]")[1].split("\n")[0]

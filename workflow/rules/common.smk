@@ -18,6 +18,7 @@ from fwbench.study.grid import (
     group_variants,
     suite_batch_sizes,
     suite_frameworks,
+    worker_scope,
 )
 from fwbench.study import params
 from fwbench.study.params import canonical
@@ -193,6 +194,19 @@ def comparison_settings(suite):
         for batch in suite_batch_sizes(config, suite)
     }
     return lambda wildcards: by_batch[wildcards.batch]
+
+
+def peer_weights(wildcards):
+    """The other models' weights, inputs of an inference job whose warm workers serve them too (inference.share_workers
+    models or launch, fwbench.workflow.comparison_jobs), so that they exist when it runs; ancient, so that a model's
+    new weights rerun only its own jobs."""
+    if worker_scope(config["inference"]) not in ("models", "launch"):
+        return []
+    return [
+        ancient(WEIGHTS.format(model=m))
+        for m in config["models"]
+        if m != wildcards.model
+    ]
 
 
 # A comparison job's wildcards as its log and time record name them.

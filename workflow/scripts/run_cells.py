@@ -1,6 +1,7 @@
 """Entry point of the measuring rules: one training cell (framework and mode in the wildcards), or one inference or
 micro comparison (every (framework, mode) of params.variants at one model, precision and batch size), whose job
-measures with it the other batch sizes of its model that are due, or takes its cells held by such a job
+measures with it every other comparison its warm workers' scope reaches that is due (the suite's share_workers), or
+takes its cells held by such a job
 (fwbench.workflow.comparison_jobs). Cells are measured by fwbench.running.runner.run_group. A micro group reads no
 dataset; its `weights` input is the operands file."""
 
@@ -12,16 +13,16 @@ wildcards = dict(snakemake.wildcards.items())
 state_dir = getattr(snakemake.params, "state_dir", None)
 
 
-def measure(cells, out_paths, job_keys, settings):
+def measure(cells, out_paths, job_keys, settings, weights=None):
     from fwbench.running.devices import read_record
     from fwbench.running.runner import run_group
     from fwbench.study.config import validate_config
 
-    run_group(
+    run_group(  # each model's own weights where the job measured several (params.weights_pattern)
         cells,
         settings,
         data_dir=Path(snakemake.input.dataset[0]).parent if hasattr(snakemake.input, "dataset") else None,
-        weights_path=snakemake.input.weights,
+        weights_path=weights or snakemake.input.weights,
         num_classes=snakemake.params.num_classes,
         threads=snakemake.threads,
         out_paths=out_paths,
@@ -34,6 +35,16 @@ def measure(cells, out_paths, job_keys, settings):
         fallbacks=validate_config(snakemake.config)["fallbacks"],
         job_keys=job_keys,
     )
+
+
+def weights_pattern():
+    """Where every model's weights are, from this job's own ("results/weights/{model}.npz"), for a job whose workers
+    may serve the other models too (an inference job: its input `peers`); None where every cell reads the same file
+    (a micro job's operands)."""
+    if not hasattr(snakemake.input, "peers"):
+        return None
+    weights = Path(str(snakemake.input.weights))
+    return str(weights.with_name("{model}" + weights.suffix))
 
 
 with timed_job(snakemake.params.job_record, snakemake.rule, wildcards):
@@ -52,8 +63,10 @@ with timed_job(snakemake.params.job_record, snakemake.rule, wildcards):
             wildcards["precision"],
             # the results directory: what precedes cells/ in the job's outputs
             Path(str(snakemake.output[0]).rsplit("/cells/", 1)[0]),
-            # what makes a cell stale for Snakemake: not the device record (ancient(), see common.smk)
-            tuple(str(path) for path in snakemake.input if path != snakemake.input.device),
+            # what makes a cell stale for Snakemake: its dataset and its own model's weights (not the device record
+            # nor the other models' weights, both ancient(), see common.smk)
+            (*map(str, getattr(snakemake.input, "dataset", [])), str(snakemake.input.weights)),
+            weights_pattern(),
         )
         outcome = comparison_jobs.run_job(
             comparisons,

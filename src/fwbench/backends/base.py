@@ -126,6 +126,11 @@ class Framework(ABC):
     def _apply_settings(self) -> dict[str, Any]:
         """Pin thread counts and precision; return the settings as the framework now reports them."""
 
+    def activate(self) -> None:  # noqa: B027 (a framework with nothing process-wide to set keeps this no-op)
+        """Set again what this instance's precision sets process-wide (a framework's TF32 switches, JAX's matmul
+        precision): a worker serving cells of several precisions holds one instance per precision and activates
+        each before its cells' compiles and calls (fwbench.scenarios.served). Nothing to set: a no-op."""
+
     @classmethod
     def describe_devices(cls) -> dict[str, Any]:
         """What this framework can compute on, as seen from a fresh process: {"platform": "cuda"|"cpu"|..., "count",

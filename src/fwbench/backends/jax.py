@@ -103,10 +103,7 @@ class JaxBackend(DriverIdentity, Backend):
         # device has them; bf16 casts parameters and activations, so the matmul precision setting does not apply.
         # default: JAX's own (None: XLA's DEFAULT precision, TF32 for float32 matmuls and convolutions on NVIDIA GPUs
         # since Ampere).
-        matmul = {"fp32": "highest", "tf32": "tensorfloat32", "bf16": "default", "default": None}[self.precision]
-        # Set for `default` too (to JAX's own None): a process that ran another precision first (the parity job runs
-        # every precision of the study) must not leave its setting in force.
-        jax.config.update("jax_default_matmul_precision", matmul)
+        self.activate()
         self.device = jax.devices()[0]
         jax.monitoring.register_event_duration_secs_listener(self._on_event)
         self.dtype = jnp.bfloat16 if self.precision == "bf16" else jnp.float32
@@ -132,6 +129,14 @@ class JaxBackend(DriverIdentity, Backend):
             "dtype": jnp.dtype(self.dtype).name,
             "bf16_policy": "parameters and activations" if self.precision == "bf16" else None,
         }
+
+    def activate(self) -> None:
+        """This cell's matmul precision, which JAX reads when it traces: set at start and again before each of its
+        compiles and calls where a worker serves cells of several precisions (an AOT executable keeps what it was
+        compiled with). Set for `default` too (to JAX's own None), so that another precision's cell that ran first
+        in the process does not leave its setting in force."""
+        matmul = {"fp32": "highest", "tf32": "tensorfloat32", "bf16": "default", "default": None}[self.precision]
+        jax.config.update("jax_default_matmul_precision", matmul)
 
     def _on_event(self, name: str, duration: float, **kwargs) -> None:
         if name.endswith("backend_compile_duration"):

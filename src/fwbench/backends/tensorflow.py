@@ -125,8 +125,7 @@ class TensorflowBackend(DriverIdentity, Backend):
             growth.append(bool(tf.config.experimental.get_memory_growth(gpu)))
         # fp32 is true fp32 (TF32 execution off, TensorFlow's default is on); tf32 allows it; bf16 computes in
         # bfloat16, where the setting does not apply.
-        if self.precision != "default":  # default: TensorFlow's own, TF32 execution on (matmuls and convolutions)
-            tf.config.experimental.enable_tensor_float_32_execution(self.precision == "tf32")
+        self.activate()
         self.on_gpu = bool(gpus)
         self.device = "/GPU:0" if gpus else "/CPU:0"
         self.dtype = tf.bfloat16 if self.precision == "bf16" else tf.float32
@@ -204,6 +203,13 @@ class TensorflowBackend(DriverIdentity, Backend):
 
     def arrays(self) -> TfArrays:
         return TfArrays(self.device, self.dtype, self.on_gpu, self.traces)
+
+    def activate(self) -> None:
+        """This cell's TF32 switch, which TensorFlow keeps per process: set at start and again before each of its
+        compiles and calls where a worker serves cells of several precisions. fp32 is true fp32 (TensorFlow's
+        default is TF32 on); default is TensorFlow's own (on), restored where another precision's cell turned it
+        off; bf16 computes in bfloat16, where the switch does not apply."""
+        tf.config.experimental.enable_tensor_float_32_execution(self.precision in ("tf32", "default"))
 
     def build(self, model: str, state_dict: Mapping[str, np.ndarray], *, num_classes: int, image_size: int) -> None:
         from fwbench.models import keras_model, load_torch_weights

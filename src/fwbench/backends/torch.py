@@ -115,11 +115,6 @@ class TorchBackend(Backend):
         # Only settable before the first parallel op; a fresh cell process has not run one yet.
         with contextlib.suppress(RuntimeError):
             torch.set_num_interop_threads(self.threads)
-        if self.precision != "default":  # default: PyTorch's own switches, untouched (TF32 convolutions only)
-            tf32 = self.precision == "tf32"
-            torch.set_float32_matmul_precision("high" if tf32 else "highest")
-            torch.backends.cuda.matmul.allow_tf32 = tf32
-            torch.backends.cudnn.allow_tf32 = tf32
         # cuDNN's autotuning follows the study's `autotune` (fwbench.study.autotune); the fallback ladder's
         # cudnn_benchmark_off rung sets FWBENCH_CUDNN_BENCHMARK=0 for a cell whose cuDNN autotuning crashed
         # (recorded as that cell's deviation).
@@ -127,7 +122,8 @@ class TorchBackend(Backend):
         switches = autotune.torch_switches(
             self.autotune, self.mode, self.compile_mode, os.environ.get(CUDNN_BENCHMARK_ENV)
         )
-        torch.backends.cudnn.benchmark = switches["cudnn_benchmark"]
+        self._cudnn_benchmark = switches["cudnn_benchmark"]
+        self.activate()
         self.device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
         self.dtype = torch.bfloat16 if self.precision == "bf16" else torch.float32
         if self.compile_mode is not None:
@@ -294,6 +290,17 @@ class TorchBackend(Backend):
 
     def fed_nhwc(self, inputs: torch.Tensor) -> np.ndarray:
         return np.ascontiguousarray(inputs.detach().float().permute(0, 2, 3, 1).cpu().numpy())
+
+    def activate(self) -> None:
+        """This cell's precision and cuDNN switches, which PyTorch keeps per process: set at start and again before
+        each of its calls where a worker serves cells of several precisions. default: PyTorch's own defaults
+        (true FP32 matmuls, TF32 convolutions), restored where another precision's cell set them."""
+        tf32 = self.precision == "tf32"
+        default = self.precision == "default"
+        torch.set_float32_matmul_precision("high" if tf32 else "highest")
+        torch.backends.cuda.matmul.allow_tf32 = tf32
+        torch.backends.cudnn.allow_tf32 = tf32 or default
+        torch.backends.cudnn.benchmark = self._cudnn_benchmark
 
     def _tf32_now(self) -> str:
         """Where TF32 computes float32 inputs now: cuBLAS and cuDNN (and Inductor's generated matmuls) read these

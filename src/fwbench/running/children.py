@@ -177,7 +177,7 @@ class Child:
             self.abandon()
             raise
         if reply is not None and "ready" in reply:
-            ready.update(child=self, steps=list(reply["ready"]))
+            ready.update(child=self, steps=list(reply["ready"]), reply=reply)
             return Outcome(None, None, "")
         return self.end(self.wait(), unready=True)
 
@@ -235,5 +235,8 @@ class Child:
 
 
 def is_part(part: Any) -> bool:
-    """A result part as a worker writes it: its metrics and its framework."""
-    return isinstance(part, dict) and "metrics" in part and "framework" in part
+    """A result part as a worker writes it: its metrics and its framework, or (a cell whose own preparation failed
+    in a worker that went on with its others) `failed` with the error."""
+    return isinstance(part, dict) and (
+        ("metrics" in part and "framework" in part) or isinstance(part.get("failed"), dict)
+    )

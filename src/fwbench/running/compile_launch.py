@@ -19,7 +19,7 @@ from typing import Any
 
 from fwbench.running import order as trial_order
 from fwbench.running.children import Child, Outcome
-from fwbench.running.context import CellRun, Context, cell_failure, now
+from fwbench.running.context import CellRun, Context, cell_failure, keep_baseline, now
 
 ITERATIONS = 1  # per step, once the worker is ready: its result is complete, and nothing it times is pooled
 ROLE = (
@@ -39,6 +39,7 @@ def run_compile_launch(context: Context, plan: trial_order.Design, runs: list[Ce
     order = list(plan.rows[0])
     launch_order = [names[w] for w in order]
     began = time.perf_counter()
+    launch_env: dict[str, str] = {}  # the idle baseline its first worker on a GPU took, for the others (unused here)
     for position, worker in enumerate(order):
         cell, run = context.starting(worker, runs)
         started = time.perf_counter()
@@ -46,10 +47,12 @@ def run_compile_launch(context: Context, plan: trial_order.Design, runs: list[Ce
         ready: dict[str, Any] = {}
 
         def start(attempts: int, worker=worker, run=run, ready=ready) -> Outcome:
-            return context.child(worker, run, f"{worker}-compile-{attempts}", serve=True).until_ready(ready)
+            child = context.child(worker, run, f"{worker}-compile-{attempts}", serve=True, launch_env=launch_env)
+            return child.until_ready(ready)
 
         outcome, attempts = context.attempt(worker, run, None, label, start)
         if outcome.failure is None:
+            keep_baseline(launch_env, ready)
             outcome = _serve(ready["child"], ready["steps"])
             context.record(run, label + (f", attempt {attempts}" if attempts > 1 else ""), outcome)
         when = {
@@ -82,15 +85,11 @@ def _finish(context: Context, runs: list[CellRun], worker: int, trials: int, whe
     """The compile launch of one worker into each of its cells' records: its part's compile record, or the worker's
     failure. The cells of a shared worker share its process (named, so that the study's time counts it once) and
     its workarounds."""
-    members = context.workers[worker]
+    members = context.alive(worker)
     lead = runs[members[0]]
-    parts = [None] * len(members)
-    if outcome.failure is None:
-        parts = outcome.part["parts"] if len(members) > 1 else [outcome.part]
-        if len(parts) != len(members):
-            raise ValueError(f"a worker serving {len(members)} cells returned {len(parts)} parts")
+    each = context.outcomes(members, outcome)
     deviations, env, output = list(lead.deviations), dict(lead.env), lead.outputs[-1] if lead.outputs else ""
-    for number, (index, part) in enumerate(zip(members, parts, strict=True)):
+    for number, (index, one) in enumerate(zip(members, each, strict=True)):
         run = runs[index]
         if number > 0:
             run.deviations, run.env, run.memory_limit = list(deviations), dict(env), lead.memory_limit
@@ -100,12 +99,12 @@ def _finish(context: Context, runs: list[CellRun], worker: int, trials: int, whe
             cells = [context.cells[i].label() for i in members]
             record["process"] = {"id": f"compile-worker{worker}", "cells": cells, "first": number == 0}
         run.finished_at = now()
-        if outcome.failure is not None:
-            run.failure = cell_failure(outcome.failure, None, trials, run.applied())
+        if one.failure is not None:
+            run.failure = cell_failure(one.failure, None, trials, run.applied())
             run.deviations = []  # a failed cell ran with nothing: what was tried is in failure.workarounds_tried
-            record["failure"] = outcome.failure.reason
+            record["failure"] = one.failure.reason
         else:
-            record.update(compile_record(part))
+            record.update(compile_record(one.part))
         run.compile_launch = record
 
 

@@ -13,6 +13,7 @@ it, which the runner (fwbench.running.runner) writes as the cell's result.
 from __future__ import annotations
 
 import datetime as dt
+import json
 import shutil
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -20,12 +21,13 @@ from pathlib import Path
 from typing import Any
 
 from fwbench.backends import launch_cache
-from fwbench.io import atomic_write_json
+from fwbench.io import atomic_write_json, read_json
 from fwbench.running.children import Child, Outcome
-from fwbench.running.failures import Failure, Workaround, next_workaround
+from fwbench.running.failures import Failure, Workaround, classify, next_workaround
 from fwbench.running.slots import Slot
 from fwbench.study.grid import Cell
 from fwbench.trackers import nvml
+from fwbench.trackers.energy import LAUNCH_BASELINE_ENV
 
 
 def now() -> str:
@@ -73,14 +75,25 @@ class Context:
     log: list[str] = field(default_factory=list)
     headers: bool = True
     workers: list[list[int]] = field(default_factory=list)  # each worker's cell indices; empty: one per cell
+    runs: list[CellRun] = field(default_factory=list)  # each cell's run (set by the runner): who has failed
 
     def __post_init__(self) -> None:
         if not self.workers:
             self.workers = [[index] for index in range(len(self.cells))]
 
+    def alive(self, worker: int) -> list[int]:
+        """The worker's cells that have not failed: what its next process serves. A cell that failed in a worker
+        serving several (an error in its own build or compile) leaves the later launches; the others go on."""
+        members = self.workers[worker]
+        if not self.runs:
+            return list(members)
+        return [index for index in members if self.runs[index].failure is None]
+
     def leader(self, worker: int) -> int:
-        """The index of the worker's first cell: its framework, suite and state directory are the worker's."""
-        return self.workers[worker][0]
+        """The index of the worker's first cell still measured (its first cell once all failed): its framework,
+        suite, state directory, workarounds and environment are the worker's."""
+        alive = self.alive(worker)
+        return alive[0] if alive else self.workers[worker][0]
 
     def starting(self, worker: int, runs: list[CellRun]) -> tuple[Cell, CellRun]:
         """The worker's lead cell and run, as a launch starts it: each of its cells' runs marked started (once)."""
@@ -132,18 +145,31 @@ class Context:
         self.log.append(f"=== {header}\n{outcome.output}" if self.headers else outcome.output)
 
     def child(
-        self, index: int, run: CellRun, name: str, *, serve: bool = False, companions: Sequence[int] = ()
+        self,
+        index: int,
+        run: CellRun,
+        name: str,
+        *,
+        serve: bool = False,
+        companions: Sequence[int] = (),
+        launch_env: Mapping[str, str] | None = None,
     ) -> Child:
         """A child process for worker `index`; `companions`: the pids of its comparison's workers already running,
-        which its GPU isolation check must not count as other processes (fwbench.trackers.nvml.COMPANIONS_ENV)."""
-        env = dict(run.env)
+        which its GPU isolation check must not count as other processes (fwbench.trackers.nvml.COMPANIONS_ENV);
+        `launch_env`: what its launch's earlier workers found for it (the idle baseline)."""
+        env = {**dict(run.env), **dict(launch_env or {})}
+        spec = self.specs[index]
+        alive = self.alive(index)
+        if alive and len(alive) < len(self.workers[index]):  # its cells that failed leave its later processes
+            spec = self.tmp / f"spec{index}-{len(alive)}.json"
+            atomic_write_json(spec, served_spec(read_json(self.specs[index]), [self.cells[i] for i in alive]))
         if serve and launch_cache.enabled(self.settings):  # the cell's own compile cache across its launches
             env[launch_cache.LAUNCH_CACHE_ENV] = str(self.tmp / f"cache-{index}")
         if companions:
             env[nvml.COMPANIONS_ENV] = ",".join(str(pid) for pid in companions)
         return Child(
             self.worker_cmd,
-            self.specs[index],
+            spec,
             self.tmp / f"part-{name}.json",
             self.tmp / f"{name}.log",
             self.settings,
@@ -152,6 +178,17 @@ class Context:
             env,
             serve=serve,
         )
+
+    def outcomes(self, members: Sequence[int], outcome: Outcome) -> list[Outcome]:
+        """One worker process's end as each of its cells' (`members`, the cells it served): the worker's failure
+        for every one, or each one's own part, where a cell that failed in its own build or compile (a part that
+        says `failed`) becomes that cell's failure while the others keep their results."""
+        if outcome.failure is not None:
+            return [outcome] * len(members)
+        parts = outcome.part["parts"] if len(members) > 1 else [outcome.part]
+        if len(parts) != len(members):
+            raise ValueError(f"a worker serving {len(members)} cells returned {len(parts)} parts")
+        return [cell_outcome(part, outcome) for part in parts]
 
     def finish(self, run: CellRun, trial: int, trials: int, schedule: dict[str, Any], outcome: Outcome) -> None:
         run.finished_at = now()
@@ -163,23 +200,45 @@ class Context:
             run.parts.append(outcome.part)
 
 
+def keep_baseline(launch_env: dict[str, str], ready: Mapping[str, Any]) -> None:
+    """The idle baseline a ready worker took (its ready reply), kept for its launch's later workers: NVML's baseline
+    once per launch, not once per process (fwbench.trackers.energy.launch_idle_baseline)."""
+    baseline = (ready.get("reply") or {}).get("idle_baseline")
+    if baseline is not None and LAUNCH_BASELINE_ENV not in launch_env:
+        launch_env[LAUNCH_BASELINE_ENV] = json.dumps(baseline)
+
+
+def served_spec(spec: Mapping[str, Any], cells: Sequence[Cell]) -> dict[str, Any]:
+    """`spec` serving `cells`: `cell` for one, `cells` for several (fwbench.running.worker), `weights_path` the
+    first cell's model's."""
+    out = {key: value for key, value in spec.items() if key not in ("cell", "cells")}
+    if len(cells) == 1:
+        out["cell"] = cells[0].as_dict()
+    else:
+        out["cells"] = [cell.as_dict() for cell in cells]
+    weights = out.get("weights_paths") or {}
+    if cells[0].model in weights:
+        out["weights_path"] = weights[cells[0].model]
+    return out
+
+
 def write_specs(
     cells, settings, tmp, data_dir, weights_path, num_classes, threads, state_dirs, slot, device_record, workers=None
 ):
     """One spec file per worker (`workers`: each one's cell indices; default one per cell), what it reads
-    (fwbench.running.worker): `cell` for a worker of one cell, `cells` for a worker serving several."""
+    (fwbench.running.worker): `cell` for a worker of one cell, `cells` for a worker serving several.
+    `weights_path`: the weights every cell reads, or a mapping from each cell's model to its weights (a worker
+    serving several models reads each one's; `weights_paths` in its spec)."""
     specs = []
+    by_model = dict(weights_path) if isinstance(weights_path, Mapping) else None
     for index, members in enumerate(workers or [[i] for i in range(len(cells))]):
         state_dir = state_dirs[members[0]]
+        served = [cells[i] for i in members]
         spec = {
-            **(
-                {"cell": cells[members[0]].as_dict()}
-                if len(members) == 1
-                else {"cells": [cells[i].as_dict() for i in members]}
-            ),
             "settings": dict(settings),
             "data_dir": str(data_dir) if data_dir is not None else None,
-            "weights_path": str(weights_path),
+            "weights_path": str(by_model[served[0].model] if by_model else weights_path),
+            **({"weights_paths": {c.model: str(by_model[c.model]) for c in served}} if by_model else {}),
             "num_classes": num_classes,
             "threads": threads,
             "state_dir": str(state_dir) if state_dir is not None else None,
@@ -191,8 +250,21 @@ def write_specs(
                 "expected_name": None if slot.gpu is None else slot.gpu.get("name"),
             }
         specs.append(Path(tmp, f"spec{index}.json"))
-        atomic_write_json(specs[-1], spec)
+        atomic_write_json(specs[-1], served_spec(spec, served))
     return specs
+
+
+def cell_outcome(part: Mapping[str, Any], outcome: Outcome) -> Outcome:
+    """One cell's part of a worker's result as its outcome: a result, or (a part that says `failed`: an error in
+    the cell's own build, compile or first call, which its worker caught to go on with its other cells) a failure
+    classified from the error's traceback as a child's would be."""
+    failed = part.get("failed")
+    if failed is None:
+        return Outcome(dict(part), None, outcome.output, outcome.memory_limit)
+    text = str(failed.get("traceback") or failed.get("error") or "")
+    found = classify(returncode=1, output=text) or Failure("exception", str(failed.get("error")))
+    reason = found.reason.replace(" (exit code 1)", " in this cell's own preparation (its worker went on)")
+    return Outcome(None, Failure(found.kind, reason), f"{outcome.output}\n{text}", outcome.memory_limit)
 
 
 def cell_failure(failure: Failure, trial: int | None, trials: int, tried: list[str]) -> dict[str, Any]:

@@ -19,8 +19,8 @@ from fwbench.io import read_json
 from fwbench.running import order as trial_order
 from fwbench.running.children import Child, Outcome, is_part
 from fwbench.running.compile_launch import run_compile_launch
-from fwbench.running.context import CellRun, Context
-from fwbench.scenarios.blocks import OTHER_LOAD_FLAG
+from fwbench.running.context import CellRun, Context, keep_baseline
+from fwbench.scenarios.blocks import OTHER_LOAD_FLAG, comparison_of
 from fwbench.scenarios.profiled import WHERE_IN_WORKER, profiled
 
 # A launch is disturbed when more than this share of its bursts were flagged (fwbench.scenarios.blocks).
@@ -77,9 +77,10 @@ def _one_launch(context, plan, blocks_plan, runs, launch, ran) -> None:
     """Launch `launch` of the group: its workers start, serve their blocks and finish (see `run_launches`)."""
     trials, names = len(plan.rows), list(plan.variants)
     per_launch = int(context.settings["blocks"])
-    order = [w for w in plan.rows[launch] if runs[context.leader(w)].failure is None]
+    order = [w for w in plan.rows[launch] if context.alive(w)]
     launch_order = [names[w] for w in order]
     workers: dict[int, tuple[Child, list[str], float, int, int]] = {}
+    launch_env: dict[str, str] = {}  # the launch's idle baseline, once its first worker on a GPU took it
     try:
         for position, worker in enumerate(order):
             cell, run = context.starting(worker, runs)
@@ -89,12 +90,20 @@ def _one_launch(context, plan, blocks_plan, runs, launch, ran) -> None:
 
             def start(attempts: int, worker=worker, run=run, ready=ready, launch=launch) -> Outcome:
                 companions = [w[0].process.pid for w in workers.values()]  # already ready, holding contexts
-                child = context.child(worker, run, f"{worker}-{launch}-{attempts}", serve=True, companions=companions)
+                child = context.child(
+                    worker,
+                    run,
+                    f"{worker}-{launch}-{attempts}",
+                    serve=True,
+                    companions=companions,
+                    launch_env=launch_env,
+                )
                 return child.until_ready(ready)
 
             outcome, attempts = context.attempt(worker, run, launch + 1, label, start)
             if outcome.failure is None:
                 workers[worker] = (ready["child"], ready["steps"], started, position, attempts)
+                keep_baseline(launch_env, ready)
             else:
                 schedule = _launch_schedule(launch, position, launch_order, started, context.t0, attempts)
                 _finish(context, runs, worker, launch, trials, schedule, outcome)
@@ -102,13 +111,18 @@ def _one_launch(context, plan, blocks_plan, runs, launch, ran) -> None:
             row = blocks_plan.rows[launch * per_launch + block]
             order_run = [w for w in row if w in workers]
             ran.append([names[w] for w in order_run])
-            for position, worker in enumerate(order_run):
-                child, steps = workers[worker][:2]
-                for step in steps:
-                    message = {"burst": step, "block": launch * per_launch + block, "position": position}
-                    if child.request(message) is None:
-                        _end_worker(context, runs, worker, workers.pop(worker), launch, trials, launch_order)
-                        break
+            # comparison by comparison, each one's steps of every worker side by side in the row's order, so that a
+            # cell's variants stay adjacent in time however many cells a worker serves
+            for comparison in _comparisons(workers):
+                for position, worker in enumerate(order_run):
+                    if worker not in workers:  # it ended earlier in this block
+                        continue
+                    child, steps = workers[worker][:2]
+                    for step in (s for s in steps if comparison_of(s) == comparison):
+                        message = {"burst": step, "block": launch * per_launch + block, "position": position}
+                        if child.request(message) is None:
+                            _end_worker(context, runs, worker, workers.pop(worker), launch, trials, launch_order)
+                            break
         for worker in list(workers):  # one at a time: a worker profiling after its blocks computes alone
             returncode, profiling = _ask_to_finish(context, worker, workers[worker][0], last=launch == trials - 1)
             state = workers.pop(worker)
@@ -118,12 +132,21 @@ def _one_launch(context, plan, blocks_plan, runs, launch, ran) -> None:
             child.abandon()
 
 
+def _comparisons(workers: dict[int, tuple]) -> list[str]:
+    """The comparisons the ready workers' steps time, in the order the workers (by number) first name them."""
+    seen: dict[str, None] = {}
+    for worker in sorted(workers):
+        for step in workers[worker][1]:
+            seen.setdefault(comparison_of(step))
+    return list(seen)
+
+
 def _ask_to_finish(context: Context, worker: int, child: Child, *, last: bool) -> tuple[int | None, list[str]]:
     """Ask a worker to finish and wait for its exit: (exit status, None if it is gone or hung; the cells it said it
     was profiling). In the group's last launch a worker with profiled cells is asked to profile them first, in
     this process after its blocks (fwbench.scenarios.profiled); it says which it will once its timed result is
     written."""
-    if last and any(profiled(context.cells[i], context.settings) for i in context.workers[worker]):
+    if last and any(profiled(context.cells[i], context.settings) for i in context.alive(worker)):
         reply = child.request({"finish": True, "profile": True})
         return (child.wait() if reply is not None else None), list((reply or {}).get("profiling") or [])
     return (child.wait() if child.send({"finish": True}) else None), []
@@ -184,7 +207,7 @@ def _end_worker(context, runs, worker, state, launch, trials, launch_order, retu
         returncode = child.wait()
     outcome = child.end(returncode)
     if outcome.failure is not None and profiling:
-        labels = [context.cells[i].label() for i in context.workers[worker]]
+        labels = [context.cells[i].label() for i in context.alive(worker)]
         outcome = _timed_result_kept(child, outcome, [label in profiling for label in labels])
     lead = context.leader(worker)
     cell = context.cells[lead]
@@ -218,24 +241,22 @@ def _timed_result_kept(child: Child, outcome: Outcome, profiling: list[bool]) ->
 
 
 def _finish(context, runs, worker, launch, trials, schedule, outcome) -> None:
-    """One launch of a worker into each of its cells' records: its own part of the worker's parts, or the worker's
-    failure, with the workarounds it ran with. The cells of one worker share its process: each schedule names the
-    process, so that the study's time counts it once (fwbench.analysis.time.study_time)."""
-    members = context.workers[worker]
+    """One launch of a worker into each of its cells' records: its own part of the worker's parts (or its own
+    failure, where its preparation failed and the worker went on), or the worker's failure, with the workarounds it
+    ran with. The cells of one worker share its process: each schedule names the process, so that the study's time
+    counts it once (fwbench.analysis.time.study_time)."""
+    members = context.alive(worker)
     lead = runs[members[0]]
+    each = context.outcomes(members, outcome)
     if len(members) == 1:
-        context.finish(lead, launch + 1, trials, schedule, outcome)
+        context.finish(lead, launch + 1, trials, schedule, each[0])
         return
-    parts = outcome.part["parts"] if outcome.failure is None else [None] * len(members)
-    if len(parts) != len(members):
-        raise ValueError(f"a worker serving {len(members)} cells returned {len(parts)} parts")
     process = {"id": f"launch{launch + 1}-worker{worker}", "cells": [context.cells[i].label() for i in members]}
     # the worker's workarounds and output are every one of its cells' (taken before the first cell's record changes)
     deviations, env, output = list(lead.deviations), dict(lead.env), lead.outputs[-1] if lead.outputs else ""
-    for number, (index, part) in enumerate(zip(members, parts, strict=True)):
+    for number, (index, one) in enumerate(zip(members, each, strict=True)):
         run = runs[index]
         if number > 0:
             run.deviations, run.env, run.memory_limit = list(deviations), dict(env), lead.memory_limit
             run.outputs.append(output or outcome.output)
-        each = Outcome(part, outcome.failure, outcome.output, outcome.memory_limit)
-        context.finish(run, launch + 1, trials, {**schedule, "process": {**process, "first": number == 0}}, each)
+        context.finish(run, launch + 1, trials, {**schedule, "process": {**process, "first": number == 0}}, one)

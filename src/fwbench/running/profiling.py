@@ -18,7 +18,7 @@ from typing import Any
 from fwbench.backends import launch_cache
 from fwbench.io import atomic_write_json, read_json
 from fwbench.running.children import Child
-from fwbench.running.context import CellRun, Context
+from fwbench.running.context import CellRun, Context, served_spec
 from fwbench.scenarios.profiled import profiled
 
 
@@ -33,9 +33,8 @@ def run_profiles(context: Context, runs: list[CellRun]) -> None:
         if in_worker is not None:
             run.profile = in_worker
             continue
-        spec = read_json(context.specs[worker_of[index]])  # its worker's, for this one cell
-        spec.pop("cells", None)
-        spec.update(cell=cell.as_dict(), profile=True)
+        spec = served_spec(read_json(context.specs[worker_of[index]]), [cell])  # its worker's, for this one cell
+        spec.update(profile=True)
         spec_path = context.tmp / f"profile-spec{index}.json"
         atomic_write_json(spec_path, spec)
         env = dict(run.env)

@@ -44,7 +44,7 @@ from fwbench.running.launches import run_launches
 from fwbench.running.merge import merge_trials
 from fwbench.running.profiling import run_profiles
 from fwbench.running.rounds import run_rounds
-from fwbench.study.grid import Cell
+from fwbench.study.grid import Cell, worker_scope
 from fwbench.trackers.environment import host_provenance
 
 STDERR_TAIL_CHARS = 4000
@@ -115,7 +115,7 @@ def run_group(
     settings: Mapping[str, Any],
     *,
     data_dir: str | Path | None,
-    weights_path: str | Path,
+    weights_path: str | Path | Mapping[str, str | Path],
     num_classes: int,
     threads: int,
     out_paths: Sequence[str | Path],
@@ -142,7 +142,9 @@ def run_group(
     order each block ran in. A cell whose trial fails becomes a failed result (its reason, "trial k of T: ...") and
     leaves the later launches; the other cells go on. With the study's `device_record` (results/device.json) the
     group takes one of `gpu_slots` slots in `slot_dir` (its GPU and its share of the cores, see
-    fwbench.running.slots) for all its children, and a child fails its cell if it computes anywhere else. `job_keys`
+    fwbench.running.slots) for all its children, and a child fails its cell if it computes anywhere else.
+    `weights_path`: the weights (a micro group's operands) every cell reads, or a mapping from each cell's model to
+    its own (a group of several models, whose workers serve them all). `job_keys`
     (one per cell) name the identity of the job each cell was measured for (`provenance.job_key`,
     fwbench.workflow.comparison_jobs)."""
     cells, out_paths = list(cells), list(out_paths)
@@ -200,6 +202,7 @@ def run_group(
                 workers=workers,
             )
             runs = [CellRun() for _ in cells]
+            context.runs = runs
             if _in_blocks(cells, settings):
                 blocks_plan = _blocks_design(cells, settings, workers)
                 group["blocks"] = {"order": blocks_plan.record(), **run_launches(context, plan, blocks_plan, runs)}
@@ -217,7 +220,7 @@ def run_group(
         Path(log_path).parent.mkdir(parents=True, exist_ok=True)
         Path(log_path).write_text("\n".join(log), encoding="utf-8")
     host = host_provenance()
-    inputs = _input_digests(data_dir, weights_path)
+    digests: dict[str, dict[str, Any]] = {}
     injected = os.environ.get(INJECT_FAULT_ENV)  # test-only fault injection: a result made under it says so
     results = []
     for cell, run, out_path, state_dir, job_key in zip(cells, runs, out_paths, state_dirs, job_keys, strict=True):
@@ -231,6 +234,10 @@ def run_group(
                 merged["metrics"]["op_profile"] = run.profile
             if run.disturbed:
                 merged["metrics"]["disturbed_launches"] = run.disturbed
+        weights = weights_path[cell.model] if isinstance(weights_path, Mapping) else weights_path
+        if str(weights) not in digests:
+            digests[str(weights)] = _input_digests(data_dir, weights)
+        inputs = digests[str(weights)]
         result: dict[str, Any] = {
             "schema_version": fwbench.RESULT_SCHEMA_VERSION,
             "status": "ok" if merged is not None else "failed",
@@ -274,16 +281,24 @@ def _trials(cells: Sequence[Cell], settings: Mapping[str, Any]) -> int:
 
 
 def _workers(cells: Sequence[Cell], settings: Mapping[str, Any]) -> list[list[int]]:
-    """Which cells each process of the group serves. Warm workers (a suite in blocks) with `share_workers` (the
-    default) serve every batch size of their (framework, mode, model, precision): one import, one model build and one
-    process's overhead per launch instead of one per batch size, their bursts in the same blocks. Otherwise, and for
-    training, one cell per process."""
-    if not _in_blocks(cells, settings) or not settings.get("share_workers", True):
+    """Which cells each process of the group serves. Warm workers (a suite in blocks) serve what their suite's
+    `share_workers` scope gives them (fwbench.study.grid.worker_scope; by default every cell of their framework and
+    mode in the group: one import and one process's overhead per launch instead of one per model, precision and
+    batch size, their bursts in the same blocks), each one's cells by comparison (model, precision, batch size in
+    the group's order of models and precisions). Otherwise, and for training, one cell per process."""
+    if not _in_blocks(cells, settings):
         return [[index] for index in range(len(cells))]
+    scope = worker_scope(settings)
     shared: dict[tuple, list[int]] = {}
     for index, cell in enumerate(cells):
-        shared.setdefault(cell.worker_key(), []).append(index)
-    return [sorted(members, key=lambda i: cells[i].batch_size) for members in shared.values()]
+        shared.setdefault(cell.worker_key(scope), []).append(index)
+    first: dict[tuple[str, str], int] = {}
+    for cell in cells:
+        first.setdefault((cell.model, cell.precision), len(first))
+    return [
+        sorted(members, key=lambda i: (first[cells[i].model, cells[i].precision], cells[i].batch_size))
+        for members in shared.values()
+    ]
 
 
 def _variant_names(cells: Sequence[Cell], workers: Sequence[Sequence[int]]) -> list[str]:

@@ -44,8 +44,9 @@ def main(spec_path: str, out_path: str) -> None:
     from fwbench.running.faults import inject
     from fwbench.study.grid import Cell
 
-    # A warm worker may serve several cells: the batch sizes of one (framework, mode, model, precision), which share
-    # its imports, its model and its blocks (fwbench.running.runner); every other process measures one cell.
+    # A warm worker may serve several cells: every cell of its framework and mode its launch measures (its suite's
+    # `share_workers` scope, fwbench.scenarios.served), which share its imports and its blocks; a profiling pass or a
+    # training cell is one cell.
     cells = [Cell(**fields) for fields in spec["cells"]] if "cells" in spec else [Cell(**spec["cell"])]
     cell = cells[0]
     options, scratch_cache = compiler_environment(cell, spec["settings"])
@@ -74,47 +75,76 @@ def main(spec_path: str, out_path: str) -> None:
         from fwbench.running.devices import verify
 
         verify(spec["device"]["record"], backend.device_info(), spec["device"]["expected_name"])
+    # One backend instance per unit a cell belongs to (a model at a precision; an operation's cells share their
+    # precision's): each holds its model, its compiled programs and its precision (fwbench.scenarios.served).
+    instances: dict[tuple, object] = {unit_key(cell): backend}
+    held: dict[Cell, object] = {}
+
+    def backend_for(one: Cell):
+        key = unit_key(one)
+        if key not in instances:
+            made = get_backend(one.framework, threads=threads["effective"], precision=one.precision, **options)
+            made.model_cache_dir = backend.model_cache_dir
+            instances[key] = made
+        held[one] = instances[key]
+        return instances[key]
+
     common = {
         "data_dir": spec["data_dir"],
-        "weights_path": spec["weights_path"],
+        "weights_path": spec.get("weights_paths") or spec["weights_path"],
         "num_classes": int(spec["num_classes"]),
     }
-    framework: dict | None = None
+    frameworks: dict[int, dict] = {}
+
+    def framework_of(one: Cell) -> dict:
+        """The framework record of the backend instance that ran `one` (its precision's settings, its model's)."""
+        instance = held.get(one, backend)
+        if id(instance) not in frameworks:
+            frameworks[id(instance)] = {
+                "name": instance.name,
+                "versions": instance.versions(),
+                "device": instance.device_info(),
+                "settings": instance.effective_settings,
+                "threads": threads,
+                "setup_s": import_and_setup_s,
+            }
+        return frameworks[id(instance)]
 
     def write(parts: list[dict]) -> None:
         """The process's result, atomically; a worker that profiles after its blocks writes it twice (the timed
         result first, fwbench.scenarios.profiled)."""
-        nonlocal framework
-        framework = framework or {
-            "name": backend.name,
-            "versions": backend.versions(),
-            "device": backend.device_info(),
-            "settings": backend.effective_settings,
-            "threads": threads,
-            "setup_s": import_and_setup_s,
-        }
-        for part in parts:
-            part["framework"] = framework
-        # The process's own phases (start-up, imports, writing) belong to its first cell, so that a process's phases
-        # add up once over the cells it served (fwbench.analysis.time.study_time).
-        phases.update(parts[0]["metrics"].get("phases_s") or {})
-        phases["until_result_s"] = _since_spawn(time.time())  # the rest of the process's wall time: write and exit
-        parts[0]["metrics"]["phases_s"] = phases
+        for one, part in zip(cells, parts, strict=True):
+            if "metrics" in part:
+                part["framework"] = framework_of(one)
+        # The process's own phases (start-up, imports, writing) belong to its first measured cell, so that a
+        # process's phases add up once over the cells it served (fwbench.analysis.time.study_time).
+        first = next((part for part in parts if "metrics" in part), None)
+        if first is not None:
+            phases.update(first["metrics"].get("phases_s") or {})
+            phases["until_result_s"] = _since_spawn(time.time())  # the rest of the process's wall time
+            first["metrics"]["phases_s"] = phases
         atomic_write_json(out_path, {"parts": parts} if "cells" in spec else parts[0])
 
+    single = {**common, "weights_path": spec["weights_path"]}
     if spec.get("profile"):  # the cell's profiling pass in a process of its own (fwbench.running.profiling)
-        parts = [profile.run(backend, cell, spec["settings"], **common)]
+        parts = [profile.run(backend, cell, spec["settings"], **single)]
     elif cell.suite == "micro":
-        parts = micro.run_cells(backend, cells, spec["settings"], operands_path=spec["weights_path"])
+        parts = micro.run_cells(backend_for, cells, spec["settings"], operands_path=spec["weights_path"])
     elif cell.suite == "inference":
-        parts = inference.run_cells(backend, cells, spec["settings"], **common, keep=write)
+        parts = inference.run_cells(backend_for, cells, spec["settings"], **common, keep=write)
     elif cell.suite == "training":
-        parts = [training.run(backend, cell, spec["settings"], state_dir=spec["state_dir"], **common)]
+        parts = [training.run(backend, cell, spec["settings"], state_dir=spec["state_dir"], **single)]
     else:
         raise ValueError(f"suite {cell.suite!r} has no scenario")
     write(parts)
     if scratch_cache:
         shutil.rmtree(scratch_cache, ignore_errors=True)
+
+
+def unit_key(cell) -> tuple:
+    """The backend instance a cell runs on in a worker serving several: one per model and precision (inference, each
+    holding its model), one per precision (micro operations share their framework's primitives)."""
+    return (cell.precision,) if cell.suite == "micro" else (cell.model, cell.precision)
 
 
 def torch_compiled(cell) -> bool:

@@ -46,6 +46,23 @@ OTHER_LOAD_FLAG = 0.25
 LOAD_MIN_TICKS = 20
 
 Step = tuple[Callable[[int], Any], Callable[[Any], None]]  # (one iteration, the synchronise after it)
+# A step's name is its cell's comparison (model or operation, precision, batch size), then, where a cell has several
+# steps (the micro suite's resident and transfer variants), ":" and the variant. The controller runs a block
+# comparison by comparison, each comparison's steps of every worker side by side (fwbench.running.launches).
+VARIANT_SEPARATOR = ":"
+
+
+def step_name(model: str, precision: str, batch_size: int, variant: str | None = None) -> str:
+    """The burst step of one cell (and one of its variants) in a worker that may serve many."""
+    comparison = f"{model}/{precision}/bs{batch_size}"
+    return comparison if variant is None else f"{comparison}{VARIANT_SEPARATOR}{variant}"
+
+
+def comparison_of(step: str) -> str:
+    """The comparison a step times (the part of its name before the variant)."""
+    return step.split(VARIANT_SEPARATOR, 1)[0]
+
+
 burst_clock = time.perf_counter  # the clock of the timed iterations (a test traces its reads)
 
 
@@ -225,6 +242,11 @@ class _Blocks:
         self.plan = plan
         # per step, opened around each of its bursts' timed iterations (an energy meter), where set
         self.windows: dict[str, Any] = {}
+        # per step, called before each of its bursts and its calibration, untimed: a worker serving several
+        # precisions sets the step's process-wide switches (fwbench.scenarios.served.activation)
+        self.before: dict[str, Callable[[], None]] = {}
+        # what the worker tells the controller with its ready reply (the launch's idle baseline, where it took one)
+        self.announce: dict[str, Any] = {}
         self.counters: HardwareCounters | None = None
         self.iters: dict[str, int] = {}
         self.bursts: dict[str, list[dict[str, Any]]] = {}
@@ -239,6 +261,8 @@ class _Blocks:
 
     def _calibrate(self, steps: Mapping[str, Step]) -> None:
         for name, (call, sync) in steps.items():
+            if name in self.before:
+                self.before[name]()
             start, times = time.perf_counter(), []
             for i in range(CALIBRATION_ITERS):
                 t0 = time.perf_counter()
@@ -258,6 +282,8 @@ class _Blocks:
         wall0, cpu0 = self._idle_from or (time.perf_counter(), time.process_time())
         idle_wall, idle_cpu = time.perf_counter() - wall0, time.process_time() - cpu0
         count, discard = (self.iters[name], self.plan.discard) if iters is None else (int(iters), 0)
+        if name in self.before:
+            self.before[name]()
         burst = run_burst(steps[name], count, discard, self.counters, self.windows.get(name))
         burst.update(block=block, position=position, idle_wall_s=idle_wall, idle_cpu_s=idle_cpu)
         self.bursts[name].append(burst)
@@ -315,7 +341,7 @@ class PipeBlocks(_Blocks):
 
     def measure(self, steps: Mapping[str, Step]) -> dict[str, Any]:
         self._calibrate(steps)
-        self.reply({"ready": list(steps), "iters": self.iters})
+        self.reply({**self.announce, "ready": list(steps), "iters": self.iters})
         for line in iter(self.commands.readline, b""):
             command = json.loads(line)
             if command.get("finish"):

@@ -13,10 +13,10 @@ from fwbench.backends import torch_compile
 from fwbench.backends.base import Backend
 from fwbench.data.inputs import batch_of, normalize
 from fwbench.data.store import load_split
-from fwbench.scenarios import blocks, profiled
+from fwbench.scenarios import blocks, profiled, served
 from fwbench.scenarios.operations import digest
 from fwbench.study.grid import Cell
-from fwbench.trackers.energy import BurstWindows, energy_meter, idle_baseline
+from fwbench.trackers.energy import BurstWindows, energy_meter, launch_idle_baseline
 from fwbench.trackers.latency import timing_metrics
 from fwbench.trackers.memory import LOAD_INTERVAL_S, TIMED_INTERVAL_S, RssSampler, peak_rss_mb, rss_mb
 from fwbench.trackers.nvml import NvmlDevice, open_device
@@ -87,24 +87,28 @@ def run(
 
 
 def step_name(cell: Cell) -> str:
-    """The burst step that times `cell` in a worker serving several batch sizes of one model."""
-    return f"forward/bs{cell.batch_size}"
+    """The burst step that times `cell` in a worker that may serve many (fwbench.scenarios.blocks.step_name)."""
+    return blocks.step_name(cell.model, cell.precision, cell.batch_size)
 
 
 def run_cells(
-    backend: Backend,
+    backend: Backend | served.BackendFor,
     cells: Sequence[Cell],
     settings: Mapping[str, Any],
     *,
     data_dir: str | Path,
-    weights_path: str | Path,
+    weights_path: str | Path | Mapping[str, str | Path],
     num_classes: int,
     keep: Callable[[list[dict[str, Any]]], None] | None = None,
 ) -> list[dict[str, Any]]:
-    """Measure the inference cells of one model at several batch sizes in this process (a warm worker serving
-    them all, fwbench.running.launches): the model is built once, then each batch size gets its inputs, its compile
-    (on exactly its shapes), its first call and its warm-up, in the order given; the bursts of every batch size then
-    run in the same blocks. Returns one part (`metrics`, `samples_ms`) per cell, in order.
+    """Measure the inference cells a warm worker serves in this process (fwbench.running.launches): every model,
+    precision and batch size its scope gives it (fwbench.scenarios.served). Each unit (a model at a precision) is
+    built once on its own backend instance (`backend`: one instance for a worker of one model and precision, or a
+    function giving each cell's) from its own weights (`weights_path`: one file, or one per model), then each batch
+    size gets its inputs, its compile (on exactly its shapes), its first call and its warm-up, in the order given;
+    the bursts of every cell then run in the same blocks, comparison by comparison. Returns one part (`metrics`,
+    `samples_ms`) per cell, in order; a cell whose build, compile or first call raised gets a `failed` part instead
+    (fwbench.scenarios.served.failed_part) and the others go on.
 
     Where the controller's finish command asks for it (a group's last launch), the cells the study profiles are
     profiled here, after the blocks (fwbench.scenarios.profiled.after_blocks): `keep` writes the timed parts first,
@@ -112,47 +116,80 @@ def run_cells(
     as `phases_s.profiling_s`.
 
     What the cells share is recorded as theirs alike: the process's memory (rss_mb: peak and lifetime peak are the
-    process's, over every batch size it compiled and ran), recompilations during the bursts, and the time the
-    process waited for the other workers (phases_s.waiting_s, in the first cell's phases only, with the model
-    build in its load_s), so that a process's phases still add up once over its cells."""
-    if not cells or len({cell.worker_key() for cell in cells}) != 1:
-        raise ValueError("a worker serves the batch sizes of one (framework, mode, model, precision, image size)")
+    process's, over every cell it built, compiled and ran), recompilations during the bursts, what else the worker
+    held (`metrics.worker`), and the time the process waited for the other workers (phases_s.waiting_s, in the
+    first measured cell's phases only, with the model builds in its load_s), so that a process's phases still add
+    up once over its cells."""
+    served.check_served(cells)
+    backend_for, weights_for = served.backend_of(backend), served.weights_of(weights_path)
+    activate = served.activation(cells)
     start = time.perf_counter()
     missing: dict[str, str] = {}
     rss_before = rss_mb()
-    gpu = open_device(backend.device_identity())  # by UUID or PCI bus id, never by CUDA ordinal
+    gpu = open_device(backend_for(cells[0]).device_identity())  # by UUID or PCI bus id, never by CUDA ordinal
     isolation, idle = None, None
     if not isinstance(gpu, NvmlDevice):
         missing["isolation"] = f"no NVML device: {gpu.reason}"
+    failed: dict[Cell, dict[str, Any]] = {}
 
     with RssSampler() as sampler:
-        images = build_cell(backend, cells[0], data_dir=data_dir, weights_path=weights_path, num_classes=num_classes)
-        prepared = [_Prepared(backend, cell, images, settings) for cell in cells]
-        if isinstance(gpu, NvmlDevice):
+        prepared: list[_Prepared] = []
+        for unit in served.units(cells, lambda c: (c.model, c.precision)):
+            unit_backend = backend_for(unit[0])
+            try:
+                activate(unit_backend)
+                images = build_cell(
+                    unit_backend,
+                    unit[0],
+                    data_dir=data_dir,
+                    weights_path=weights_for(unit[0].model),
+                    num_classes=num_classes,
+                )
+            except Exception as exc:  # the model does not build in this framework: its cells fail, the others go on
+                failed.update({cell: served.failed_part(cell, exc, "model build") for cell in unit})
+                continue
+            for cell in unit:
+                try:
+                    prepared.append(_Prepared(unit_backend, cell, images, settings))
+                except Exception as exc:
+                    failed[cell] = served.failed_part(cell, exc, "inputs")
+        if isinstance(gpu, NvmlDevice) and prepared:
             # The same point for every framework: weights and inputs on the device (each holds its CUDA context),
             # nothing running. Who else computes here, and the board's idle power once NVML's average has settled.
-            backend.synchronize(prepared[0].inputs)
+            prepared[0].backend.synchronize(prepared[0].inputs)
             isolation = gpu.isolation("after the model build and input transfer, before compilation")
-            idle = idle_baseline(gpu)
+            idle = launch_idle_baseline(gpu)  # the launch's, where an earlier worker of the launch took it
             if idle.get("missing"):
                 missing["idle_power"] = idle["missing"]
         loaded = time.perf_counter()
-        for cell_prepared in prepared:
-            cell_prepared.compile(backend, settings)
-        backend.reset_device_memory_peak()  # steady-state device memory from here (peaks of load/compile apart)
+        for cell_prepared in list(prepared):
+            try:
+                activate(cell_prepared.backend)
+                cell_prepared.compile(cell_prepared.backend, settings)
+            except Exception as exc:  # this cell's compile or first call: the worker's other cells go on
+                failed[cell_prepared.cell] = served.failed_part(cell_prepared.cell, exc, "compile or first call")
+                prepared.remove(cell_prepared)
+        holders = list({id(item.backend): item.backend for item in prepared}.values())
+        for holder in holders:  # steady-state device memory from here (peaks of load/compile apart)
+            holder.reset_device_memory_peak()
 
         meter = energy_meter(gpu, idle)
         windows = {item.step: BurstWindows(meter) for item in prepared} if not isinstance(meter, str) else None
-        compilations_before, report_before = backend.compilations, backend.compile_report()
+        before = {id(h): (h.compilations, h.compile_report()) for h in holders}
         sampler.set_interval(TIMED_INTERVAL_S)
         measuring = blocks.session(blocks.BurstPlan.from_settings(settings))
+        if idle is not None and not idle.get("reused") and idle.get("watts") is not None:
+            measuring.announce["idle_baseline"] = idle  # for the launch's later workers (fwbench.running.launches)
         measuring.windows = windows or {}  # energy over each burst's timed iterations, which end with a synchronise
+        if len(holders) > 1:  # each unit's process-wide switches before its bursts (a no-op for one precision)
+            measuring.before = {item.step: (lambda b=item.backend: activate(b)) for item in prepared}
         waiting_from = time.perf_counter()
-        measured = measuring.measure({item.step: item.timed_step(backend) for item in prepared})
+        measured = measuring.measure({item.step: item.timed_step(item.backend) for item in prepared})
         measuring_s = time.perf_counter() - waiting_from
         sampler.set_interval(LOAD_INTERVAL_S)
-        recompilations = backend.compilations - compilations_before
-        timed_report = torch_compile.report_difference(backend.compile_report(), report_before)
+        # a recompilation anywhere in the process flags every cell it served (JAX and PyTorch count process-wide)
+        recompilations = max((h.compilations - before[id(h)][0] for h in holders), default=0)
+        timed_reports = {id(h): torch_compile.report_difference(h.compile_report(), before[id(h)][1]) for h in holders}
         timed = {item.step: blocks.summarise(measured, item.step, item.cell.batch_size) for item in prepared}
     own_work = sum(
         timed[item.step]["timed_s"] + measured["calibration_s"][item.step] + timed[item.step]["discard_s"]
@@ -168,25 +205,26 @@ def run_cells(
                 f"psutil rss sampled every {LOAD_INTERVAL_S * 1000:g} ms from before the model load, every "
                 f"{TIMED_INTERVAL_S * 1000:g} ms while measuring; lifetime peak = ru_maxrss"
                 + (
-                    f"; the process served batch sizes {[c.batch_size for c in cells]}, so its peaks cover all"
+                    f"; the process served {len(cells)} cells (models {sorted({c.model for c in cells})}, "
+                    f"precisions {sorted({c.precision for c in cells})}, batch sizes "
+                    f"{sorted({c.batch_size for c in cells})}), so its peaks cover all"
                     if len(cells) > 1
                     else ""
                 )
             ),
         },
-        "device_memory": backend.device_memory(),
         "isolation": isolation,
         "recompilations": recompilations,
-        "timed_report": timed_report,
         "energy": {step: window.total() for step, window in windows.items()} if windows else None,
         "meter": meter,
         "missing": missing,
         "gpu": gpu,
     }
-    parts = []
+    order = [item.cell for item in prepared]
+    by_cell: dict[Cell, dict[str, Any]] = dict(failed)
     for position, item in enumerate(prepared):
         phases = {
-            # the first cell's load holds the model build (and NVML's checks on a GPU), the others their inputs
+            # the first cell's load holds the model builds (and NVML's checks on a GPU), the others their inputs
             "load_s": loaded - start - sum(other.load_s for other in prepared[1:]) if position == 0 else item.load_s,
             "compile_s": None if item.compile_times is None else sum(item.compile_times.values()),
             "first_call_s": item.first_call_s,
@@ -198,15 +236,23 @@ def run_cells(
             "waiting_s": measuring_s - own_work if position == 0 else 0.0,
             "scenario_s": time.perf_counter() - start if position == 0 else 0.0,
         }
-        parts.append(_cell_part(backend, item, settings, timed[item.step], measured, shared, phases))
+        each = {
+            **shared,
+            "device_memory": item.backend.device_memory(),
+            "timed_report": timed_reports[id(item.backend)],
+            "worker": served.worker_record(item.cell, cells, list(failed), order.index(item.cell)),
+        }
+        by_cell[item.cell] = _cell_part(item.backend, item, settings, timed[item.step], measured, each, phases)
+    parts = [by_cell[cell] for cell in cells]
     if measuring.after.get("profile"):
-        _profile_after_blocks(backend, prepared, parts, settings, measuring, keep)
+        _profile_after_blocks(prepared, parts, [cells.index(item.cell) for item in prepared], settings, measuring, keep)
     return parts
 
 
-def _profile_after_blocks(backend, prepared, parts, settings, measuring, keep) -> None:
-    """The profiling pass of this worker's profiled cells, after its timed result is safe (`keep`)."""
-    on_gpu = str(backend.device_info().get("platform", "cpu")) == "cuda"
+def _profile_after_blocks(prepared, parts, positions, settings, measuring, keep) -> None:
+    """The profiling pass of this worker's profiled cells, after its timed result is safe (`keep`); `positions`:
+    each prepared cell's part among `parts`."""
+    on_gpu = bool(prepared) and str(prepared[0].backend.device_info().get("platform", "cpu")) == "cuda"
     todo = [i for i, item in enumerate(prepared) if profiled.in_worker(item.cell, settings, on_gpu=on_gpu)]
     if keep is None:  # nowhere to keep the timed result first: no pass here
         todo = []
@@ -214,9 +260,12 @@ def _profile_after_blocks(backend, prepared, parts, settings, measuring, keep) -
         keep(parts)
     measuring.reply({"profiling": [prepared[i].cell.label() for i in todo]})
     for i in todo:
-        record = profiled.after_blocks(backend, prepared[i].inputs, settings)
-        parts[i]["metrics"]["op_profile"] = record
-        parts[i]["metrics"]["phases_s"]["profiling_s"] = record.pop("profiling_s")
+        item = prepared[i]
+        item.backend.activate()
+        record = profiled.after_blocks(item.backend, item.inputs, settings)
+        part = parts[positions[i]]
+        part["metrics"]["op_profile"] = record
+        part["metrics"]["phases_s"]["profiling_s"] = record.pop("profiling_s")
 
 
 class _Prepared:
@@ -224,7 +273,7 @@ class _Prepared:
 
     def __init__(self, backend: Backend, cell: Cell, images, settings: Mapping[str, Any]) -> None:
         started = time.perf_counter()
-        self.cell, self.step = cell, step_name(cell)
+        self.backend, self.cell, self.step = backend, cell, step_name(cell)
         self.buffers, self.cold = input_buffers(backend, images, cell.batch_size, bool(settings.get("cold_inputs")))
         self.inputs = self.buffers[0]
         # The bytes the framework was fed in its first (warm) batch, read back from its device buffer as float32 NHWC:
@@ -324,6 +373,7 @@ def _cell_part(backend, item, settings, timed, measured, shared, phases) -> dict
         "energy": energy,
         "isolation": isolation,
         "input_sha256": item.input_sha256,
+        "worker": shared["worker"],
         "logits_checksum": float(np.float64(item.logits.astype(np.float64).sum())),
         "missing": missing,
         # Where this process's scenario time went (the worker adds start-up and imports): building the model and

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from fwbench.backends.base import Arrays, Framework
-from fwbench.scenarios import blocks
+from fwbench.scenarios import blocks, served
 from fwbench.scenarios.operations import check_agreement, digest, input_rows, load_operands, operation, reference
 from fwbench.study.grid import Cell
 from fwbench.trackers.latency import timing_metrics
@@ -80,35 +80,74 @@ def run(framework: Framework, cell: Cell, settings: Mapping[str, Any], *, operan
 
 
 def run_cells(
-    framework: Framework, cells: Sequence[Cell], settings: Mapping[str, Any], *, operands_path: str | Path
+    framework: Framework | served.BackendFor,
+    cells: Sequence[Cell],
+    settings: Mapping[str, Any],
+    *,
+    operands_path: str | Path,
 ) -> list[dict[str, Any]]:
-    """Measure the micro cells of one operation at several batch sizes in this process (a warm worker serving them
-    all, fwbench.running.launches): each batch size gets its input, its compile on exactly its shapes, its check
-    against NumPy and its warm-up, in the order given; the bursts of every batch size then run in the same blocks.
-    Returns one part per cell, in order; the time the process waited for the other workers is in the first cell's
+    """Measure the micro cells a warm worker serves in this process (fwbench.running.launches): every operation,
+    precision and batch size its scope gives it (fwbench.scenarios.served). Each unit (an operation at a precision)
+    puts its weights on the device once, through its precision's framework instance (`framework`: one instance, or
+    a function giving each cell's); each batch size then gets its input, its compile on exactly its shapes, its
+    check against NumPy and its warm-up, in the order given; the bursts of every cell then run in the same blocks,
+    comparison by comparison. Returns one part per cell, in order (a `failed` part for a cell whose preparation
+    raised; the others go on); the time the process waited for the other workers is in the first measured cell's
     phases only, so that a process's phases add up once over its cells."""
-    if not cells or len({cell.worker_key() for cell in cells}) != 1:
-        raise ValueError("a worker serves the batch sizes of one (framework, mode, operation, precision)")
+    served.check_served(cells)
+    framework_for = served.backend_of(framework)
+    activate = served.activation(cells)
     start = time.perf_counter()
     operands = load_operands(operands_path, settings)
-    arrays = framework.arrays()
-    params = {name: arrays.put(operands[name]) for name in operation(cells[0].model).params}
-    loaded = time.perf_counter()
-    prepared = [_Prepared(framework, arrays, params, operands, cell, settings) for cell in cells]
-    compilations_before = framework.compilations
+    shared_load_s = time.perf_counter() - start  # the operands, then each unit's weights on the device
+    prepared: list[_Prepared] = []
+    failed: dict[Cell, dict[str, Any]] = {}
+    for unit in served.units(cells, lambda c: (c.model, c.precision)):
+        unit_framework = framework_for(unit[0])
+        putting = time.perf_counter()
+        try:
+            activate(unit_framework)
+            arrays = unit_framework.arrays()
+            params = {name: arrays.put(operands[name]) for name in operation(unit[0].model).params}
+        except Exception as exc:
+            failed.update({cell: served.failed_part(cell, exc, "operands") for cell in unit})
+            continue
+        finally:
+            shared_load_s += time.perf_counter() - putting
+        for cell in unit:
+            try:
+                prepared.append(_Prepared(unit_framework, arrays, params, operands, cell, settings))
+            except Exception as exc:
+                failed[cell] = served.failed_part(cell, exc, "compile, first call or agreement check")
+    holders = list({id(item.framework): item.framework for item in prepared}.values())
+    compilations_before = {id(h): h.compilations for h in holders}
     waiting_from = time.perf_counter()
-    steps = {f"bs{item.cell.batch_size}/{name}": step for item in prepared for name, step in item.steps.items()}
-    measured = blocks.session(blocks.BurstPlan.from_settings(settings)).measure(steps)
+    steps = {name: step for item in prepared for name, step in item.named_steps().items()}
+    measuring = blocks.session(blocks.BurstPlan.from_settings(settings))
+    if len(holders) > 1:
+        measuring.before = {
+            name: (lambda f=item.framework: activate(f)) for item in prepared for name in item.named_steps()
+        }
+    measured = measuring.measure(steps)
     measuring_s = time.perf_counter() - waiting_from
-    recompilations = framework.compilations - compilations_before
-    parts = [item.finish(measured, recompilations) for item in prepared]
-    own_work = sum(
-        part["metrics"]["phases_s"][key] for part in parts for key in ("timed_s", "calibration_s", "discard_s")
-    )
-    parts[0]["metrics"]["phases_s"]["load_s"] += loaded - start
-    parts[0]["metrics"]["phases_s"]["waiting_s"] = measuring_s - own_work
-    parts[0]["metrics"]["phases_s"]["scenario_s"] = time.perf_counter() - start
-    return parts
+    recompilations = max((h.compilations - compilations_before[id(h)] for h in holders), default=0)
+    order = [item.cell for item in prepared]
+    by_cell: dict[Cell, dict[str, Any]] = dict(failed)
+    for item in prepared:
+        part = item.finish(measured, recompilations)
+        part["metrics"]["worker"] = served.worker_record(item.cell, cells, list(failed), order.index(item.cell))
+        by_cell[item.cell] = part
+    if prepared:
+        first = by_cell[prepared[0].cell]["metrics"]["phases_s"]
+        own_work = sum(
+            by_cell[item.cell]["metrics"]["phases_s"][key]
+            for item in prepared
+            for key in ("timed_s", "calibration_s", "discard_s")
+        )
+        first["load_s"] += shared_load_s
+        first["waiting_s"] = measuring_s - own_work
+        first["scenario_s"] = time.perf_counter() - start
+    return [by_cell[cell] for cell in cells]
 
 
 class _Prepared:
@@ -157,13 +196,20 @@ class _Prepared:
             self.steps["transfer"] = _sample(transfer, arrays, self.calls["transfer"])
         self.dtype, self.put_function = arrays.dtype, arrays.put_function
 
+    def step_of(self, variant: str) -> str:
+        """The burst step of one of this cell's variants (fwbench.scenarios.blocks.step_name)."""
+        cell = self.cell
+        return blocks.step_name(cell.model, cell.precision, cell.batch_size, variant)
+
+    def named_steps(self) -> dict[str, blocks.Step]:
+        return {self.step_of(name): step for name, step in self.steps.items()}
+
     def finish(self, measured: Mapping[str, Any], recompilations: int) -> dict[str, Any]:
         """This cell's `metrics` and `samples_ms` from the worker's bursts."""
         cell, settings, framework = self.cell, self.settings, self.framework
-        prefix = f"bs{cell.batch_size}/"
         missing = {**self.missing, **measured["missing"]}
         variants = {
-            name: _variant(measured, prefix + name, name, self.calls[name], cell.batch_size) for name in self.steps
+            name: _variant(measured, self.step_of(name), name, self.calls[name], cell.batch_size) for name in self.steps
         }
         samples_ms = variants["resident"]["trial_samples_ms"][0]
         timing = timing_metrics(samples_ms, cell.batch_size, within_interval=False)
@@ -213,7 +259,7 @@ class _Prepared:
                 "timed_s": timed_s,
                 # calibrating and discarded iterations are the worker's own work (the first cell's phases hold the
                 # time the worker waited for the others)
-                "calibration_s": sum(measured["calibration_s"][prefix + name] for name in self.steps),
+                "calibration_s": sum(measured["calibration_s"][self.step_of(name)] for name in self.steps),
                 "discard_s": discard_s,
                 "waiting_s": 0.0,
                 "scenario_s": 0.0,

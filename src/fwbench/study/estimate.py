@@ -25,7 +25,7 @@ from typing import Any
 
 import yaml
 
-from fwbench.study.grid import cells, suite_batch_sizes
+from fwbench.study.grid import Cell, cells, suite_batch_sizes, worker_scope
 
 
 class CostError(ValueError):
@@ -100,17 +100,36 @@ def _step_s(costs: Costs, framework: str, mode: str, model: str, batch: int) -> 
 
 
 def _worker_ready(
-    costs: Costs, framework: str, mode: str, model: str, batches: list[int], cold: bool, warmup: int
+    costs: Costs, framework: str, mode: str, served: list[Cell], cold: bool, warmup: int
 ) -> dict[str, float]:
-    """A worker from its start to ready, by part: start-up and imports, loading, and per batch size a compile (cold
-    in its first launch, from its own cache after) and the warm-up iterations."""
+    """A worker from its start to ready, by part: start-up and imports, loading each model it serves (once per
+    model and precision), and per cell a compile (cold in its first launch, from its own cache after) and the
+    warm-up iterations."""
     variant = f"{framework}/{mode}"
     compile_key = "compile_cold_s" if cold else "compile_warm_s"
+    units = {(cell.model, cell.precision) for cell in served}
     return {
-        STARTUP: costs.value("process_start_s", variant, framework) + costs.value("load_s", model),
-        COMPILE: sum(costs.value(compile_key, f"{variant}/{model}", variant) for _ in batches)
-        + sum(warmup * _step_s(costs, framework, mode, model, batch) for batch in batches),
+        STARTUP: costs.value("process_start_s", variant, framework)
+        + sum(costs.value("load_s", model) for model, _ in units),
+        COMPILE: sum(costs.value(compile_key, f"{variant}/{cell.model}", variant) for cell in served)
+        + sum(warmup * _step_s(costs, framework, mode, cell.model, cell.batch_size) for cell in served),
     }
+
+
+def _idle_baseline_s(config: Mapping[str, Any], costs: Costs) -> float:
+    """NVML's idle baseline, once per launch of a study on a GPU (none on the CPU: no NVML there)."""
+    if config.get("device") != "cuda" or "idle_baseline_s" not in costs.table:
+        return 0.0
+    return costs.value("idle_baseline_s")
+
+
+def _group_name(cell: Cell, scope: str) -> str:
+    """The comparison group a cell is measured in (one job's launches) under its workers' scope."""
+    if scope == "launch":
+        return "every model and precision"
+    if scope == "models":
+        return f"every model at {cell.precision}"
+    return f"{cell.model}/{cell.precision}"
 
 
 STARTUP, COMPILE, TIMED, PROFILING, REST = (
@@ -139,39 +158,45 @@ def estimate(config: Mapping[str, Any], costs: Costs) -> Estimate:
     burst, discard = float(settings["burst_s"]), int(settings["burst_discard"])
     profile = settings.get("profile") or {}
     warmup = int(settings["warmup_iters"])
-    groups: dict[tuple[str, str], list[tuple[str, str]]] = {}
+    scope = worker_scope(settings)
+    # each group's workers (a framework and mode each, or narrower under a narrower scope), each with its cells
+    groups: dict[str, dict[tuple, list[Cell]]] = {}
     for cell in cells(config):
-        variants = groups.setdefault((cell.model, cell.precision), [])
-        if (cell.framework, cell.mode) not in variants:
-            variants.append((cell.framework, cell.mode))
+        groups.setdefault(_group_name(cell, scope), {}).setdefault(cell.worker_key(scope), []).append(cell)
     batches = suite_batch_sizes(config, "inference")
     profiled = sorted(set(profile.get("batch_sizes") or []) & set(batches))
     result = Estimate()
     compiling = compile_launch(config)
-    for (model, precision), variants in groups.items():
+    for group, workers in groups.items():
         before = result.total_s
+        baseline = _idle_baseline_s(config, costs)  # once per launch, by its first worker
         if compiling:  # each worker alone: start, load, cold compiles, first calls and warm-up; one step, exit
-            for framework, mode in variants:
-                ready = _worker_ready(costs, framework, mode, model, batches, True, warmup)
+            result.add(COMPILE_LAUNCH, baseline)
+            for served in workers.values():
+                ready = _worker_ready(costs, served[0].framework, served[0].mode, served, True, warmup)
                 result.add(COMPILE_LAUNCH, sum(ready.values()) + costs.value("process_rest_s"))
                 result.processes += 1
                 result.compile_launches += 1
         for _ in range(trials):
-            for framework, mode in variants:
+            result.add(STARTUP, baseline)
+            for served in workers.values():
                 # warm after a compile launch; cold in the only launch, or in every one without the launch cache
-                ready = _worker_ready(costs, framework, mode, model, batches, not compiling, warmup)
+                ready = _worker_ready(costs, served[0].framework, served[0].mode, served, not compiling, warmup)
                 for part, seconds in ready.items():
                     result.add(part, seconds)
                 result.add(REST, costs.value("process_rest_s"))
                 result.processes += 1
-            result.add(TIMED, (blocks + discard) * len(variants) * len(batches) * burst)
-        for framework, mode in variants:
-            for batch in profiled:  # on a GPU every pass runs in its warm worker after the last launch's blocks
-                steps = (int(profile.get("steps", 5)) + warmup) * _step_s(costs, framework, mode, model, batch)
+                result.add(TIMED, (blocks + discard) * len(served) * burst)
+        for served in workers.values():
+            for cell in (c for c in served if c.batch_size in profiled):  # in its warm worker after the last launch
+                framework, mode = cell.framework, cell.mode
+                steps = (int(profile.get("steps", 5)) + warmup) * _step_s(
+                    costs, framework, mode, cell.model, cell.batch_size
+                )
                 result.add(PROFILING, steps + costs.value("profiler_s", f"{framework}/{mode}", framework))
                 result.profiled_in_workers += 1
-        result.groups[f"{model}/{precision}"] = result.total_s - before
-    jobs = _jobs(config, groups)
+        result.groups[group] = result.total_s - before
+    jobs = _jobs(config)
     side_by_side = {job: jobs.pop(job) for job in SIDE_BY_SIDE}
     host_cores = int(costs.value("host_cores"))
     waves = max(1, -(-sum(len(each) for each in side_by_side.values()) // host_cores))
@@ -187,10 +212,10 @@ def estimate(config: Mapping[str, Any], costs: Costs) -> Estimate:
 SIDE_BY_SIDE = ("device_check", "init_weights", "model_facts")
 
 
-def _jobs(config: Mapping[str, Any], groups: Mapping) -> dict[str, list[tuple[str, ...]]]:
+def _jobs(config: Mapping[str, Any]) -> dict[str, list[tuple[str, ...]]]:
     """The jobs around the cells: for each rule, one entry per job the study runs, naming the costs (job_s) that may
     price it, most specific first (each framework's parity logits its own: JAX's compiles every model)."""
-    models = sorted({model for model, _ in groups})
+    models = list(config["models"])
     once = {job: [(job,)] for job in ("device_check", "device_peak", "prepare_dataset", "loader_throughput", "report")}
     return {
         **once,

@@ -30,6 +30,24 @@ WILDCARD_PATTERNS = {
     "batch": r"[1-9][0-9]*",
 }
 
+# How much one warm worker serves in a launch (a suite's `share_workers`, fwbench.running.runner): one cell, the
+# batch sizes of one (model, precision), every model and batch size of one precision, or every cell of the launch
+# (every model, precision and batch size its framework and mode has in the group). `true` and `false`, the setting's
+# earlier values, mean batch_sizes and cell.
+WORKER_SCOPES = ("cell", "batch_sizes", "models", "launch")
+DEFAULT_WORKER_SCOPE = "launch"
+
+
+def worker_scope(settings: Mapping[str, Any]) -> str:
+    """The scope a suite's settings give its warm workers (`share_workers`), one of WORKER_SCOPES."""
+    value = settings.get("share_workers", DEFAULT_WORKER_SCOPE)
+    if isinstance(value, bool):
+        return "batch_sizes" if value else "cell"
+    if value not in WORKER_SCOPES:
+        raise ValueError(f"share_workers: {value!r} is not one of {', '.join(WORKER_SCOPES)} (or true/false)")
+    return str(value)
+
+
 # The execution mode (fwbench.study.modes) follows the framework: torch/eager and torch/compile are two cells.
 CELL_PATH = "cells/{suite}/{framework}/{mode}/{model}/{precision}/bs{batch}.json"
 
@@ -52,10 +70,25 @@ class Cell:
         if not self.mode:
             object.__setattr__(self, "mode", execution_modes.primary(self.framework))
 
-    def worker_key(self) -> tuple:
-        """Everything but the batch size: the cells one warm worker may serve (`share_workers`,
-        fwbench.running.runner), which share its process, its model and its compiler."""
-        return (self.suite, self.framework, self.mode, self.model, self.precision, self.image_size)
+    def worker_key(self, scope: str = "batch_sizes") -> tuple:
+        """What the cells one warm worker may serve under `scope` (WORKER_SCOPES) have alike: every cell field but
+        the batch size (batch_sizes), and the model (models), and the precision (launch); the cell itself (cell).
+        They share the worker's process, its imports and its compiler (fwbench.running.runner)."""
+        if scope == "cell":
+            return (self,)
+        common = (self.suite, self.framework, self.mode, self.image_size)
+        if scope == "launch":
+            return common
+        if scope == "models":
+            return (*common, self.precision)
+        if scope == "batch_sizes":
+            return (*common, self.precision, self.model)
+        raise ValueError(f"unknown worker scope {scope!r}; known: {', '.join(WORKER_SCOPES)}")
+
+    def comparison(self) -> tuple[str, str, int]:
+        """The comparison the cell belongs to within its suite: its model or operation, precision and batch size
+        (every framework and mode of it are measured side by side)."""
+        return (self.model, self.precision, self.batch_size)
 
     def relpath(self) -> str:
         return CELL_PATH.format(
@@ -147,17 +180,18 @@ def cells(config: Mapping[str, Any]) -> list[Cell]:
 
 
 def measuring_processes(config: Mapping[str, Any]) -> dict[str, int]:
-    """Per suite, the measuring processes a study starts (before any fallback retry): each inference and micro worker
-    runs `trials` fresh processes, a worker being one cell or, with `share_workers`, every batch size of one
-    (framework, mode, model, precision) (fwbench.running.runner); each training cell one. What a study costs is
-    mostly these processes' start-up and compilation, so study files state this count beside their cells."""
+    """Per suite, the measuring processes a study starts (before any fallback retry, compile launches apart): each
+    inference and micro worker runs `trials` fresh processes, a worker serving what its suite's `share_workers`
+    scope gives it (`worker_scope`: by default every cell of its framework and mode in the launch,
+    fwbench.running.runner); each training cell one. What a study costs is mostly these processes' start-up and
+    compilation, so study files state this count beside their cells."""
     counts = dict.fromkeys(config["suites"], 0)
     workers: set[Any] = set()
     for cell in cells(config):
         if cell.suite == "training":
             counts[cell.suite] += 1
             continue
-        worker = cell.worker_key() if config[cell.suite].get("share_workers", True) else cell
+        worker = cell.worker_key(worker_scope(config[cell.suite]))
         if worker not in workers:
             workers.add(worker)
             counts[cell.suite] += int(config[cell.suite]["trials"])

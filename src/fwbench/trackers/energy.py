@@ -7,9 +7,11 @@ after the last step), so the window contains exactly the timed work.
 
 from __future__ import annotations
 
+import json
+import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -182,6 +184,28 @@ def idle_baseline(
             f"{window_s:g} s windows until two agree within {tolerance:.0%}"
         ),
     }
+
+
+# The idle baseline a launch's first worker took, as JSON, for the launch's later workers (fwbench.running.launches).
+LAUNCH_BASELINE_ENV = "FWBENCH_LAUNCH_IDLE_BASELINE"
+
+
+def launch_idle_baseline(
+    device: NvmlDevice, environ: Mapping[str, str] | None = None, measure: Callable[..., dict] | None = None
+) -> dict[str, Any]:
+    """The board's idle power once per launch, not once per process: the launch's first worker takes it
+    (`idle_baseline`, 2.2 s at least) and the controller hands it to the launch's later workers (LAUNCH_BASELINE_ENV),
+    which use it if it is of the same device, so that every variant's energy in a launch is above the same idle
+    power. A baseline without watts, of another device or unreadable is not used: the worker takes its own."""
+    environ = os.environ if environ is None else environ
+    key = str(device.lookup.get("value"))
+    try:
+        shared = json.loads(environ.get(LAUNCH_BASELINE_ENV) or "null")
+    except ValueError:
+        shared = None
+    if isinstance(shared, dict) and shared.get("device") == key and shared.get("watts") is not None:
+        return {**shared, "reused": True, "took_s": 0.0, "taken": "by the launch's first worker"}
+    return {**(measure or idle_baseline)(device), "device": key, "reused": False}
 
 
 def energy_meter(gpu, idle: float | dict[str, Any] | None):

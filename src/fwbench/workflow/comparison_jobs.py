@@ -1,4 +1,4 @@
-"""Comparison jobs by batch size, whose warm workers still serve every batch size of their model that is due.
+"""Comparison jobs by batch size, whose warm workers still serve every comparison in their scope that is due.
 
 Snakemake reruns what is missing or stale job by job, and removes a job's outputs before it runs the job. With one
 job per model whose outputs were all its batch sizes (so that one warm worker per framework and mode could serve them
@@ -9,6 +9,13 @@ of a model and precision to run (with `share_workers`) measures, in the same lau
 other batch size of its model and precision that is due. It writes those cells to `results/held/` (the same layout as
 `results/cells/`); when Snakemake then runs the job of such a batch size, that job moves its held cells into place and
 measures nothing. A full run thus starts as many processes as before, and a new batch size starts only its own.
+
+How far a job reaches is its suite's `share_workers` scope (fwbench.study.grid.worker_scope): the batch sizes of
+its model and precision (`batch_sizes`), every model's at its precision (`models`), or every model's at every
+precision (`launch`, the default: one warm worker per framework and mode then serves every cell of the launch). A
+peer comparison is measured only once its inputs exist (its model's weights); the workflow makes every model's
+weights an input of every measuring job, so that they do (ancient: a peer's weights changing reruns only the peer's
+jobs).
 
 A batch size is due when one of its cells is missing, or was measured under another identity than the one its job
 would measure now; a held cell is used only under the same identity. The identity (`job_key`, recorded in every
@@ -36,7 +43,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -48,7 +55,9 @@ from fwbench.study.grid import (
     suite_batch_sizes,
     suite_frameworks,
     suite_image_size,
+    suite_models,
     suite_num_classes,
+    worker_scope,
 )
 from fwbench.study.params import canonical, comparison_settings, merged_settings
 from fwbench.workflow.requirements import framework_software
@@ -61,8 +70,9 @@ HEARTBEAT_S = 20.0
 STALE_AFTER_S = 120.0
 WAIT_POLL_S = 0.5
 
-# measure(cells, out_paths, job_keys, settings): measure the cells in one group (fwbench.running.runner.run_group).
-Measure = Callable[[list[Cell], list[Path], list[str], Mapping[str, Any]], Any]
+# measure(cells, out_paths, job_keys, settings, weights): measure the cells in one group
+# (fwbench.running.runner.run_group); `weights`: each measured model's weights (None where the job has no pattern).
+Measure = Callable[[list[Cell], list[Path], list[str], Mapping[str, Any], dict[str, str] | None], Any]
 
 
 @dataclass(frozen=True)
@@ -75,6 +85,39 @@ class Comparisons:
     precision: str
     results: Path
     inputs: tuple[str, ...]  # the jobs' inputs (the same for every batch size of a model)
+    # where each model's weights are ("results/weights/{model}.npz"); None: every model reads the same inputs
+    weights_pattern: str | None = None
+
+    @property
+    def weights(self) -> str | None:
+        return None if self.weights_pattern is None else self.weights_pattern.format(model=self.model)
+
+    def peer(self, model: str, precision: str) -> Comparisons:
+        """The comparisons of another model and precision of the suite, with that model's inputs (its weights in
+        place of this model's)."""
+        inputs = self.inputs
+        if self.weights_pattern is not None and model != self.model:
+            theirs = self.weights_pattern.format(model=model)
+            inputs = tuple(theirs if path == self.weights else path for path in inputs)
+        return replace(self, model=model, precision=precision, inputs=inputs)
+
+    def peers(self, scope: str) -> list[Comparisons]:
+        """These comparisons first, then every other model and precision one worker serves with them under
+        `scope` (fwbench.study.grid.WORKER_SCOPES), in the study's order."""
+        if scope in ("cell", "batch_sizes"):
+            return [self]
+        precisions = self.config["precisions"] if scope == "launch" else [self.precision]
+        others = [
+            self.peer(model, precision)
+            for precision in precisions
+            for model in suite_models(self.config, self.suite)
+            if (model, precision) != (self.model, self.precision)
+        ]
+        return [self, *others]
+
+    def ready(self) -> bool:
+        """Whether this model's inputs exist, so that its comparisons can be measured now."""
+        return all(os.path.exists(path) for path in self.inputs)
 
     def batch_sizes(self) -> list[int]:
         return [int(b) for b in suite_batch_sizes(self.config, self.suite)]
@@ -193,9 +236,10 @@ class Claims:
                 with contextlib.suppress(OSError):  # released meanwhile
                     os.utime(path)
 
-    def claim(self, batch: int) -> bool:
-        """Claim `batch` unless a live job holds it; a dead owner's claim is removed first."""
-        path = self.comparisons.claim_path(batch)
+    def claim(self, batch: int, comparisons: Comparisons | None = None) -> bool:
+        """Claim `batch` (of `comparisons`, by default the job's own) unless a live job holds it; a dead owner's
+        claim is removed first."""
+        path = (comparisons or self.comparisons).claim_path(batch)
         path.parent.mkdir(parents=True, exist_ok=True)
         for _ in range(2):
             try:
@@ -239,18 +283,19 @@ def owner_alive(path: Path, now: float | None = None) -> bool:
 
 @dataclass(frozen=True)
 class JobOutcome:
-    """What a comparison job did: the batch sizes it measured (its own first), or none when it took held cells."""
+    """What a comparison job did: the comparisons it measured (its own first, as "model/precision/bsN"), or none
+    when it took held cells."""
 
     batch: int
-    measured: tuple[int, ...]
+    measured: tuple[str, ...]
 
     def line(self) -> str:
         if not self.measured:
             return (
-                f"bs{self.batch}: its cells were measured by another job of its model, in the same warm workers, "
+                f"bs{self.batch}: its cells were measured by another job, in the same warm workers, "
                 f"and held in results/{HELD}/ until this job ran (fwbench.workflow.comparison_jobs)"
             )
-        others = ", ".join(f"bs{b}" for b in self.measured[1:])
+        others = ", ".join(self.measured[1:])
         with_others = f", with {others} in the same warm workers (held for their jobs)" if others else ""
         return f"bs{self.batch}: measured{with_others}"
 
@@ -261,34 +306,41 @@ def run_job(
     outputs: Sequence[str | Path],
     measure: Measure,
     *,
-    share_workers: bool,
+    share_workers: bool | str,
 ) -> JobOutcome:
-    """The job of `batch`'s comparison: take its held cells, or measure it, with every other batch size of its model
-    that is due and no other job claims when `share_workers`, writing theirs to results/held/."""
+    """The job of `batch`'s comparison: take its held cells, or measure it, with every other comparison its
+    workers' scope reaches (`share_workers`, fwbench.study.grid.worker_scope: the other batch sizes of its model,
+    the other models, the other precisions) that is due, whose inputs exist and that no other job claims, writing
+    theirs to results/held/."""
     batch = int(batch)
+    scope = worker_scope({"share_workers": share_workers})
     with Claims(comparisons) as claims:
         while not claims.claim(batch):
             claims.wait_for(batch)
         if take_held(comparisons, batch, outputs):
             return JobOutcome(batch, ())
-        batches = [batch]
-        if share_workers:
-            batches += [
-                other
-                for other in comparisons.batch_sizes()
-                if other != batch and due(comparisons, other) and claims.claim(other)
-            ]
+        measured: list[tuple[Comparisons, int]] = [(comparisons, batch)]
+        if scope != "cell":
+            for peer in comparisons.peers(scope):
+                if peer is not comparisons and not peer.ready():
+                    continue
+                measured += [
+                    (peer, other)
+                    for other in peer.batch_sizes()
+                    if (peer is not comparisons or other != batch) and due(peer, other) and claims.claim(other, peer)
+                ]
         cells, paths, keys = [], [], []
-        for index, b in enumerate(batches):
-            targets = [Path(p) for p in outputs] if index == 0 else comparisons.paths(b, held=True)
-            key = comparisons.key(b)
-            for cell, target in zip(comparisons.cells(b), targets, strict=True):
+        for index, (each, b) in enumerate(measured):
+            targets = [Path(p) for p in outputs] if index == 0 else each.paths(b, held=True)
+            key = each.key(b)
+            for cell, target in zip(each.cells(b), targets, strict=True):
                 cells.append(cell)
                 paths.append(target)
                 keys.append(key)
-        settings = merged_settings([comparisons.settings(b) for b in batches])
-        measure(cells, paths, keys, settings)
-        return JobOutcome(batch, tuple(batches))
+        settings = merged_settings([each.settings(b) for each, b in measured])
+        weights = {each.model: each.weights for each, _ in measured} if comparisons.weights_pattern else None
+        measure(cells, paths, keys, settings, weights)
+        return JobOutcome(batch, tuple(f"{each.model}/{each.precision}/bs{b}" for each, b in measured))
 
 
 def write_log_line(log_path: str | Path, outcome: JobOutcome) -> None:
