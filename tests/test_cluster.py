@@ -16,13 +16,17 @@ def _config(**changes) -> dict:
 
 
 def test_time_limits_follow_the_process_timeouts():
-    """Two frameworks × 3 trials × (1 + 3 ladder rungs) processes of 120 s each = 48 min, plus the 10-minute margin;
-    a training cell: (1 + 3) × its 3600 s; micro: NumPy and two frameworks × 3 trials (the default) × 4 × 600 s."""
+    """Two frameworks × 3 trials × (1 + 3 ladder rungs) processes, each a worker serving the launch's 2 cells (one
+    model at two batch sizes) of 120 s each = 96 min, plus the 10-minute margin; a training cell: (1 + 3) × its
+    3600 s; micro: NumPy and two frameworks × 3 trials (the default) × 4 × 600 s × the 14 cells (2 operations at the
+    default 7 batch sizes) a worker serves. A narrower worker scope asks for less."""
     config = _config(inference={**TINY_CONFIG["inference"], "trials": 3})
     assert cluster.attempts(config) == 4
-    assert cluster.runtime_minutes(config, "inference_group") == 48 + 10
+    assert cluster.runtime_minutes(config, "inference_group") == 2 * 48 + 10
     assert cluster.runtime_minutes(config, "training_cell") == 4 * 60 + 10
-    assert cluster.runtime_minutes(config, "micro_group") == 3 * 3 * 4 * 10 + 10
+    assert cluster.runtime_minutes(config, "micro_group") == 3 * 3 * 4 * 10 * 14 + 10
+    narrow = _config(inference={**TINY_CONFIG["inference"], "trials": 3, "share_workers": "cell"})
+    assert cluster.runtime_minutes(narrow, "inference_group") == 48 + 10
     assert cluster.runtime_minutes(config, "device_check") == 2 * 5 + 10
     without_ladder = _config(fallbacks={"enabled": False})
     assert cluster.runtime_minutes(without_ladder, "training_cell") == 60 + 10
@@ -151,7 +155,8 @@ def test_every_rule_that_asks_for_a_gpu_asks_for_the_studys_gpu_model():
     blocks = []
     for path in sorted(rules.glob("*.smk")):
         for block in re.findall(r"^( +)resources:\n((?:\1 +.*\n)+)", path.read_text(), flags=re.M):
-            if re.search(r"\bgpu=1\b", block[1]):
+            # parity_logits computes on a GPU only in a study without the inference suite (else it reads the cells)
+            if re.search(r"\bgpu=(1|0 if PARITY_FROM_CELLS else 1)\b", block[1]):
                 blocks.append((path.name, block[1]))
     assert len(blocks) >= 6, "device_check, device_peak, parity_logits, inference, micro and training rules"
     for name, block in blocks:

@@ -51,11 +51,16 @@ json.dump({"metrics": metrics, "samples_ms": timed["samples_ms"], "framework": f
 """
 
 
-def _group(tmp_path, *, launch_cache=True, trials=2, blocks=2, fail=None, frameworks=("torch", "jax")):
+def _group(
+    tmp_path, *, launch_cache=True, trials=2, blocks=2, fail=None, frameworks=("torch", "jax"), torch_mode="compile"
+):
     log = tmp_path / "starts.txt"
     script = tmp_path / "worker.py"
     script.write_text(f"LOG = {str(log)!r}\nFAIL = {fail!r}\n" + FAKE_WORKER)
-    cells = [Cell("inference", framework, "small_cnn", "fp32", 4, 16) for framework in frameworks]
+    cells = [
+        Cell("inference", framework, "small_cnn", "fp32", 4, 16, torch_mode if framework == "torch" else "")
+        for framework in frameworks
+    ]
     settings = {
         "timeout_s": 30,
         "trials": trials,
@@ -131,6 +136,16 @@ def test_without_the_launch_cache_no_compile_launch_runs(without_cache):
         assert metrics["compile_s"] == 1.0
 
 
+def test_a_variant_that_compiles_nothing_has_no_compile_launch(tmp_path):
+    """Eager PyTorch (and NumPy) keep no programs in a launch cache: the compile launch skips their workers, and
+    their cells' first calls are their first measured launch's."""
+    results, starts = _group(tmp_path, trials=2, torch_mode="eager")
+    assert starts.count("torch") == 2 and starts.count("jax") == 3
+    compiled = results[0]["provenance"]["group"]["blocks"]["compile_launch"]
+    assert compiled["order"] == ["jax/jit"] and compiled["without_a_cache"] == ["torch/eager"]
+    assert "compile_launch" not in results[0]["metrics"] and "compile_launch" in results[1]["metrics"]
+
+
 def test_one_launch_needs_no_compile_launch(tmp_path):
     results, starts = _group(tmp_path, trials=1)
     assert starts.count("torch") == starts.count("jax") == 1
@@ -144,7 +159,7 @@ def test_a_worker_that_fails_its_compile_launch_fails_its_cell_only(tmp_path):
     assert jax_["status"] == "failed" and jax_["failure"]["trial"] is None
     assert jax_["reason"].startswith("compile launch (before trial 1 of 2): exception (exit code 7)")
     assert starts.count("jax") == 1, "a cell that failed its compile launch leaves the measured launches"
-    assert all(row == ["torch/eager"] for row in torch_["provenance"]["group"]["blocks"]["ran"])
+    assert all(row == ["torch/compile"] for row in torch_["provenance"]["group"]["blocks"]["ran"])
 
 
 def test_the_ledger_holds_on_a_compile_launch_and_names_a_cell_whose_launches_found_different_states(

@@ -225,3 +225,27 @@ def test_a_worker_serves_its_launch_across_precisions_and_a_cell_that_fails_to_b
             assert f"inference/{framework}/" in worker["beside"][0]
     # the later launch served only the cells still measured
     assert "resnet50" not in log.split("launch 2 of 2")[-1].split("[fwbench.running.worker]")[1].split("\n")[0]
+
+
+def test_a_block_runs_comparison_by_comparison_each_ones_variants_side_by_side(tiny_study, tmp_path, monkeypatch):
+    """However many cells a worker serves, a block runs one comparison's bursts of every worker before the next
+    comparison's: a cell's variants stay adjacent in time (the controller's requests, in the order sent)."""
+    from fwbench.running import children
+
+    sent = []
+    request = children.Child.request
+
+    def recording(self, message, timeout_s=None):
+        if message and "burst" in message:
+            sent.append((message["block"], message["burst"], self.process.pid))
+        return request(self, message, timeout_s)
+
+    monkeypatch.setattr(children.Child, "request", recording)
+    _run(tiny_study, tmp_path, {"trials": 1, "blocks": 2})
+    for block in (0, 1):
+        steps = [step for b, step, _ in sent if b == block]
+        assert sorted(steps) == sorted(["small_cnn/fp32/bs1", "small_cnn/fp32/bs2"] * 2)
+        # each comparison's two bursts (one per framework's worker) are consecutive
+        assert steps[0] == steps[1] and steps[2] == steps[3] and steps[0] != steps[2], steps
+        pids = [pid for b, _, pid in sent if b == block]
+        assert pids[0] != pids[1] and pids[2] != pids[3]

@@ -123,3 +123,48 @@ def test_a_record_from_before_precisions_reads_as_fp32(measured):
         {"torch": {"small_cnn": torch_logits[KEY]}, "jax": {"small_cnn": jax_logits[KEY]}},
     )
     assert table.iloc[0]["precision"] == "fp32" and bool(table.iloc[0]["holds"])
+
+
+def test_parity_from_the_timed_cells_agrees_and_a_cell_without_logits_is_missing(tiny_study, tmp_path):
+    """The frameworks' logits taken from their inference cells (the first call of each timed program,
+    fwbench.scenarios.logits): the same check, from the programs that were timed, with no job of its own; a model
+    whose cell failed or kept no logits is missing with the reason, never compared."""
+    from fwbench.running.runner import run_group
+    from fwbench.scenarios import logits as kept
+    from fwbench.study.grid import Cell
+
+    root, _, base = tiny_study
+    cells = [Cell("inference", f, "small_cnn", "fp32", b, 16) for f in ("torch", "jax") for b in (1, 8)]
+    results = run_group(
+        cells,
+        {**base, "trials": 1, "blocks": 2},
+        data_dir=root / "data",
+        weights_path=root / "weights.npz",
+        num_classes=4,
+        threads=1,
+        out_paths=[tmp_path / f"{c.framework}-{c.batch_size}.json" for c in cells],
+    )
+    assert all(r["status"] == "ok" for r in results), [r["reason"] for r in results]
+    records = {f: study_parity.framework_logits_from_cells(f, results, image_size=16) for f in ("torch", "jax")}
+    torch_record, torch_arrays = records["torch"]
+    entry = torch_record["precisions"]["fp32"]["models"]["small_cnn"]
+    assert torch_record["images"] == 8 and entry["cell"] == "torch/eager bs8", "the largest batch size measured"
+    assert torch_arrays[KEY].shape == (8, 4)
+    row = study_parity.compare({f: r for f, (r, _) in records.items()}, {f: a for f, (_, a) in records.items()}).iloc[0]
+    assert bool(row["holds"]) and bool(row["same_inputs"]) and bool(row["same_weights"]), row.to_dict()
+    assert row["relative_error"] < 1e-4 and bool(row["can_fail"])
+    # the rows a cell keeps are exactly its first call's: packed and unpacked without loss
+    rows = kept.unpack(results[1]["metrics"]["parity_logits"])
+    assert np.array_equal(rows, torch_arrays[KEY])
+    # negative controls: a JAX cell that failed, and one measured before cells kept their logits
+    failed = [
+        dict(r, status="failed", reason="trial 1 of 1: crashed") if r["cell"]["framework"] == "jax" else r
+        for r in results
+    ]
+    record, arrays = study_parity.framework_logits_from_cells("jax", failed, image_size=16)
+    assert KEY not in arrays and "crashed" in record["precisions"]["fp32"]["models"]["small_cnn"]["missing"]
+    old = [dict(r, metrics={k: v for k, v in r["metrics"].items() if k != "parity_logits"}) for r in results]
+    record, arrays = study_parity.framework_logits_from_cells("jax", old, image_size=16)
+    assert "kept no logits" in record["precisions"]["fp32"]["models"]["small_cnn"]["missing"]
+    row = study_parity.compare({"torch": torch_record, "jax": record}, {"torch": torch_arrays, "jax": arrays}).iloc[0]
+    assert not bool(row["holds"]) and "jax: no measured cell" in row["missing"]

@@ -306,7 +306,9 @@ def test_the_estimate_prices_the_cudagraphs_mode_as_compile():
     base = {"frameworks": ["torch", "jax"], "models": ["resnet50"], "suites": ["inference"]}
     three = estimate(validate_config({**base, "modes": {"torch": ["eager", "compile", "cudagraphs"]}}), costs)
     two = estimate(validate_config({**base, "modes": {"torch": ["eager", "compile"]}}), costs)
-    assert three.processes == two.processes * 4 // 3
+    measured = {n: e.processes - e.compile_launches for n, e in (("three", three), ("two", two))}
+    assert measured["three"] == measured["two"] * 4 // 3, "a worker more per measured launch"
+    assert three.compile_launches == two.compile_launches + 1, "and one more compile: eager PyTorch has none"
 
 
 # --- the analysis: the fastest PyTorch variant, and the paper's code on a third torch mode -----------------------

@@ -18,6 +18,7 @@ __version__ = "0.1.0"
 # 13: with the launch cache, the cold compile runs in a compile launch of its own before the measured launches, which
 # all start warm (fwbench.running.compile_launch); compile_s and first_call_s are the compile launch's.
 # 14: a warm worker serves every cell of its framework and mode in its launch (share_workers: launch), its blocks run
-# comparison by comparison; what it held beside a cell is recorded (metrics.worker).
+# comparison by comparison; what it held beside a cell is recorded (metrics.worker); every inference cell keeps the
+# logits of its first 8 images (metrics.parity_logits), the parity check's input.
 HARNESS_VERSION = "14"
 RESULT_SCHEMA_VERSION = 2

@@ -21,6 +21,7 @@ from fwbench.study.grid import (
     worker_scope,
 )
 from fwbench.study import params
+from fwbench.study.modes import framework_modes
 from fwbench.study.params import canonical
 
 try:
@@ -196,19 +197,6 @@ def comparison_settings(suite):
     return lambda wildcards: by_batch[wildcards.batch]
 
 
-def peer_weights(wildcards):
-    """The other models' weights, inputs of an inference job whose warm workers serve them too (inference.share_workers
-    models or launch, fwbench.workflow.comparison_jobs), so that they exist when it runs; ancient, so that a model's
-    new weights rerun only its own jobs."""
-    if worker_scope(config["inference"]) not in ("models", "launch"):
-        return []
-    return [
-        ancient(WEIGHTS.format(model=m))
-        for m in config["models"]
-        if m != wildcards.model
-    ]
-
-
 # A comparison job's wildcards as its log and time record name them.
 COMPARISON_JOB = "{model}/{precision}/bs{batch}"
 
@@ -222,6 +210,29 @@ def inference_group_outputs(model):
         f"{RESULTS}/cells/inference/{framework}/{mode}/{{model}}/{{precision}}/bs{{batch}}.json"
         for framework, mode in group_variants(config, "inference", model)
     ]
+
+
+# The parity check's logits come from the inference cells where the study has them (fwbench.scenarios.logits): no job
+# builds and compiles every model again; without the inference suite, a job per framework computes them.
+PARITY_FROM_CELLS = "inference" in config["suites"]
+
+
+def parity_inputs(wildcards):
+    """A framework's parity_logits job reads its inference cells in its first mode (every model, precision and batch
+    size), or, without the inference suite, the dataset and every model's weights."""
+    if PARITY_FROM_CELLS:
+        mode = framework_modes(config, wildcards.framework)[0]
+        prefix = f"{RESULTS}/cells/inference/{wildcards.framework}/{mode}/"
+        return {
+            "cells": [
+                path for path in CELL_PATHS["inference"] if path.startswith(prefix)
+            ]
+        }
+    return {
+        "dataset": DATASET_FILES,
+        "weights": expand(WEIGHTS, model=config["models"]),
+        "device": DEVICE_RECORD,
+    }
 
 
 def training_cells():

@@ -92,6 +92,9 @@ rule init_weights:
         f"{RESULTS}/logs/weights/{{model}}.log",
     benchmark:
         benchmark_file("init_weights", "{model}")
+    # before any measuring job where both could run: a job whose warm workers serve the other models too measures
+    # only those whose weights exist (fwbench.workflow.comparison_jobs)
+    priority: 50
     localrule: True
     conda:
         ENV

@@ -1,13 +1,12 @@
-# The fairness ledger: every framework runs every model's study weights on the same validation images, each in a
-# job of its own (no two frameworks in one process); their logits are compared with PyTorch's; the ledger reads that
-# comparison and every cell's own records.
+# The fairness ledger: every framework's logits of every model's study weights on the same validation images, taken
+# from its own inference cells (the first call of each timed program) or, in a study without the inference suite,
+# from a job of its own per framework (no two frameworks in one process); they are compared with PyTorch's; the
+# ledger reads that comparison and every cell's own records.
 
 
 rule parity_logits:
     input:
-        dataset=DATASET_FILES,
-        weights=expand(WEIGHTS, model=config["models"]),
-        device=DEVICE_RECORD,
+        unpack(parity_inputs),
     output:
         logits=f"{RESULTS}/parity/{{framework}}.npz",
         record=f"{RESULTS}/parity/{{framework}}.json",
@@ -21,7 +20,7 @@ rule parity_logits:
     resources:
         runtime=runtime_minutes("parity_logits"),
         slurm_extra=SLURM_EXTRA,
-        gpu=1,
+        gpu=0 if PARITY_FROM_CELLS else 1,
         gpu_model=GPU_MODEL,
         constraint=GPU_CONSTRAINT,
     params:

@@ -22,7 +22,6 @@ for group_rule, group_models in comparison_rules(
         input:
             dataset=DATASET_FILES,
             weights=WEIGHTS,
-            peers=peer_weights,
             device=MEASURED_ON,
         output:
             inference_group_outputs(group_models[0]),

@@ -39,9 +39,10 @@ def measure(cells, out_paths, job_keys, settings, weights=None):
 
 def weights_pattern():
     """Where every model's weights are, from this job's own ("results/weights/{model}.npz"), for a job whose workers
-    may serve the other models too (an inference job: its input `peers`); None where every cell reads the same file
-    (a micro job's operands)."""
-    if not hasattr(snakemake.input, "peers"):
+    may serve the other models too (an inference job); None where every cell reads the same file (a micro job's
+    operands). They are not the job's inputs (adding a model would rerun every model's jobs): a model whose weights
+    do not exist yet is measured by its own job (fwbench.workflow.comparison_jobs.Comparisons.ready)."""
+    if snakemake.params.suite != "inference":
         return None
     weights = Path(str(snakemake.input.weights))
     return str(weights.with_name("{model}" + weights.suffix))

@@ -168,11 +168,13 @@ class Child:
         self.kill()
         self._close()
 
-    def until_ready(self, ready: dict[str, Any]) -> Outcome:
+    def until_ready(self, ready: dict[str, Any], cells: int = 1) -> Outcome:
         """Wait for a serving worker's first reply: ready (its steps go to `ready` with the child, and the outcome is
-        a success so far), or its end, classified. A runner that is being stopped (SIGTERM, Ctrl-C) stops it too."""
+        a success so far), or its end, classified. A worker preparing `cells` cells (each built, compiled and warmed
+        up before it is ready) has the timeout once per cell. A runner that is being stopped (SIGTERM, Ctrl-C)
+        stops it too."""
         try:
-            reply = self.request(None)
+            reply = self.request(None, timeout_s=self.timeout_s * max(1, cells))
         except BaseException:
             self.abandon()
             raise

@@ -4,7 +4,8 @@ Where a cell's launches share its compile cache (compile.launch_cache, fwbench.b
 fills the cache compiles cold and every later one loads it. Were the first measured launch the one that filled it,
 the cache state would be confounded with the launch order: on an H200 compiled ResNet-50 ran 13,980 img/s in its cold
 launch 1 and 13,358 in its warm launch 2, and the ratios' intervals are over launches. So the cold compile runs first,
-in a launch of its own: each worker of the group in turn starts, builds, compiles and makes its first call for each of
+in a launch of its own: each worker of the group whose variant keeps a cache (caches_programs: not eager PyTorch
+nor NumPy, which compile nothing) in turn starts, builds, compiles and makes its first call for each of
 its cells (filling the cell's cache), warms up and calibrates as in any launch, runs one iteration of each of its
 steps (a burst of one iteration, so that it writes a complete result; kept here, never pooled), finishes and exits
 before the next starts. Then every measured launch starts warm. The cells' compile and first-call times are this
@@ -20,6 +21,7 @@ from typing import Any
 from fwbench.running import order as trial_order
 from fwbench.running.children import Child, Outcome
 from fwbench.running.context import CellRun, Context, cell_failure, keep_baseline, now
+from fwbench.study.modes import caches_programs
 
 ITERATIONS = 1  # per step, once the worker is ready: its result is complete, and nothing it times is pooled
 ROLE = (
@@ -36,7 +38,12 @@ def run_compile_launch(context: Context, plan: trial_order.Design, runs: list[Ce
     A worker that fails fails its cells (`failure.trial` null, the reason "compile launch (before trial 1 of T):
     ..."), which then leave the measured launches; the others go on. Returns the group's record."""
     names, trials = list(plan.variants), len(plan.rows)
-    order = list(plan.rows[0])
+    # only the workers whose variant keeps a launch cache: an eager worker has nothing to compile ahead
+    order = [
+        w
+        for w in plan.rows[0]
+        if caches_programs(context.cells[context.leader(w)].framework, context.cells[context.leader(w)].mode)
+    ]
     launch_order = [names[w] for w in order]
     began = time.perf_counter()
     launch_env: dict[str, str] = {}  # the idle baseline its first worker on a GPU took, for the others (unused here)
@@ -48,7 +55,7 @@ def run_compile_launch(context: Context, plan: trial_order.Design, runs: list[Ce
 
         def start(attempts: int, worker=worker, run=run, ready=ready) -> Outcome:
             child = context.child(worker, run, f"{worker}-compile-{attempts}", serve=True, launch_env=launch_env)
-            return child.until_ready(ready)
+            return child.until_ready(ready, cells=len(context.alive(worker)))
 
         outcome, attempts = context.attempt(worker, run, None, label, start)
         if outcome.failure is None:
@@ -63,7 +70,13 @@ def run_compile_launch(context: Context, plan: trial_order.Design, runs: list[Ce
             "attempts": attempts,
         }
         _finish(context, runs, worker, trials, when, outcome)
-    return {"order": launch_order, "duration_s": time.perf_counter() - began, "iterations_per_step": ITERATIONS}
+    skipped = [names[w] for w in plan.rows[0] if names[w] not in launch_order]
+    return {
+        "order": launch_order,
+        "duration_s": time.perf_counter() - began,
+        "iterations_per_step": ITERATIONS,
+        **({"without_a_cache": skipped} if skipped else {}),
+    }
 
 
 def _serve(child: Child, steps: list[str]) -> Outcome:

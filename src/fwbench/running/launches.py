@@ -98,7 +98,7 @@ def _one_launch(context, plan, blocks_plan, runs, launch, ran) -> None:
                     companions=companions,
                     launch_env=launch_env,
                 )
-                return child.until_ready(ready)
+                return child.until_ready(ready, cells=len(context.alive(worker)))
 
             outcome, attempts = context.attempt(worker, run, launch + 1, label, start)
             if outcome.failure is None:

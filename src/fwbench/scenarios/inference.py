@@ -13,7 +13,7 @@ from fwbench.backends import torch_compile
 from fwbench.backends.base import Backend
 from fwbench.data.inputs import batch_of, normalize
 from fwbench.data.store import load_split
-from fwbench.scenarios import blocks, profiled, served
+from fwbench.scenarios import blocks, logits, profiled, served
 from fwbench.scenarios.operations import digest
 from fwbench.study.grid import Cell
 from fwbench.trackers.energy import BurstWindows, energy_meter, launch_idle_baseline
@@ -375,6 +375,7 @@ def _cell_part(backend, item, settings, timed, measured, shared, phases) -> dict
         "input_sha256": item.input_sha256,
         "worker": shared["worker"],
         "logits_checksum": float(np.float64(item.logits.astype(np.float64).sum())),
+        "parity_logits": logits.pack(item.logits),  # the parity check's rows (fwbench.scenarios.logits)
         "missing": missing,
         # Where this process's scenario time went (the worker adds start-up and imports): building the model and
         # loading data and inputs (with NVML's isolation check and idle baseline on a GPU), compile, first call,

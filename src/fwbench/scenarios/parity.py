@@ -30,6 +30,7 @@ from fwbench.data.inputs import batch_of, normalize
 from fwbench.data.store import load_split, sha256_file
 from fwbench.models.calibration import MIN_INPUT_DEPENDENCE, input_dependence
 from fwbench.scenarios.inference import load_weights
+from fwbench.scenarios.logits import unpack
 from fwbench.scenarios.operations import digest
 
 BASELINE = "torch"
@@ -92,6 +93,57 @@ def framework_logits(
                 entry["missing"] = f"{type(error).__name__}: {error}"
             entries[model] = entry
         record["precisions"][precision] = {"settings": dict(backend.effective_settings), "models": entries}
+    return record, logits
+
+
+def framework_logits_from_cells(
+    framework: str, results: Sequence[Mapping[str, Any]], *, image_size: int
+) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    """(record, logits by `logits_key`) as `framework_logits` gives them, taken from the framework's own inference
+    cells instead of a job of its own: per model and precision, the logits its timed program computed of the first
+    validation images in its first call (fwbench.scenarios.logits), from its cell at the largest batch size that
+    was measured (every framework's at the same one where all were, so that they were fed the same batch:
+    `input_sha256` is the digest of the bytes that cell was fed), with the weights' digest and the settings the cell
+    recorded it ran in. A model whose cells all failed, or that kept no logits, is recorded as missing with the
+    reason."""
+    chosen: dict[tuple[str, str], Mapping[str, Any]] = {}
+    failed: dict[tuple[str, str], str] = {}
+    for result in results:
+        cell = result["cell"]
+        if cell["framework"] != framework:
+            continue
+        key = (cell["model"], cell["precision"])
+        metrics = result.get("metrics") or {}
+        if result.get("status") != "ok" or "parity_logits" not in metrics:
+            failed.setdefault(key, result.get("reason") or "its cell kept no logits (measured before harness 14)")
+            continue
+        if key not in chosen or cell["batch_size"] > chosen[key]["cell"]["batch_size"]:
+            chosen[key] = result
+    rows = {len(unpack(r["metrics"]["parity_logits"])) for r in chosen.values()}
+    record: dict[str, Any] = {
+        "framework": framework,
+        "image_size": image_size,
+        "images": min(rows) if rows else 0,
+        "source": "the framework's inference cells: the first call of each timed program (fwbench.scenarios.logits)",
+        "precisions": {},
+    }
+    logits: dict[str, np.ndarray] = {}
+    for model, precision in sorted(set(chosen) | set(failed), key=lambda k: (k[1], k[0])):
+        part = record["precisions"].setdefault(precision, {"settings": {}, "models": {}})
+        result = chosen.get((model, precision))
+        if result is None:
+            part["models"][model] = {"weights_sha256": None, "missing": f"no measured cell: {failed[model, precision]}"}
+            continue
+        settings = ((result.get("provenance") or {}).get("framework") or {}).get("settings") or {}
+        part["settings"] = part["settings"] or dict(settings)
+        metrics = result["metrics"]
+        part["models"][model] = {
+            "weights_sha256": (result.get("inputs") or {}).get("weights_sha256"),
+            "input_sha256": metrics.get("input_sha256"),
+            "settings": dict(settings),
+            "cell": f"{result['cell']['framework']}/{result['cell']['mode']} bs{result['cell']['batch_size']}",
+        }
+        logits[logits_key(model, precision)] = unpack(metrics["parity_logits"])[: record["images"]]
     return record, logits
 
 

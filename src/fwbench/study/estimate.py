@@ -26,6 +26,7 @@ from typing import Any
 import yaml
 
 from fwbench.study.grid import Cell, cells, suite_batch_sizes, worker_scope
+from fwbench.study.modes import caches_programs
 
 
 class CostError(ValueError):
@@ -172,7 +173,7 @@ def estimate(config: Mapping[str, Any], costs: Costs) -> Estimate:
         baseline = _idle_baseline_s(config, costs)  # once per launch, by its first worker
         if compiling:  # each worker alone: start, load, cold compiles, first calls and warm-up; one step, exit
             result.add(COMPILE_LAUNCH, baseline)
-            for served in workers.values():
+            for served in (s for s in workers.values() if caches_programs(s[0].framework, s[0].mode)):
                 ready = _worker_ready(costs, served[0].framework, served[0].mode, served, True, warmup)
                 result.add(COMPILE_LAUNCH, sum(ready.values()) + costs.value("process_rest_s"))
                 result.processes += 1
@@ -181,6 +182,7 @@ def estimate(config: Mapping[str, Any], costs: Costs) -> Estimate:
             result.add(STARTUP, baseline)
             for served in workers.values():
                 # warm after a compile launch; cold in the only launch, or in every one without the launch cache
+                # (an eager worker's first calls cost alike in every launch: priced as a later launch's, compile_warm_s)
                 ready = _worker_ready(costs, served[0].framework, served[0].mode, served, not compiling, warmup)
                 for part, seconds in ready.items():
                     result.add(part, seconds)
@@ -214,14 +216,15 @@ SIDE_BY_SIDE = ("device_check", "init_weights", "model_facts")
 
 def _jobs(config: Mapping[str, Any]) -> dict[str, list[tuple[str, ...]]]:
     """The jobs around the cells: for each rule, one entry per job the study runs, naming the costs (job_s) that may
-    price it, most specific first (each framework's parity logits its own: JAX's compiles every model)."""
+    price it, most specific first."""
     models = list(config["models"])
     once = {job: [(job,)] for job in ("device_check", "device_peak", "prepare_dataset", "loader_throughput", "report")}
     return {
         **once,
         "init_weights": [("init_weights",)] * len(models),
         "model_facts": [("model_facts",)] * len(models),
-        "parity_logits": [(f"parity_logits/{f}", "parity_logits") for f in config["frameworks"]],
+        # from the frameworks' inference cells (fwbench.scenarios.logits), which the estimate always has: no compile
+        "parity_logits": [("parity_logits/cells",) for _ in config["frameworks"]],
     }
 
 

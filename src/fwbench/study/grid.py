@@ -198,6 +198,18 @@ def measuring_processes(config: Mapping[str, Any]) -> dict[str, int]:
     return counts
 
 
+def cells_per_worker(config: Mapping[str, Any], suite: str) -> int:
+    """The most cells one warm worker of `suite` serves in a launch under its `share_workers` scope (a worker's ready
+    reply may take its timeout once per cell it prepares: fwbench.running.children.Child.until_ready)."""
+    scope = worker_scope(config[suite])
+    counts: dict[tuple, int] = {}
+    for cell in cells(config):
+        if cell.suite == suite:
+            key = cell.worker_key(scope)
+            counts[key] = counts.get(key, 0) + 1
+    return max(counts.values(), default=1)
+
+
 def cell_paths(config: Mapping[str, Any], results_dir: str | Path = "results", suite: str | None = None) -> list[str]:
     """Every cell's result path (strings joined once, not a Path per cell: the workflow lists thousands of them)."""
     root = str(Path(results_dir))

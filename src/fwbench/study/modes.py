@@ -120,3 +120,10 @@ def autotune_setting(value: Any) -> str:
     if value is False or value == "off":
         return "off"
     raise ValueError(f"autotune = {value!r}: expected on or off")
+
+
+def caches_programs(framework: str, mode: str) -> bool:
+    """Whether a variant keeps compiled programs in a launch cache (fwbench.backends.launch_cache.apply):
+    torch.compile's modes, JAX and TensorFlow; eager PyTorch and NumPy compile nothing, so a compile launch has
+    nothing to fill for them (fwbench.running.compile_launch)."""
+    return (framework == "torch" and mode in TORCH_COMPILED_MODES) or framework in ("jax", "tensorflow")

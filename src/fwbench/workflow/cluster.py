@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from fwbench.running.failures import ladder_from_config
-from fwbench.study.grid import group_variants, suite_models
+from fwbench.study.grid import cells_per_worker, group_variants, suite_models
 
 # Interpreter start, imports, loading, writing results and the runner around its processes (minutes); measured at
 # under a minute per group on the 2-core development machine, so 10 leaves room for a slow shared file system.
@@ -44,10 +44,11 @@ def runtime_minutes(config: Mapping[str, Any], rule: str) -> int:
     if rule in ("inference_group", "micro_group"):
         suite = rule.removesuffix("_group")
         section = config[suite]
-        # The largest comparison: every framework in each of its modes (fwbench.study.grid.group_variants).
+        # The largest comparison: every framework in each of its modes (fwbench.study.grid.group_variants), each a
+        # worker per launch that may take its timeout once per cell it serves (share_workers), all its cells due.
         cells = max(len(group_variants(config, suite, model)) for model in suite_models(config, suite))
         processes = cells * section["trials"] * attempts(config)
-        return _minutes(processes * section["timeout_s"])
+        return _minutes(processes * section["timeout_s"] * cells_per_worker(config, suite))
     if rule == "training_cell":
         return _minutes(attempts(config) * config["training"]["timeout_s"])
     if rule in ("device_check", "device_peak", "parity_logits"):

@@ -13,9 +13,9 @@ measures nothing. A full run thus starts as many processes as before, and a new 
 How far a job reaches is its suite's `share_workers` scope (fwbench.study.grid.worker_scope): the batch sizes of
 its model and precision (`batch_sizes`), every model's at its precision (`models`), or every model's at every
 precision (`launch`, the default: one warm worker per framework and mode then serves every cell of the launch). A
-peer comparison is measured only once its inputs exist (its model's weights); the workflow makes every model's
-weights an input of every measuring job, so that they do (ancient: a peer's weights changing reruns only the peer's
-jobs).
+peer comparison is measured only if its inputs exist (its model's weights): they are not the job's inputs (adding a
+model would change every job's set of inputs, which reruns them), so the workflow gives the weights jobs a higher
+priority than the measuring ones, and a model whose weights come later is measured by its own job.
 
 A batch size is due when one of its cells is missing, or was measured under another identity than the one its job
 would measure now; a held cell is used only under the same identity. The identity (`job_key`, recorded in every
