@@ -421,6 +421,11 @@ def test_the_micro_suite_has_its_cells_and_paper_section_and_stands_apart(workdi
     assert "inference_group" not in planned and "training_cell" not in planned, "micro cells alone depend on it"
     cells = sorted((workdir / "results" / "cells" / "micro").rglob("*.json"))
     assert len(cells) == 3 * 2 * 2 and {load_result(p)["status"] for p in cells} == {"ok"}
+    # the first job measured every operation and batch size, one worker per framework per launch serving all four
+    # of its cells (micro.share_workers: launch, the default)
+    results = [load_result(p) for p in cells]
+    assert len({r["provenance"]["group"]["id"] for r in results}) == 1, "one group: every operation's cells"
+    assert {r["metrics"]["worker"]["cells"] for r in results} == {2 * 2}
     section = (workdir / "results" / "tables" / "micro_section.tex").read_text()
     assert r"\section{Micro-benchmarks}" in section and "{micro}" in section
     assert (workdir / "results" / "figures" / "micro.pdf").stat().st_size > 0

@@ -55,6 +55,7 @@ with timed_job(snakemake.params.job_record, snakemake.rule, wildcards):
         cell = cell_from_wildcards(wildcards, snakemake.params.suite, snakemake.params.image_size)
         measure([cell], list(snakemake.output), [None], snakemake.params.settings)
     else:
+        from fwbench.study.grid import DEFAULT_WORKER_SCOPE
         from fwbench.workflow import comparison_jobs
 
         comparisons = comparison_jobs.Comparisons(
@@ -64,8 +65,8 @@ with timed_job(snakemake.params.job_record, snakemake.rule, wildcards):
             wildcards["precision"],
             # the results directory: what precedes cells/ in the job's outputs
             Path(str(snakemake.output[0]).rsplit("/cells/", 1)[0]),
-            # what makes a cell stale for Snakemake: its dataset and its own model's weights (not the device record
-            # nor the other models' weights, both ancient(), see common.smk)
+            # what makes a cell stale for Snakemake: its dataset and its own model's weights (not the device record,
+            # ancient() in common.smk, nor the other models' weights, which are not its inputs)
             (*map(str, getattr(snakemake.input, "dataset", [])), str(snakemake.input.weights)),
             weights_pattern(),
         )
@@ -74,6 +75,6 @@ with timed_job(snakemake.params.job_record, snakemake.rule, wildcards):
             int(wildcards["batch"]),
             list(snakemake.output),
             measure,
-            share_workers=bool(snakemake.params.settings.get("share_workers", True)),
+            share_workers=snakemake.params.settings.get("share_workers", DEFAULT_WORKER_SCOPE),
         )
         comparison_jobs.write_log_line(snakemake.log[0], outcome)
