@@ -66,7 +66,10 @@ NEW_BATCH_SIZE_JOBS = {
     "mode_gain_figure": 1,  # its table (mode_gains.csv) is rewritten with the others
     "loader_figure": 1,
     "paper_tables": 1,
-    # the generated sections read the new cells too (the parity logits read only data and weights: not rerun)
+    # the generated sections read the new cells too; so do the parity logits, read from each framework's cells at
+    # the largest batch size (fwbench.scenarios.logits): reading JSON, no framework imported
+    "parity_logits": 2,
+    "parity": 1,
     "published_comparison": 1,
     "op_profile": 1,
     "fairness_ledger": 1,
@@ -190,10 +193,11 @@ def test_time_to_report_covers_every_job_and_reaches_the_paper(workdir):
     assert {"inference_group", "device_peak", "prepare_dataset", "model_facts", "paper_tables", "paper"} <= jobs
     assert not list((results / "benchmarks" / "inference_group").rglob("*.tsv")), "no smaps sampler beside cells"
     summary = json.loads((results / "tables" / "study_time.json").read_text())
-    # inference 2 workers (one per framework, each serving both batch sizes) x (a compile launch and 2 trials: the
-    # launch cache is on by default, fwbench.running.compile_launch), training 2 cells x 1 run, micro 6 workers (NumPy
-    # and both frameworks, 2 operations; each serving both batch sizes) x (a compile launch and 2 trials)
-    assert summary["runs"] == 1 and summary["processes"] == 2 * 3 + 2 + 6 * 3
+    # inference 2 workers (one per framework, each serving every cell of its launch) x 2 trials and a compile launch
+    # for JAX's (the launch cache is on by default, fwbench.running.compile_launch; eager PyTorch compiles nothing),
+    # training 2 cells x 1 run, micro 3 workers (NumPy and both frameworks, each serving both operations at both
+    # batch sizes) x 2 trials and JAX's compile launch
+    assert summary["runs"] == 1 and summary["processes"] == (2 * 2 + 1) + 2 + (3 * 2 + 1)
     assert sum(summary["seconds"].values()) == pytest.approx(summary["wall_s"])
     assert 0 < summary["timed_share"] < 1 and summary["overhead_median_s"] > 0
     text = _paper_text(workdir)
