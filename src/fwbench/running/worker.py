@@ -78,7 +78,6 @@ def main(spec_path: str, out_path: str) -> None:
     # One backend instance per unit a cell belongs to (a model at a precision; an operation's cells share their
     # precision's): each holds its model, its compiled programs and its precision (fwbench.scenarios.served).
     instances: dict[tuple, object] = {unit_key(cell): backend}
-    held: dict[Cell, object] = {}
 
     def backend_for(one: Cell):
         key = unit_key(one)
@@ -86,7 +85,6 @@ def main(spec_path: str, out_path: str) -> None:
             made = get_backend(one.framework, threads=threads["effective"], precision=one.precision, **options)
             made.model_cache_dir = backend.model_cache_dir
             instances[key] = made
-        held[one] = instances[key]
         return instances[key]
 
     common = {
@@ -94,13 +92,14 @@ def main(spec_path: str, out_path: str) -> None:
         "weights_path": spec.get("weights_paths") or spec["weights_path"],
         "num_classes": int(spec["num_classes"]),
     }
-    frameworks: dict[int, dict] = {}
+    frameworks: dict[tuple, dict] = {}
 
     def framework_of(one: Cell) -> dict:
         """The framework record of the backend instance that ran `one` (its precision's settings, its model's)."""
-        instance = held.get(one, backend)
-        if id(instance) not in frameworks:
-            frameworks[id(instance)] = {
+        key = unit_key(one)
+        instance = instances.get(key, backend)
+        if key not in frameworks:
+            frameworks[key] = {
                 "name": instance.name,
                 "versions": instance.versions(),
                 "device": instance.device_info(),
@@ -108,7 +107,7 @@ def main(spec_path: str, out_path: str) -> None:
                 "threads": threads,
                 "setup_s": import_and_setup_s,
             }
-        return frameworks[id(instance)]
+        return frameworks[key]
 
     def write(parts: list[dict]) -> None:
         """The process's result, atomically; a worker that profiles after its blocks writes it twice (the timed
