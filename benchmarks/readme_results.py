@@ -10,8 +10,11 @@ study_time.json (when the study started and its wall time; the LaTeX build is ad
 report/build/latex_time.tex when the paper was built). Cell results named by the tidy table's `path` column are
 read, where they exist, only to say whether the commit was dirty.
 
-Prints two markdown blocks: a one-paragraph summary, and a table of throughput ratios against PyTorch per model
-and batch size with their 95% intervals, led by one line naming the date, commit, machine and study wall time.
+Prints two markdown blocks: the summary, and a table of throughput ratios against PyTorch per model and batch size
+with their 95% intervals, led by one line naming the date, commit, machine and study wall time. The summary is the
+paper's abstract in Markdown (report/templates/summary.md.j2, fwbench.analysis.paper.abstract.summary: the same
+findings in the same words, from the same tables, op_profile.csv included where the study has one), then the date,
+commit and wall time.
 With --write FILE, the summary replaces the text between `<!-- summary:begin -->` and `<!-- summary:end -->` (if
 the file has those markers) and the table the text between `<!-- results:begin -->` and `<!-- results:end -->`
 (which the file must have).
@@ -29,6 +32,8 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+
+from fwbench.analysis.paper.abstract import summary as findings
 
 BASELINE = "torch"
 NAMES = {"torch": "PyTorch", "jax": "JAX", "tensorflow": "TensorFlow"}
@@ -342,21 +347,6 @@ def counts(ratios: pd.DataFrame) -> dict[str, dict[str, Any]]:
     return out
 
 
-def _pairing(ratios: pd.DataFrame) -> str:
-    """How the PyTorch the ratios stand against ran: compiled, eager, or compiled for some models and eager for the
-    others (those without a compiled cell)."""
-    kept = _kept(ratios)
-    if "denominator_mode" not in kept or kept.empty:
-        return ""
-    compiled = sorted(kept[kept["denominator_mode"] == "compile"]["model"].unique())
-    eager = sorted(kept[kept["denominator_mode"] != "compile"]["model"].unique())
-    if not eager:
-        return " (compiled with `torch.compile`)"
-    if not compiled:
-        return " (eager)"
-    return f" (compiled with `torch.compile` for {' and '.join(compiled)}, eager for the other models)"
-
-
 def _scope(frame: pd.DataFrame) -> str:
     precisions = ", ".join(sorted(frame["precision"].dropna().astype(str).unique()))
     sizes = sorted(frame["image_size"].dropna().astype(int).unique()) if "image_size" in frame else []
@@ -416,19 +406,12 @@ def blocks(results: str | Path) -> dict[str, str]:
     own_text = (
         f"{own_only} more exclude{'s' if own_only == 1 else ''} 1 by {'its' if own_only == 1 else 'their'} own CI only"
     )
-
-    ways = [
-        f"{_name(f)} {c['low']:.2f}–{c['high']:.2f}×, resolved faster in {c['faster']} and slower in {c['slower']} of "
-        f"{c['n']} comparisons"
-        for f, c in by_framework.items()
-    ]
-    summary = (
-        f"Measured {date} at {at} on {where}, {_scope(inference)}. Throughput relative to PyTorch{_pairing(ratios)}: "
-        + "; ".join(ways)
-        + f". A ratio is resolved when its paired test rejects 1 {how} ({resolved_count} of {total} are"
-        + (f"; {own_text}" if own_only else "")
-        + "); "
-        + f"{_failures(failed, inference)}. Study wall time: {wall}."
+    summary = findings(
+        ratios,
+        frame,
+        _read(tables / "op_profile.csv"),
+        _frameworks(inference["framework"]),
+        {"date": date, "commit": at, "wall": wall},
     )
 
     pairs = sorted({int(p) for p in ratios.get("pairs", pd.Series(dtype=float)).dropna() if p > 0})

@@ -84,12 +84,12 @@ def test_inference_sentences_count_the_adjusted_verdicts_and_quote_the_geometric
     assert low < 0.4 and high > 0.6
     assert (
         f"the largest resolved difference is 0.500 [{low:.3f}, {high:.3f}] (a simultaneous 95\\% CI over the 4 tests "
-        "of its family) on resnet50 at batch 32" in sentence
+        "of its family) on ResNet-50 at batch 32" in sentence
     )
     # the batch size: a test of the difference of the log ratios, with its own interval
     assert (
         "JAX/Flax's ratio depends on the batch size (a test of the difference of the log ratios, Holm-adjusted over "
-        "the models): on resnet50 its ratio at batch 32 is 0.333$\\times$ that at batch 1 (95\\% CI [" in sentence
+        "the models): on ResNet-50 its ratio at batch 32 is 0.333$\\times$ that at batch 1 (95\\% CI [" in sentence
     )
     assert sentence.count("the direction reverses") == 1, "only resnet50's two ratios are resolved both ways"
 
@@ -104,7 +104,7 @@ def test_a_difference_in_significance_is_not_a_claim_about_the_batch_size():
     assert difference.p_adjusted > 0.05 and difference.difference.low < 1 < difference.difference.high
     text = findings.batch_sentence(ratios, "JAX/Flax", "none")
     assert "depends" not in text
-    assert "JAX/Flax's ratio on resnet50 does not differ resolvedly between batch 1 and 32 (a test of the" in text
+    assert "JAX/Flax's ratio on ResNet-50 does not differ resolvedly between batch 1 and 32 (a test of the" in text
     # without a paired interval at two batch sizes nothing is said at all
     assert findings.batch_sentence(ratios.iloc[:1], "JAX/Flax", "none") == ""
 

@@ -258,7 +258,7 @@ def test_the_training_comparison_is_refused_across_device_models_and_kept_across
     (sentence,) = [s for s in training_sentences(epochs, None, None) if s.startswith("Training")]
     # eager PyTorch (these cells' only mode) against compiled frameworks: named, and said so
     assert sentence == (
-        "Training small\\_cnn at batch 32, the last epoch took eager PyTorch 3.00~s and JAX/Flax no comparable time "
+        "Training the small CNN at batch 32, the last epoch took eager PyTorch 3.00~s and JAX/Flax no comparable time "
         f"(the comparison is refused: the cells ran on different device models, torch {A100}, jax {H100}) and "
         "TensorFlow/Keras 6.00~s (0.500$\\times$ eager PyTorch's speed, on another node of the same device model: "
         "torch gpu01, tensorflow gpu03; a compiled program against an eager one, for want of a cell in the ratio "

@@ -200,7 +200,7 @@ def test_inference_table_marks_deviating_ratios_and_cells(study):
     # the throughput table (the first of the two): throughputs and ratios
     table = inference_table(frame, ["torch", "jax"], ratios).split(r"\label{tab:inference-latency}")[0]
     rows = [line for line in table.splitlines() if line.count("&") > 3 and r"\textbf" not in line]
-    small = {line.split("&")[2].strip(): line for line in rows if line.split("&")[0].strip() in ("small\\_cnn", "")}
+    small = {line.split("&")[2].strip(): line for line in rows if line.split("&")[0].strip() in ("small CNN", "")}
     assert "$^{d}$" not in small["1"], small["1"]
     assert r"0.500$\times$ {\scriptsize[0.500, 0.500]}$^{w}$$^{d}$" in small["8"], small["8"]
     assert "200$^{d}$" in small["8"], "the cell that ran with the workaround is marked too"
@@ -259,7 +259,7 @@ def test_failures_table_lists_kinds_workarounds_and_training_cells(study):
     crash = next(line for line in body if r"\texttt{crash}" in line and "failed" in line)
     assert r"tried \texttt{cudnn\_benchmark\_off}" in crash and "SIGSEGV" in crash
     autotune = next(line for line in body if r"\texttt{xla\_autotune\_off}" in line)
-    assert autotune.startswith("inference & JAX/Flax & small\\_cnn & fp32 & 8 & ok$^{d}$ & \\texttt{compiler}")
+    assert autotune.startswith("inference & JAX/Flax & small CNN & fp32 & 8 & ok$^{d}$ & \\texttt{compiler}")
     assert "compiler failure matched" in autotune
     triton = next(line for line in body if "triton" in line)
     assert triton.startswith("training & JAX/Flax") and r"\texttt{crash}" in triton
@@ -280,11 +280,12 @@ def test_largest_batch_that_fit(study):
     table = largest_batch_table(frame)
     assert table.startswith("3 inference cells ran out of memory.")
     rows = [line.replace(" ", "") for line in table.splitlines() if line.count("&") == 4 and "textbf" not in line]
-    assert r"small\_cnn&fp32&PT&8&64(device)\\" in rows
-    assert r"small\_cnn&fp32&JAX&64&128(device)\\" in rows
-    assert r"resnet50&fp32&PT&---&---\\" in rows, "a crash is no out-of-memory finding"
-    assert r"resnet50&fp32&JAX&1&---\\" in rows
-    assert "Frameworks: PT PyTorch, JAX JAX/Flax." in table, "the caption spells out the short names"
+    assert r"smallCNN&fp32&PT&8&64(device)\\" in rows
+    assert r"smallCNN&fp32&JAX&64&128(device)\\" in rows
+    assert r"ResNet-50&fp32&PT&---&---\\" in rows, "a crash is no out-of-memory finding"
+    assert r"ResNet-50&fp32&JAX&1&---\\" in rows
+    note = table.split(r"\parbox{\linewidth}")[1]
+    assert "Frameworks: PT PyTorch, JAX JAX/Flax." in note, "the note under the table spells out the short names"
     no_oom = largest_batch_table(frame[frame["failure_kind"] != "device_oom"])
     assert no_oom == "No inference cell ran out of memory; the largest batch size measured was 64.\n"
 
@@ -389,8 +390,8 @@ def test_training_tables_mark_and_exclude_deviating_pairs(tmp_path):
     assert float(included["fwbTopOneMaxGap"]) == pytest.approx(10.0)
 
     section = training_section(frame, agreement)
-    assert r"small\_cnn & JAX/Flax$^{d}$ & 32" in section and r"small\_cnn & PyTorch & 32" in section
-    assert r"small\_cnn$^{d}$ & fp32" in section, "the step-0 row of the deviating pair is marked"
+    assert r"small CNN & JAX/Flax$^{d}$ & 32" in section and r"small CNN & PyTorch & 32" in section
+    assert r"small CNN$^{d}$ & fp32" in section, "the step-0 row of the deviating pair is marked"
     assert r"failed (host\_oom)" in section
     assert "1 pair whose cells ran with different workarounds is left out" in section
     assert "1 pair whose cells ran with different workarounds is counted in the figures" in training_section(
@@ -399,9 +400,9 @@ def test_training_tables_mark_and_exclude_deviating_pairs(tmp_path):
 
     # the failures table reads the same training tidy rows
     text = failures_table(read_inference_frame(tmp_path), frame)
-    assert r"training & PyTorch & resnet50 & fp32 & 32 & failed & \texttt{host\_oom}" in text
+    assert r"training & PyTorch & ResNet-50 & fp32 & 32 & failed & \texttt{host\_oom}" in text
     assert (
-        r"training & JAX/Flax & small\_cnn & fp32 & 32 & ok$^{d}$ & \texttt{crash} & \texttt{triton\_gemm\_off}" in text
+        r"training & JAX/Flax & small CNN & fp32 & 32 & ok$^{d}$ & \texttt{crash} & \texttt{triton\_gemm\_off}" in text
     )
 
 

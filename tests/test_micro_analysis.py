@@ -746,12 +746,13 @@ def test_torch_is_compared_with_the_reference_series_of_its_platform(tmp_path):
 # Outputs
 
 
-OUTPUTS = ("csv", "speedups", "crossovers", "section", "macros", "pdf", "png")
+OUTPUTS = ("csv", "speedups", "crossovers", "section", "detail", "macros", "pdf", "png")
 
 
 def _outputs(root: Path) -> dict[str, str]:
     names = {"csv": "micro.csv", "speedups": "micro_speedups.csv", "crossovers": "micro_crossovers.csv"}
     names |= {"section": "micro_section.tex", "macros": "micro_macros.tex", "pdf": "micro.pdf", "png": "micro.png"}
+    names |= {"detail": "micro_detail.tex"}
     return {key: str(root / "out" / names[key]) for key in OUTPUTS}
 
 
@@ -767,8 +768,12 @@ def test_write_micro_outputs_end_to_end(tmp_path):
     assert list(comparison.columns) == micro_reference.COMPARISON_COLUMNS
     section = Path(outputs["section"]).read_text()
     assert section.startswith("\\section{Micro-benchmarks}\n\\label{sec:micro}")
-    for needle in (r"\includegraphics[width=\textwidth]{micro}", r"\label{tab:micro}", r"\label{tab:micro-crossover}"):
-        assert needle in section
+    assert r"\includegraphics[width=\textwidth]{micro}" in section
+    # the body keeps the text and the figure; the tables are the appendix's (fwbench.analysis.common.detail)
+    detail = Path(outputs["detail"]).read_text()
+    assert detail.startswith("\\section{Micro-benchmarks in full}\n\\label{app:micro}")
+    for needle in (r"\label{tab:micro}", r"\label{tab:micro-crossover}"):
+        assert needle in detail and needle not in section
     # numbers from the data: the reference's JAX flatness, the BLAS found, the batch sizes, the crossovers
     assert "varies by a factor of 2.96 over batch sizes 1--4096" in section and "367" in section
     assert "openblas 0.3.30, 2 threads" in section and "batch sizes $b$ = 1, 4, 16, 64 and 256" in section
@@ -868,7 +873,7 @@ def test_figure_and_section_in_degenerate_studies(tmp_path, case):
     assert Path(outputs["png"]).stat().st_size > 0
     section = Path(outputs["section"]).read_text()
     table = micro_tables.micro_table(analysis.frame, analysis.speedups)
-    assert section.startswith("\\section{Micro-benchmarks}") and table in section
+    assert section.startswith("\\section{Micro-benchmarks}") and table in Path(outputs["detail"]).read_text()
     if case == "numpy only":
         assert "No framework besides NumPy was measured" in section and r"\cmidrule" not in table
         assert r"\multicolumn{2}{l}{\texttt{matmul}, fp32}" in table, "the operation heads its rows"
@@ -956,7 +961,7 @@ def test_the_crossover_table_fits_the_page_at_its_widest_plain_numbers(tmp_path,
     (tmp_path / "crossovers.tex").write_text(micro_tables.crossover_table(comparison))
     body = "\n".join(
         [
-            *micro_section_module.table_float("table", "Crossovers", "tab:x", r"\input{crossovers}"),
+            *micro_section_module.table_float("Crossovers", "tab:x", r"\input{crossovers}", ["A note."]),
             r"Table~\ref{tab:x}. " + TEXT,
         ]
     )

@@ -12,6 +12,7 @@ import re
 import pandas as pd
 import pytest
 
+from fwbench.analysis.common.names import model_name
 from fwbench.analysis.inference.figures import mode_gain_figure, throughput_figure
 from fwbench.analysis.inference.macros import macros
 from fwbench.analysis.inference.ratios import (
@@ -242,7 +243,7 @@ def _line(table: str, model: str, batch: int) -> list[str]:
         if len(cells) < 5 or "textbf{Model}" in line:
             continue
         current = cells[0] or current
-        if current == model.replace("_", r"\_") and cells[2] == str(batch):
+        if current == model_name(model) and cells[2] == str(batch):
             found = [cell.removesuffix(r" \\") for cell in cells]
     assert found, (model, batch)
     return found
@@ -311,8 +312,8 @@ def test_macros_for_the_mode_axis(study, tiny_config):
     # their own, never left out
     assert _macro(text, "fwbAbstractLeftOutSentence") == ""
     assert _macro(text, "fwbEagerFamilySentence") == (
-        r"Against eager PyTorch, in the pairs without a compiled PyTorch cell to pair with (on resnet50 and "
-        r"small\_cnn), the throughput ratio's geometric mean is 1.24 for JAX/Flax (95\% CI [0.114, 13.6] across 2 "
+        r"Against eager PyTorch, in the pairs without a compiled PyTorch cell to pair with (on ResNet-50 and "
+        r"the small CNN), the throughput ratio's geometric mean is 1.24 for JAX/Flax (95\% CI [0.114, 13.6] across 2 "
         "models; faster in 1 and slower in 0 of 2 model and batch-size pairs) and 0.671 for TensorFlow/Keras "
         "(95\\% CI [0.0160, 28.1] across 2 models; faster in 0 and slower in 2 of 2 model and batch-size pairs), "
         "counted after Holm's adjustment within each framework pair."
@@ -325,10 +326,10 @@ def test_macros_for_the_mode_axis(study, tiny_config):
     assert "pair JAX/PyTorch-compiled and TF/PyTorch-compiled" in _macro(text, "fwbRatioPairingSentence")
     assert "In 4 ratios another mode stands in" in _macro(text, "fwbRatioPairingSentence")
     assert _macro(text, "fwbModesSentence") == (
-        r"In this study, PyTorch ran eagerly for every model and compiled for small\_cnn only; JAX/Flax and "
+        r"In this study, PyTorch ran eagerly for every model and compiled for the small CNN only; JAX/Flax and "
         "TensorFlow/Keras ran compiled for every model."
     )
-    assert _macro(text, "fwbPeakTorchCell") == r"small\_cnn at batch 8, eager", "PyTorch ran in two modes: named"
+    assert _macro(text, "fwbPeakTorchCell") == r"the small CNN at batch 8, eager", "PyTorch ran in two modes: named"
     # without gains every macro is still defined, and the sentence says none was measured
     none = macros(frame, ratios, {}, config)
     assert _macro(none, "fwbNumModeGains") == "0" and _macro(none, "fwbModeGainGeomean") == "---"

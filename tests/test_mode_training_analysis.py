@@ -96,7 +96,7 @@ def test_eager_and_compiled_pytorch_are_distinct_training_rows(modes_trained):
     assert not bool(frame.loc[frame["mode"] == "eager", "compiled"].any())
     assert {"mode", "numerator_mode", "denominator_mode"} <= set(frame.columns) | set(agreement.columns)
     table = training_table(frame)
-    rows = [line.split(" & ")[1] for line in table.splitlines() if line.startswith(r"small\_cnn")]
+    rows = [line.split(" & ")[1] for line in table.splitlines() if line.startswith("small CNN")]
     assert rows == ["PyTorch (eager)", "PyTorch (compiled)", "JAX/Flax", "TensorFlow/Keras"], "paper order, modes named"
 
 
@@ -128,7 +128,7 @@ def test_compiled_pytorch_step0_is_shown_against_eager_pytorch(modes_trained):
         "is a cell of its own, named in every table and figure (``PyTorch (eager)'' and ``PyTorch (compiled)'')."
     ) in section
     assert "is 9.1e-05 (PyTorch (compiled): 9.1e-05; JAX/Flax: 0.0e+00; TensorFlow/Keras: 0.0e+00)." in section
-    assert "Compiled, PyTorch trained \\texttt{small\\_cnn} at batch 32: 2.50~s against 5.00~s eagerly" in section
+    assert "Compiled, PyTorch trained the small CNN at batch 32: 2.50~s against 5.00~s eagerly" in section
     assert "2.00$\\times$ the eager speed, with 12.0~s of compilation apart" in section
     assert "relative differences of each framework from PyTorch (compiled PyTorch: from eager PyTorch)" in section
 
@@ -161,7 +161,7 @@ def test_training_ratios_pair_compiled_with_compiled_and_say_when_not(modes_trai
     _, frame, agreement = modes_trained
     sentences = training_sentences(frame, agreement, None)
     (line,) = [s for s in sentences if s.startswith("Training")]
-    assert line.startswith("Training small\\_cnn at batch 32, the last epoch took compiled PyTorch 1.50~s and")
+    assert line.startswith("Training the small CNN at batch 32, the last epoch took compiled PyTorch 1.50~s and")
     assert "JAX/Flax 3.00~s (0.500$\\times$ compiled PyTorch's speed)" in line and "eager one" not in line
     assert any(s.startswith(r"\texttt{torch.compile}'s step-0 loss agrees") for s in sentences)
     assert any(s.startswith("Compiled, PyTorch trained") for s in sentences)
@@ -356,7 +356,7 @@ def test_published_ratios_are_matched_in_the_published_modes(tmp_path):
     assert row["ours_torch_mode"] == "compile" and not bool(row["modes_match"]), "no eager cell: compiled stands in"
     assert "except in 1 row (marked" in modes_sentence(other)
     table = comparison_table(other, _sources(tmp_path, rows)[0])
-    assert "resnet50" + OTHER_MODE_MARK in table and "so the cells here ran PT compiled, JAX jit." in table
+    assert "ResNet-50" + OTHER_MODE_MARK in table and "so the cells here ran PT compiled, JAX jit." in table
 
 
 def test_an_unknown_published_mode_is_refused(tmp_path):
@@ -408,8 +408,8 @@ def test_ratios_against_eager_pytorch_are_summarised_as_their_own_family():
     assert "The ratios pair JAX/Flax jit over PyTorch compiled in 2 pairs." in sentence
     assert "left out" not in sentence, "the eager pairs are summarised, not left out"
     assert (
-        r"Against eager PyTorch, in the pairs without a compiled PyTorch cell to pair with (on vit\_b\_16 and "
-        "resnet50), JAX/Flax was faster in 1 and slower in 1 of 3 pairs (2 resolved by their own 95\\% intervals"
+        r"Against eager PyTorch, in the pairs without a compiled PyTorch cell to pair with (on ResNet-50 and "
+        "ViT-B/16), JAX/Flax was faster in 1 and slower in 1 of 3 pairs (2 resolved by their own 95\\% intervals"
     ) in sentence
     assert "largest resolved difference is 0.400 [0.300, 0.500]" in sentence.split("Against eager")[1]
     # a study without compiled PyTorch at all: its column pairs eager PyTorch, and no family stands apart
@@ -464,5 +464,5 @@ def test_the_fastest_consumer_is_named_with_its_mode():
             {"status": "ok", "framework": "torch", "model": "m", "batch_size": 8, "throughput_img_s": 3.0},
         ]
     )
-    assert fastest_consumer(frame) == (9.0, "torch compile m bs8")
-    assert fastest_consumer(frame.drop(columns="mode").iloc[1:])[1] == "torch eager m bs8"
+    assert fastest_consumer(frame) == (9.0, "compiled PyTorch on m at batch 8")
+    assert fastest_consumer(frame.drop(columns="mode").iloc[1:])[1] == "eager PyTorch on m at batch 8"

@@ -172,13 +172,18 @@ def test_inference_tables_have_a_ratio_and_a_compile_column_per_other_framework(
     assert bs8[5] == r"failed$^\dagger$" and bs8[7] == r"--- \\", "a failed TensorFlow cell: no ratio"
     assert not bs8[6].startswith(r"\textbf"), "an unresolved ratio is not bold"
     assert _row(latency, 1)[6:] == ["0.200", r"0.300 \\"]
-    # The paper's input holds both, each a full-width float with its own caption and label, at 8 pt, unscaled; with
-    # three frameworks the captions spell out the short names.
+    # The paper's input holds both, each a full-width float with its own caption and label, at 8 pt, unscaled, and
+    # its note under it at 8 pt; with three frameworks the notes spell out the short names.
     table = inference_table(frame, THREE, ratios)
     assert throughput in table and latency in table and table.count(r"\begin{table*}") == 2
     assert r"\label{tab:inference}" in table and r"\label{tab:inference-latency}" in table
-    assert "adjustbox" not in table and table.count(r"\footnotesize") == 2
-    assert table.count("The columns name the frameworks PT for PyTorch, JAX for JAX/Flax, TF for TensorFlow/Keras") == 2
+    assert "adjustbox" not in table and table.count("\n\\footnotesize\n") == 2
+    notes = [part.split(r"\end{table*}")[0] for part in table.split(r"\parbox{\linewidth}{\footnotesize")[1:]]
+    assert len(notes) == 2 and r"\footnotesize" not in "".join(notes)
+    assert all(
+        "The columns name the frameworks PT for PyTorch, JAX for JAX/Flax, TF for TensorFlow/Keras" in note
+        for note in notes
+    )
     # the columns follow the config's order
     reordered = throughput_table(frame, ["torch", "tensorflow", "jax"], ratios)
     assert _header(reordered)[6:8] == ["TF/PT-eager", "JAX/PT-eager"]
@@ -420,7 +425,7 @@ def test_step0_agreement_compares_every_framework_with_pytorch(trained):
 
     table = step0_table(agreement)
     assert r"\textbf{Framework}" in table and stacked_header("Final top-1", "framework/", "PyTorch") in table
-    line = next(line for line in table.splitlines() if line.startswith(r"small\_cnn & fp32 & 32 & TensorFlow/Keras"))
+    line = next(line for line in table.splitlines() if line.startswith("small CNN & fp32 & 32 & TensorFlow/Keras"))
     assert r"4.5e-03$^\ast$" in line and line.endswith(r"62.0 / 60.0\% \\")
     assert sum("JAX/Flax" in line for line in table.splitlines()) == 2
 
@@ -436,7 +441,7 @@ def test_two_framework_step0_table_is_unchanged(trained):
     assert step0_table(agreement.drop(columns=["numerator", "denominator"])) == table
     section = training_section(two, agreement)
     assert (
-        r"Both frameworks train \texttt{resnet50} and \texttt{small\_cnn} from" in section
+        "Both frameworks train ResNet-50 and the small CNN from" in section
         and "relative JAX--PyTorch differences" in section
     )
     assert "TensorFlow" not in section
@@ -456,10 +461,10 @@ def test_training_macros_per_framework(trained):
 def test_training_section_names_every_framework(trained):
     _, frame, agreement = trained
     section = training_section(frame, agreement)
-    assert r"All three frameworks train \texttt{resnet50} and \texttt{small\_cnn} from" in section
+    assert "All three frameworks train ResNet-50 and the small CNN from" in section
     assert "(JAX/Flax: 0.0e+00; TensorFlow/Keras: 4.5e-03)" in section
     assert "(NCHW for PyTorch, NHWC for JAX/Flax and TensorFlow/Keras)" in section
-    assert r"small\_cnn & TensorFlow/Keras & 32" in section
+    assert "small CNN & TensorFlow/Keras & 32" in section
     assert "relative differences of each framework from PyTorch" in section
     assert "tab:l4" not in section, "no published reference given, no table beside it"
 
@@ -474,7 +479,7 @@ def test_training_section_sizes_its_figure_and_names_models_without_batch_norm(t
     mobilenet = frame[frame["model"] == "small_cnn"].assign(model="mobilenet_v3_small")
     section = training_section(pd.concat([frame, vit, mobilenet], ignore_index=True), agreement)
     assert r"\begin{figure*}[t]" in section and r"\includegraphics[width=\textwidth]{training_curves}" in section
-    assert r"\texttt{vit\_b\_16} has no BatchNorm and skips it." in section
+    assert " ViT-B/16 has no BatchNorm and skips it." in section
 
 
 def test_training_figure_overlays_three_frameworks(trained, tmp_path):
@@ -527,7 +532,11 @@ def test_l4_table_sets_measured_beside_published_rows(trained):
     assert torch[2:] == ["5.00", "0.600", "0.524", "1.57", "1.50", "3.00"]
     tensorflow = _l4_line(section, "TensorFlow/Keras & this study")
     assert tensorflow[-2:] == ["missing$^{b}$", "missing$^{b}$"], "missing with its reason's note, never 0"
-    assert r"(b) tensorflow on the CPU has no allocator statistics" in section
+    note = section[section.index(r"\label{tab:l4}") :].split(r"\parbox{\linewidth}")[1].split(r"\end{table*}")[0]
+    assert (
+        r"Device memory missing: $^{a}$: " in note
+        and r"$^{b}$: tensorflow on the CPU has no allocator statistics" in note
+    )
     published_rows = [line for line in section.splitlines() if "published (NVIDIA L4)" in line]
     assert len(published_rows) == 3
     # the published PyTorch row, verbatim from the reference file
@@ -566,7 +575,7 @@ def test_l4_table_shows_only_the_study_frameworks_and_is_omitted_without_small_c
     assert "for every framework shown (PyTorch and JAX/Flax)" in section
     no_small = frame[frame["model"] != "small_cnn"]
     text = training_section(no_small, step0_agreement(no_small), published=published)
-    assert r"no \texttt{small\_cnn} training cell, so there is no table" in text and "tab:l4" not in text
+    assert "no small CNN training cell, so there is no table" in text and "tab:l4" not in text
 
 
 def test_l4_table_marks_a_failed_small_cnn_cell(trained):
@@ -606,7 +615,7 @@ def test_a_study_of_pytorch_alone_still_writes_its_training_section(tmp_path):
     assert agreement.empty and "numerator" in agreement, "an empty agreement still has its header"
     section = training_section(frame, agreement, published=read_published(PUBLISHED))
     assert (
-        r"PyTorch trains \texttt{resnet50} and \texttt{small\_cnn} from" in section
+        "PyTorch trains ResNet-50 and the small CNN from" in section
         and "With one framework there is no pair to compare." in section
     )
     assert "No cell completed both in PyTorch and in another framework." in section

@@ -235,7 +235,7 @@ def test_a_resolved_2x_ratio_names_the_dominant_category_with_both_times():
     sentences = ratio_sentences(pd.DataFrame([_ratio(0.5)]), table)
     assert len(sentences) == 1
     text = sentences[0]
-    assert text.startswith("On resnet50 at batch 8 (fp32), JAX/Flax (jit) over PyTorch (compiled)")
+    assert text.startswith("On ResNet-50 at batch 8 (fp32), JAX/Flax (jit) over PyTorch (compiled)")
     assert "convolution accounts for 30.0~ms (40.0~ms against 10.0~ms)" in text
     assert "data movement" not in text, "half the difference is covered by convolution alone"
     assert "throughput ratio 0.500 [0.475, 0.525]" in text
@@ -265,7 +265,7 @@ def test_a_ratio_beyond_1_25x_without_profiles_is_listed():
     sentences = ratio_sentences(ratios, table)
     assert len(sentences) == 2 and "convolution accounts for" in sentences[0]
     assert sentences[1].startswith("1 resolved ratio beyond 1.25$\\times$ either way cannot be attributed")
-    assert "small\\_cnn at batch 8 (fp32)" in sentences[1]
+    assert "the small CNN at batch 8 (fp32)" in sentences[1]
     assert "(JAX/Flax (jit) and PyTorch (compiled) not profiled)" in sentences[1]
 
 
@@ -328,7 +328,7 @@ def test_the_entry_point_writes_every_output_from_the_workflow_tables(tmp_path):
     section = outputs["section"].read_text()
     assert section == written.section
     assert "convolution accounts for 30.0~ms (40.0~ms against 10.0~ms)" in section
-    assert "small\\_cnn at batch 8 (fp32)" in section and "not profiled" in section
+    assert "the small CNN at batch 8 (fp32)" in section and "not profiled" in section
 
 
 def test_without_profiles_the_entry_point_still_writes_every_output(tmp_path):

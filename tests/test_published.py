@@ -518,7 +518,7 @@ def test_the_published_default_arithmetic_is_matched_like_for_like_and_set_besid
     assert (row.ratio_true_fp32, row.ci_low_true_fp32, row.ci_high_true_fp32) == pytest.approx((1.2, 1.1, 1.3))
     text = section(rows, sources, figure=None)
     assert "in each framework's default float32 arithmetic (TF32 not pinned)" in text
-    assert "JAX on resnet50 at batch 128 from 1.50 to 1.20 [1.10, 1.30]" in text
+    assert "JAX on ResNet-50 at batch 128 from 1.50 to 1.20 [1.10, 1.30]" in text
     assert "This study's cells ran on the NVIDIA H200" in text and "driver, CUDA and framework versions" in text
     assert "4.8 TB/s of memory bandwidth against 3.9 TB/s (H100 NVL)" in text
     assert "This study's cells: each framework's default float32 arithmetic (TF32 not pinned) too." in text
@@ -544,7 +544,7 @@ def test_true_fp32_cells_stand_in_for_the_default_arithmetic_like_for_like_only_
         assert r"$^{\S}$" not in table
     else:
         assert "ours in true FP32, theirs in each framework's default arithmetic" in table
-        assert r"resnet50$^{\S}$" in table and "compare another arithmetic than the source's" in table
+        assert r"ResNet-50$^{\S}$" in table and "compare another arithmetic than the source's" in table
 
 
 def test_the_shipped_h100_figures_are_each_frameworks_default_arithmetic():

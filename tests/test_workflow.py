@@ -64,6 +64,7 @@ NEW_BATCH_SIZE_JOBS = {
     "aggregate_inference": 1,
     "inference_figure": 1,
     "mode_gain_figure": 1,  # its table (mode_gains.csv) is rewritten with the others
+    "headline_figure": 1,  # so is the ratio table it plots
     "loader_figure": 1,
     "paper_tables": 1,
     # the generated sections read the new cells too; so do the parity logits, read from each framework's cells at

@@ -84,7 +84,11 @@ PAPER_TABLES = {
         "dataset",
         "loader",
     )
-} | {"training": f"{RESULTS}/tables/training_section.tex"}
+} | {
+    # the training section's text and figure (the body) and its tables (an appendix): fwbench.analysis.common.detail
+    "training": f"{RESULTS}/tables/training_section.tex",
+    "training_detail": f"{RESULTS}/tables/training_detail.tex",
+}
 # Every job's wall time: Snakemake's benchmark: files for the jobs that measure nothing, the measuring jobs' own
 # records beside them (fwbench.workflow.jobtime says why), read by the study_time rule.
 BENCHMARKS = f"{RESULTS}/benchmarks"
@@ -247,6 +251,7 @@ MICRO_OPERANDS = f"{RESULTS}/micro/operands.npz"
 MICRO_REFERENCE = str(REPO_ROOT / "reference" / "published-t4-micro.csv")
 MICRO_OUTPUTS = {
     "section": f"{RESULTS}/tables/micro_section.tex",
+    "detail": f"{RESULTS}/tables/micro_detail.tex",
     "macros": f"{RESULTS}/tables/micro_macros.tex",
 } | (
     {

@@ -49,6 +49,33 @@ rule mode_gain_figure:
         "../scripts/mode_gain_figure.py"
 
 
+# The paper's headline figure: every framework ratio with its interval, by model and framework pair (a forest plot,
+# fwbench.analysis.inference.forest).
+HEADLINE_FIGURE = f"{RESULTS}/figures/headline_ratios.pdf"
+
+
+rule headline_figure:
+    input:
+        speedups=SPEEDUPS_CSV,
+    output:
+        pdf=HEADLINE_FIGURE,
+        png=report(
+            f"{RESULTS}/figures/headline_ratios.png",
+            caption="../report/headline_ratios.rst",
+            category="Inference",
+            subcategory="Figures",
+        ),
+    log:
+        f"{RESULTS}/logs/figures/headline_ratios.log",
+    benchmark:
+        benchmark_file("headline_figure")
+    localrule: True
+    conda:
+        ENV
+    script:
+        "../scripts/headline_figure.py"
+
+
 rule loader_figure:
     input:
         loader=LOADER_RECORD,

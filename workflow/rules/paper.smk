@@ -10,6 +10,7 @@ rule paper:
         study_time_summary=rules.study_time.output.summary,
         figure=INFERENCE_FIGURE,
         mode_gain_figure=MODE_GAIN_FIGURE,
+        headline_figure=HEADLINE_FIGURE,
         loader_figure=LOADER_FIGURE,
         training_figure=TRAINING_FIGURE,
         micro=list(MICRO_OUTPUTS.values()),
@@ -44,8 +45,10 @@ rule paper:
 
 
 # The paper as a reader sees it: its LaTeX log, its sources (report/paper.tex and the generated inputs) and the PDF,
-# every page rendered (fwbench.analysis.paper.pdf_check). A paper with an undefined reference, a "??", an overfull box, an
-# unreferenced float or text below 7 pt fails here, so a study whose PDF is broken does not finish silently.
+# every page rendered (fwbench.analysis.paper.pdf_check), and its shape (fwbench.analysis.paper.structure_check). A
+# paper with an undefined reference, a "??", an overfull box, an unreferenced float, text below 7 pt, an abstract over
+# 150 words, a body over 8 pages, the headline figure after page 2, a caption over three lines or a model's
+# configuration identifier in the body fails here, so a study whose PDF is broken does not finish silently.
 PAPER_CHECK = f"{RESULTS}/report/paper_check.json"
 
 

@@ -41,6 +41,10 @@ rule published_comparison:
         "../scripts/published.py"
 
 
+# The HTML report's front page: the findings the abstract says, in Markdown that reads as reStructuredText too.
+REPORT_FRONT_PAGE = f"{RESULTS}/report/summary.rst"
+
+
 rule conclusions:
     input:
         speedups=SPEEDUPS_CSV,
@@ -53,6 +57,8 @@ rule conclusions:
     output:
         section=CONCLUSIONS_SECTION,
         abstract=f"{RESULTS}/tables/abstract.tex",
+        # the same findings for the HTML report's front page (the Snakefile's `report:`)
+        summary=REPORT_FRONT_PAGE,
     log:
         f"{RESULTS}/logs/figures/conclusions.log",
     benchmark:

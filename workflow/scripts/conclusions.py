@@ -1,8 +1,9 @@
-"""The paper's generated conclusions and limitations (fwbench.analysis.paper.conclusions), and its abstract
-(fwbench.analysis.paper.abstract)."""
+"""The paper's generated conclusions and limitations (fwbench.analysis.paper.conclusions), its abstract, and the same
+findings for the HTML report's front page (fwbench.analysis.paper.abstract)."""
 
+from fwbench.analysis.inference.ratio_macros import include_deviating
 from fwbench.analysis.inference.tidy import read_tidy
-from fwbench.analysis.paper.abstract import abstract_from_tables
+from fwbench.analysis.paper.abstract import abstract_from_tables, summary
 from fwbench.analysis.paper.conclusions import conclusions_section
 from fwbench.io import atomic_write_text
 from fwbench.workflow.logs import redirect_to
@@ -23,12 +24,12 @@ with redirect_to(snakemake.log[0]):
             config={**snakemake.params.config, "analysis": snakemake.config.get("analysis", {})},
         ),
     )
-    atomic_write_text(
-        snakemake.output.abstract,
-        abstract_from_tables(
-            read_tidy(snakemake.input.speedups),
-            read_tidy(snakemake.input.inference),
-            read_tidy(snakemake.input.profile),
-            snakemake.params.config,
-        ),
+    tables = (
+        read_tidy(snakemake.input.speedups),
+        read_tidy(snakemake.input.inference),
+        read_tidy(snakemake.input.profile),
     )
+    atomic_write_text(snakemake.output.abstract, abstract_from_tables(*tables, snakemake.params.config))
+    frameworks = list(snakemake.params.config["frameworks"])
+    counted = include_deviating(dict(snakemake.params.config))
+    atomic_write_text(snakemake.output.summary, summary(*tables, frameworks, include_deviating=counted) + "\n")

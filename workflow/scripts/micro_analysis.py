@@ -14,4 +14,5 @@ with redirect_to(snakemake.log[0]):
         )
     else:  # the study has no micro suite: the paper says so in one sentence and quotes no micro macros
         atomic_write_text(outputs["section"], micro_section(None))
+        atomic_write_text(outputs["detail"], "% this study has no micro suite: no detail\n")
         atomic_write_text(outputs["macros"], "% this study has no micro suite\n")

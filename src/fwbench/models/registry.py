@@ -17,6 +17,10 @@ class ModelSpec:
     # Which kind of op does most of the model's arithmetic: where TF32 covers one kind only (PyTorch's own default on
     # a GPU: convolutions, not matmuls), the model's MFU divides by the peak of that kind's arithmetic.
     compute: str = "convolutions"
+    # How the paper and the README name the model in prose ("ResNet-50", not `resnet50`), and the kind of model a
+    # finding generalises over ("on every CNN"): the identifier stays in file paths, tables' keys and the CLI.
+    display: str = ""
+    family: str = "CNN"
 
 
 MODELS: dict[str, ModelSpec] = {
@@ -29,6 +33,7 @@ MODELS: dict[str, ModelSpec] = {
             "3x (conv3x3-BN-ReLU), global average pool, linear",
             ("classifier.weight", "classifier.bias"),
             keras_builder="fwbench.models.small_cnn_keras:small_cnn",
+            display="small CNN",
         ),
         ModelSpec(
             "resnet50",
@@ -37,6 +42,7 @@ MODELS: dict[str, ModelSpec] = {
             "torchvision ResNet-50 (v1.5)",
             ("fc.weight", "fc.bias"),
             keras_builder="fwbench.models.resnet_keras:resnet50",
+            display="ResNet-50",
         ),
         ModelSpec(
             "vit_b_16",
@@ -46,6 +52,8 @@ MODELS: dict[str, ModelSpec] = {
             ("heads.head.weight", "heads.head.bias"),
             keras_builder="fwbench.models.vit_keras:vit_b_16",
             compute="matmuls",
+            display="ViT-B/16",
+            family="transformer",
         ),
         ModelSpec(
             "mobilenet_v3_small",
@@ -54,6 +62,7 @@ MODELS: dict[str, ModelSpec] = {
             "torchvision MobileNetV3-Small",
             ("classifier.3.weight", "classifier.3.bias"),
             keras_builder="fwbench.models.mobilenet_keras:mobilenet_v3_small",
+            display="MobileNetV3-Small",
         ),
         ModelSpec(
             "efficientnet_b0",
@@ -62,6 +71,7 @@ MODELS: dict[str, ModelSpec] = {
             "torchvision EfficientNet-B0",
             ("classifier.1.weight", "classifier.1.bias"),
             keras_builder="fwbench.models.efficientnet_keras:efficientnet_b0",
+            display="EfficientNet-B0",
         ),
     )
 }

@@ -1,9 +1,12 @@
-"""Small LaTeX helpers shared by the table and macro writers."""
+"""Small LaTeX helpers shared by the table and macro writers, and the floats every section sets (`table_float`,
+`figure_float`): a caption of at most three lines that says what the reader sees, its explanations in a note under the
+table or figure (`float_note`)."""
 
 from __future__ import annotations
 
 import math
 import re
+from collections.abc import Sequence
 
 _SPECIAL = {
     "\\": r"\textbackslash{}",
@@ -171,3 +174,74 @@ def breakable(text: str) -> str:
     """LaTeX-escaped `text`, hyphens as typed, that may break after "/", "=", ",", ";", ":" or "_" (unbroken tokens
     such as XLA_FLAGS or a UUID would otherwise overrun a narrow column)."""
     return re.sub(r"(\\_|[/=,;:])", r"\1\\allowbreak{}", literal(text))
+
+
+# A caption says what the reader sees in at most three lines of IEEEtran's 8 pt caption type: at most this many
+# characters of rendered text per float environment. Measured in the PDF (pdfminer, as the paper check reads it):
+# a line holds about 55 characters of a one-column table's caption (IEEEtran sets table captions in small capitals),
+# 66 of a one-column figure's (less "Fig. 3. " on its first line), 117 of a page-wide table's and 133 of a
+# page-wide figure's; each budget leaves a tenth for how the words break. Everything else the reader needs (what a
+# mark means, what a column holds, which modes are paired, where the numbers come from) goes into the float's note
+# (`float_note`), under the table or figure, so that the paper check (fwbench.analysis.paper.structure_check) passes
+# the PDF; tests/test_captions.py holds every generated caption to these.
+CAPTION_CHARS = {"table": 150, "figure": 175, "table*": 320, "figure*": 360}
+
+
+def float_note(notes: Sequence[str], size: str = r"\footnotesize") -> str:
+    """The note under a table or figure, inside its float: the non-empty `notes` as one ragged-right paragraph the
+    float's width at `size` (IEEEtran's \\footnotesize is 8 pt, \\scriptsize 7 pt, the paper check's least); empty
+    when there is nothing to say."""
+    text = " ".join(note.strip() for note in notes if note and note.strip())
+    if not text:
+        return ""
+    return rf"\par\smallskip\parbox{{\linewidth}}{{{size}\raggedright {text}}}"
+
+
+def table_float(
+    caption: str,
+    label_: str,
+    body: str,
+    notes: Sequence[str] = (),
+    *,
+    wide: bool = True,
+    placement: str = "tp",
+    size: str = r"\footnotesize",
+    setup: Sequence[str] = (),
+) -> list[str]:
+    """A table's float, line by line: its caption above (a short statement of what the reader sees, at most
+    CAPTION_CHARS), the label, the body at `size` after the `setup` lines (a narrower \\tabcolsep), and the note
+    under it (`float_note`). `wide`: across the page (table*; [tp] by default: a page top, or a page of floats, so
+    that the paper's many page-wide tables do not hold the one-column figures back)."""
+    environment = "table*" if wide else "table"
+    note = float_note(notes)
+    return [
+        rf"\begin{{{environment}}}[{placement}]",
+        r"\centering",
+        rf"\caption{{{caption}}}",
+        rf"\label{{{label_}}}",
+        size,
+        *setup,
+        body.rstrip(),
+        *([note] if note else []),
+        rf"\end{{{environment}}}",
+    ]
+
+
+def figure_float(
+    graphic: str, caption: str, label_: str, notes: Sequence[str] = (), *, wide: bool = False, placement: str = "t"
+) -> list[str]:
+    """A figure's float, line by line: the graphic the float's width (`wide`: across the page, figure*), its note
+    right under it (`float_note`), then the caption (IEEEtran sets a figure's caption below it) and the label. The
+    note stays above the caption: under it, at the caption's size and spacing, the paper check would read its lines
+    as the caption's."""
+    environment, width = ("figure*", r"\textwidth") if wide else ("figure", r"\columnwidth")
+    note = float_note(notes)
+    return [
+        rf"\begin{{{environment}}}[{placement}]",
+        r"\centering",
+        rf"\includegraphics[width={width}]{{{graphic}}}",
+        *([note] if note else []),
+        rf"\caption{{{caption}}}",
+        rf"\label{{{label_}}}",
+        rf"\end{{{environment}}}",
+    ]

@@ -12,7 +12,16 @@ from typing import Any
 
 import pandas as pd
 
-from fwbench.analysis.common.latex import FRAMEWORK_LABELS, escape, label, macro_name, short_label, stacked_header
+from fwbench.analysis.common.latex import (
+    FRAMEWORK_LABELS,
+    escape,
+    label,
+    macro_name,
+    short_label,
+    stacked_header,
+    table_float,
+)
+from fwbench.analysis.common.names import display_or_same, model_name
 from fwbench.analysis.inference.tidy import present
 from fwbench.running.failures import KINDS
 
@@ -118,10 +127,9 @@ def deviations_table(cells: pd.DataFrame) -> str:
     ]
     for _, row in listed.iterrows():
         framework = FRAMEWORK_LABELS.get(row["framework"], row["framework"])
-        head = (
-            f"{escape(row['suite'])} & {escape(framework)} & {escape(row['model'])} & {escape(row['precision'])} & "
-            f"{row['batch_size']}"
-        )
+        model = escape(display_or_same(row["model"]))
+        head = f"{escape(row['suite'])} & {escape(framework)} & {model} & {escape(row['precision'])} & "
+        head += str(row["batch_size"])
         if row["status"] != "ok":
             tried = present(row["workarounds_tried"])
             workaround = f"tried {_names(row['workarounds_tried'])}" if tried else "---"
@@ -141,7 +149,7 @@ def _framework_order(framework: str) -> tuple[int, str]:
 
 
 def _short_names(frameworks: list[str]) -> str:
-    """The caption's key to short framework names, e.g. "Frameworks: PT PyTorch, JAX JAX/Flax." after a space."""
+    """The note's key to short framework names, e.g. "Frameworks: PT PyTorch, JAX JAX/Flax." after a space."""
     names = [f"{escape(short_label(f))} {escape(label(f))}" for f in frameworks if short_label(f) != label(f)]
     return f" Frameworks: {', '.join(names)}." if names else ""
 
@@ -166,15 +174,8 @@ def largest_batch_table(frame: pd.DataFrame) -> str:
         "model, precision and framework, the largest batch size whose cell succeeded and the smallest that ran out "
         "of memory.",
         "",
-        r"\begin{table}[t]",
-        r"\centering",
-        r"\caption{Largest batch size that fit: the largest batch size whose inference cell succeeded and the "
-        r"smallest that ran out of device or host memory (never worked around: the batch size is an axis)."
-        + _short_names(sorted(set(cells["framework"]), key=_framework_order))
-        + "}",
-        r"\label{tab:largest_batch}",
-        r"\footnotesize",
-        r"\setlength{\tabcolsep}{4pt}",  # with the longest model name, the table fits its column at 8 pt
+    ]
+    tabular = [
         r"\begin{tabular}{l l l r l}",
         r"\toprule",
         r"\textbf{Model} & \textbf{Prec.} & "
@@ -194,11 +195,25 @@ def largest_batch_table(frame: pd.DataFrame) -> str:
         if not out.empty:
             first = out.iloc[0]
             smallest = f"{int(first['batch_size'])} ({'device' if first['failure_kind'] == 'device_oom' else 'host'})"
-        # short framework names (the caption spells them out): the table fits its column at 8 pt
-        lines.append(
-            f"{escape(model)} & {escape(precision)} & {escape(short_label(framework))} & {largest} & {smallest} \\\\"
+        # short framework names (the note spells them out): the table fits its column at 8 pt
+        tabular.append(
+            f"{escape(model_name(model))} & {escape(precision)} & {escape(short_label(framework))} & {largest} & "
+            f"{smallest} \\\\"
         )
-    lines += [r"\bottomrule", r"\end{tabular}", r"\end{table}"]
+    tabular += [r"\bottomrule", r"\end{tabular}"]
+    lines += table_float(
+        "Largest batch size that fit per model, precision and framework, and the smallest that ran out of memory.",
+        "tab:largest_batch",
+        "\n".join(tabular),
+        [
+            "Largest OK: the largest batch size whose inference cell succeeded; smallest OOM: the smallest that ran "
+            "out of device or host memory (never worked around: the batch size is an axis)."
+            + _short_names(sorted(set(cells["framework"]), key=_framework_order))
+        ],
+        wide=False,
+        placement="t",
+        setup=[r"\setlength{\tabcolsep}{4pt}"],  # with the longest model name, the table fits its column at 8 pt
+    )
     return "\n".join(lines) + "\n"
 
 
@@ -218,15 +233,17 @@ def failures_table(frame: pd.DataFrame, training: pd.DataFrame | None = None) ->
     lines = [
         escape(summary) + r" Table~\ref{tab:failures} lists every such cell.",
         "",
-        r"\begin{table*}[t]",
-        r"\centering",
-        r"\caption{Deviations and failures: every cell, of every suite, that failed (its failure kind and recorded "
-        r"reason) or succeeded only with a workaround from the fallback ladder (ok$^{d}$: the workaround, the kind "
-        r"of the failure that made it apply and why it applied).}",
-        r"\label{tab:failures}",
-        r"\footnotesize",
-        deviations_table(cells).rstrip(),
-        r"\end{table*}",
+        *table_float(
+            "Deviations and failures: every cell, of every suite, that failed or succeeded only with a workaround "
+            "from the fallback ladder.",
+            "tab:failures",
+            deviations_table(cells),
+            [
+                "Failed: the cell's failure kind and recorded reason; ok$^{d}$: the workaround, the kind of the "
+                "failure that made it apply and why it applied."
+            ],
+            placement="t",
+        ),
         "",
     ]
     return "\n".join(lines) + "\n" + largest_batch_table(frame)

@@ -25,7 +25,8 @@ from typing import Any
 
 import pandas as pd
 
-from fwbench.analysis.common.latex import escape, join_words
+from fwbench.analysis.common.latex import escape, join_words, table_float
+from fwbench.analysis.common.names import with_display_names
 from fwbench.analysis.fairness.block_checks import block_order_row, idle_row, load_row, steal_row
 from fwbench.analysis.fairness.cache_checks import launch_cache_row
 from fwbench.analysis.fairness.input_checks import (
@@ -88,12 +89,6 @@ def ledger(
 def ledger_table(rows: pd.DataFrame) -> str:
     """The ledger as a full-width LaTeX table: control, status, what was measured and where it did not hold."""
     lines = [
-        r"\begin{table*}[t]",
-        r"\centering",
-        r"\caption{Fairness ledger: every control of the comparison with what this study measured for it, from the "
-        r"cells' own records and the study's parity rule. ``Did not hold'' names where; ``not measured'' says why.}",
-        r"\label{tab:ledger}",
-        r"\scriptsize",  # IEEEtran's 7 pt, the paper check's least: 23 controls fit one page
         # Ragged right: cell names and digests do not justify well in narrow columns.
         r"\begin{tabular}{@{}"
         + "".join(rf">{{\raggedright\arraybackslash}}p{{{width}\textwidth}}" for width in (0.16, 0.08, 0.37, 0.28))
@@ -104,10 +99,23 @@ def ledger_table(rows: pd.DataFrame) -> str:
     ]
     for row in rows.itertuples():
         status = r"\textbf{" + escape(row.status) + "}" if row.status == NOT_HELD else escape(row.status)
-        where = escape(_shortened(row.where or ""))
-        lines.append(f"{escape(row.control)} & {status} & {escape(row.measured)} & {where} \\\\")
-    lines += [r"\bottomrule", r"\end{tabular}", r"\end{table*}"]
-    return "\n".join(lines) + "\n"
+        # the models by their display names, as the paper names them (ledger.csv keeps the identifiers)
+        where = escape(_shortened(with_display_names(row.where or "")))
+        measured = escape(with_display_names(row.measured))
+        lines.append(f"{escape(row.control)} & {status} & {measured} & {where} \\\\")
+    lines += [r"\bottomrule", r"\end{tabular}"]
+    float_lines = table_float(
+        "Fairness ledger: every control of the comparison with what this study measured for it.",
+        "tab:ledger",
+        "\n".join(lines),
+        [
+            "From the cells' own records and the study's parity rule. ``Did not hold'' names where; ``not measured'' "
+            "says why."
+        ],
+        placement="t",
+        size=r"\scriptsize",  # IEEEtran's 7 pt, the paper check's least: 23 controls fit one page
+    )
+    return "\n".join(float_lines) + "\n"
 
 
 def _shortened(where: str, limit: int = WHERE_CHARS) -> str:

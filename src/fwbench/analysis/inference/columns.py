@@ -1,9 +1,9 @@
 """The columns of the inference tables: one per framework and execution mode (`table_variants`), a compile-time
 column per compiled mode (`compiled_variants`), and how each column and each ratio column is named in a header and
-spelt out in the caption, with every column's mode in words (`modes_sentence`).
+spelt out in the tables' notes, with every column's mode in words (`modes_sentence`).
 
-Apart from the tables' cells and marks (fwbench.analysis.inference.marks) and their layout and captions
-(fwbench.analysis.inference.tables): what a column is called must read the same in the header, the caption and the
+Apart from the tables' cells and marks (fwbench.analysis.inference.marks) and their layout, captions and notes
+(fwbench.analysis.inference.tables): what a column is called must read the same in the header, the note and the
 legend, whatever frameworks and modes a study has."""
 
 from __future__ import annotations
@@ -55,10 +55,10 @@ Header = str | tuple[str, ...]  # a column header: one line, or several stacked 
 
 
 def variant_names(variants: list[Variant]) -> tuple[Any, str]:
-    """How the inference tables name their columns, and the caption's words for it: a framework measured in one
-    mode by its name alone (the caption's mode sentence says which), one measured in several by name and mode;
+    """How the inference tables name their columns, and the note's words for it: a framework measured in one
+    mode by its name alone (the note's mode sentence says which), one measured in several by name and mode;
     full names with up to two columns, beyond that the short names (PT-eager, PT-compiled, JAX, TF), spelt out in
-    the caption, a mode under its framework's name ("PT" over "compiled"), so that every column stays readable at
+    the note, a mode under its framework's name ("PT" over "compiled"), so that every column stays readable at
     the table's 8 pt and the table fits the page."""
     several = multi_mode(variants)
 
@@ -92,7 +92,7 @@ def _mode_description(frame: pd.DataFrame, variant: Variant) -> str:
 
 
 def modes_sentence(frame: pd.DataFrame, variants: list[Variant]) -> str:
-    """The inference captions' sentence on execution modes: every framework's modes in the table, what each is,
+    """The inference notes' sentence on execution modes: every framework's modes in the table, what each is,
     and that every mode but eager is compiled, so no column's mode is left to the reader."""
     frame = with_modes(frame)
     parts = []

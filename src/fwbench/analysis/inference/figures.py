@@ -14,6 +14,7 @@ import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
 from fwbench.analysis.common.latex import label, ordered_variants, variant_label, variant_short  # noqa: E402
+from fwbench.analysis.common.names import model_name  # noqa: E402
 from fwbench.analysis.common.partners import multi_mode, with_modes  # noqa: E402
 from fwbench.analysis.inference.summary import refused, resolved_adjusted  # noqa: E402
 from fwbench.study.modes import MODES  # noqa: E402
@@ -112,7 +113,7 @@ def throughput_figure(frame: pd.DataFrame, pdf: str | Path, png: str | Path) -> 
         ax.set_yscale("log")
         ax.set_xticks(sorted(panel["batch_size"].unique()))
         ax.get_xaxis().set_major_formatter(matplotlib.ticker.ScalarFormatter())
-        ax.set_title(model)
+        ax.set_title(model_name(model))
         ax.set_xlabel("batch size")
         ax.set_ylabel("throughput (img/s)")
     for ax in list(axes.flat)[len(models) :]:
@@ -124,7 +125,7 @@ def throughput_figure(frame: pd.DataFrame, pdf: str | Path, png: str | Path) -> 
 
 def _gain_label(row: pd.Series, several_precisions: bool, several_variants: bool) -> str:
     """A gain's row on the figure: model and batch size, the precision and the mode pair only where they vary."""
-    text = f"{row['model']}, bs {int(row['batch_size'])}"
+    text = f"{model_name(row['model'])}, bs {int(row['batch_size'])}"
     if several_precisions:
         text += f", {row['precision']}"
     if several_variants:

@@ -24,6 +24,7 @@ from fwbench.analysis.common.latex import (
     others,
     variant_label,
 )
+from fwbench.analysis.common.names import model_in_text
 from fwbench.analysis.common.partners import multi_mode, with_modes
 from fwbench.analysis.common.verdicts import multiplicity_setting
 from fwbench.analysis.inference.mode_macros import mode_macros
@@ -160,7 +161,7 @@ def macros(
         best = ok.loc[ok["mfu"].idxmax()]
         fw = variant_label(best["framework"], best["mode"], alone=best["framework"] not in several)
         defs["fwbMaxMFU"] = number(100 * float(best["mfu"]), 2)
-        defs["fwbMaxMFUCell"] = escape(f"{fw} {best['model']} at batch {best['batch_size']}")
+        defs["fwbMaxMFUCell"] = escape(f"{fw} on {model_in_text(best['model'])} at batch {best['batch_size']}")
         defs["fwbPeakGflopsFloat"] = peaks_used(ok)
     else:
         defs["fwbMaxMFU"], defs["fwbMaxMFUCell"], defs["fwbPeakGflopsFloat"] = "---", "no cell", "--- GFLOP/s"
@@ -182,7 +183,7 @@ def macros(
         best = mine.sort_values("throughput_img_s").iloc[-1] if not mine.empty else None
         defs[macro_name("peak", framework)] = number(best["throughput_img_s"]) if best is not None else "---"
         defs[macro_name("peak", framework, "cell")] = (
-            escape(f"{best['model']} at batch {best['batch_size']}{_mode_suffix(best, several)}")
+            escape(f"{model_in_text(best['model'])} at batch {best['batch_size']}{_mode_suffix(best, several)}")
             if best is not None
             else "no successful cell"
         )

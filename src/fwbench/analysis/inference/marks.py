@@ -1,9 +1,9 @@
 """The cells of the inference tables and their marks: a throughput or latency with its cell's marks (noisy, CI
 target missed, settings differ, deviation; `value_cell`), a ratio with its interval, bold where resolved and marked
-where it cannot be or was not (`ratio_cell`), and the legend that explains each mark in the caption (`ratio_notes`,
+where it cannot be or was not (`ratio_cell`), and the legend that explains each mark in the note (`ratio_notes`,
 CELL_NOTES and the notes that appear only when some ratio carries their mark).
 
-A mark and its note change together, so they live here side by side; the tables' layout and captions are
+A mark and its note change together, so they live here side by side; the tables' layout, captions and notes are
 fwbench.analysis.inference.tables'."""
 
 from __future__ import annotations

@@ -23,6 +23,7 @@ from fwbench.analysis.common.latex import (
     others,
     pairing_label,
 )
+from fwbench.analysis.common.names import models_in_text
 from fwbench.analysis.common.partners import with_modes
 from fwbench.analysis.common.verdicts import multiplicity_setting
 from fwbench.analysis.inference.ratio_macros import (
@@ -121,8 +122,8 @@ def mode_gain_sentence(defs: dict[str, str], gains: pd.DataFrame, method: str = 
 def _scope(frame: pd.DataFrame, framework: str, mode: str) -> str:
     """ "for every model", or "for m1 and m2 only" where a mode was measured on some of the study's models."""
     mine = frame[(frame["framework"] == framework) & (frame["mode"] == mode)]
-    models = sorted(set(mine["model"]))
-    return "for every model" if set(models) == set(frame["model"]) else f"for {join_words(models)} only"
+    models = set(mine["model"])
+    return "for every model" if models == set(frame["model"]) else f"for {join_words(models_in_text(models))} only"
 
 
 # How a mode other than plain compiled or eager reads in "PyTorch ran eagerly, compiled and ...".
@@ -141,7 +142,7 @@ def first_compiled(gains: pd.DataFrame) -> pd.DataFrame:
 
 
 def _ran(frame: pd.DataFrame, framework: str) -> str:
-    """How a framework ran in this study: "eagerly for every model and compiled for small_cnn only", or "eagerly
+    """How a framework ran in this study: "eagerly for every model and compiled for the small CNN only", or "eagerly
     and compiled for every model"."""
     modes = [m for f, m in ordered_variants(zip(frame["framework"], frame["mode"], strict=True)) if f == framework]
     by_scope: dict[str, list[str]] = {}
@@ -154,8 +155,8 @@ def _ran(frame: pd.DataFrame, framework: str) -> str:
 
 def modes_sentence(frame: pd.DataFrame) -> str:
     """The method's sentence on what this study ran in which mode (fwbModesSentence), frameworks that ran alike
-    named together: "In this study, PyTorch ran eagerly for every model and compiled for mobilenet_v3_small and
-    small_cnn only; JAX/Flax and TensorFlow/Keras ran compiled for every model."."""
+    named together: "In this study, PyTorch ran eagerly for every model and compiled for MobileNetV3-Small and
+    the small CNN only; JAX/Flax and TensorFlow/Keras ran compiled for every model."."""
     frame = with_modes(frame)
     by_text: dict[str, list[str]] = {}
     for framework in ordered_frameworks(frame["framework"]):

@@ -14,6 +14,7 @@ from typing import Any
 import pandas as pd
 
 from fwbench.analysis.common.latex import escape, macro_name, number
+from fwbench.analysis.common.names import model_in_text
 from fwbench.analysis.common.verdicts import DEFAULT_MULTIPLICITY
 from fwbench.analysis.inference.summary import (
     Summary,
@@ -193,9 +194,9 @@ def ratio_summary(ratios: pd.DataFrame) -> dict[str, str]:
         "summary": summary_text(summary),
         "interval": summary_interval(summary),
         "min": number(float(lo["ratio"])),
-        "min_cell": escape(f"{lo['model']} at batch {lo['batch_size']}"),
+        "min_cell": escape(f"{model_in_text(lo['model'])} at batch {lo['batch_size']}"),
         "max": number(float(hi["ratio"])),
-        "max_cell": escape(f"{hi['model']} at batch {hi['batch_size']}"),
+        "max_cell": escape(f"{model_in_text(hi['model'])} at batch {hi['batch_size']}"),
         "pairs": str(len(ratios)),
         "models": str(summary.models),
         "faster": str(int((adjusted & above).sum())),

@@ -18,6 +18,7 @@ from fwbench.analysis.common.latex import (
     pairing_label,
     ratio_label,
 )
+from fwbench.analysis.common.names import models_in_text
 from fwbench.analysis.inference.ratio_macros import adjusted_phrase, ratio_names
 
 
@@ -155,7 +156,7 @@ def eager_family_sentence(defs: dict[str, str], frameworks: list[str], models: l
             f"{values['geomean']} for {label(framework)} ({values['interval']}; faster in {values['faster']} and "
             f"slower in {values['slower']} of {_pairs(values['pairs'])})"
         )
-    where = join_words([escape(model) for model in models])
+    where = join_words([escape(model) for model in models_in_text(models)])
     return (
         f"Against eager PyTorch, in the pairs without a compiled PyTorch cell to pair with (on {where}), the "
         f"throughput ratio's geometric mean is {join_words(clauses)}, counted {adjusted_phrase(method)}."

@@ -1,7 +1,7 @@
 """The paper's inference tables, generated from the tidy table (never typed by hand): throughput with each
 framework's ratio to PyTorch (`throughput_table`), then median latency, MFU and compile time (`latency_table`),
-each a full-width float whose caption explains exactly its own marks and names every column's execution mode
-(`inference_table`).
+each a full-width float whose caption says what it holds and whose note, under the table, explains exactly its own
+marks and names every column's execution mode (`inference_table`).
 
 Their columns and names are fwbench.analysis.inference.columns', their cells and the marks' legend
 fwbench.analysis.inference.marks'; the tables of the other sections live with their sections."""
@@ -13,7 +13,8 @@ from typing import Any
 import pandas as pd
 
 from fwbench.analysis.common import partners
-from fwbench.analysis.common.latex import BASELINE, escape, join_words, short_label, stacked_header
+from fwbench.analysis.common.latex import BASELINE, escape, join_words, short_label, stacked_header, table_float
+from fwbench.analysis.common.names import model_name
 from fwbench.analysis.common.partners import with_modes
 from fwbench.analysis.inference.columns import (
     Header,
@@ -53,7 +54,11 @@ def _inference_rows(frame: pd.DataFrame, row: Any) -> list[str]:
     groups = list(frame.groupby(["model", "precision"], sort=True))
     for index, ((model, precision), group) in enumerate(groups):
         for row_index, (batch, cells) in enumerate(group.groupby("batch_size", sort=True)):
-            values = [escape(model) if row_index == 0 else "", escape(precision) if row_index == 0 else "", str(batch)]
+            values = [
+                escape(model_name(model)) if row_index == 0 else "",
+                escape(precision) if row_index == 0 else "",
+                str(batch),
+            ]
             values += row(cells, model, precision, batch)
             lines.append(" & ".join(values) + r" \\")
         if index < len(groups) - 1:
@@ -148,7 +153,7 @@ def _kind(mode: str) -> str:
 
 def _mixed_columns(ratios: pd.DataFrame, compared: list[str]) -> str:
     """A sentence for the ratio columns whose own pairing sets an eager against a compiled program (a study with no
-    compiled PyTorch cell, or ratio_modes naming eager): their header names both modes, and the caption says it."""
+    compiled PyTorch cell, or ratio_modes naming eager): their header names both modes, and the note says it."""
     pairing = pairings(ratios)
     by_kind: dict[tuple[str, str], list[str]] = {}
     for framework in compared:
@@ -162,19 +167,36 @@ def _mixed_columns(ratios: pd.DataFrame, compared: list[str]) -> str:
     return escape(" " + _capitalised("; ".join(clauses)) + ".") if clauses else ""
 
 
-def _latency_contents(frame: pd.DataFrame, frameworks: list[str]) -> str:
-    """What the latency table holds, in words (its caption's and the throughput caption's pointer to it)."""
+def _latency_parts(frame: pd.DataFrame, frameworks: list[str]) -> list[tuple[str, str]]:
+    """What the latency table holds: (short name with its unit for the caption, the same in full for the
+    throughput table's pointer to it) per kind of column."""
     frame = with_modes(frame)
     variants = table_variants(frame, frameworks)
-    parts = ["median latency (p50 of the timed steps, ms)"]
+    parts = [("median latency (ms)", "median latency (p50 of the timed steps, ms)")]
     if "mfu" in frame:
-        parts.append("model FLOP utilisation (MFU, % of the measured peak at the cell's precision)")
+        parts.append(
+            (
+                "model FLOP utilisation (MFU, %)",
+                "model FLOP utilisation (MFU, % of the measured peak at the cell's precision)",
+            )
+        )
     compiled = compiled_variants(frame, variants)
     if compiled:
         name, _ = variant_names(variants)
         who = name(compiled[0]) if len(compiled) == 1 else "each compiled mode"
-        parts.append(f"the compile time (s) of {who}")
+        if isinstance(who, tuple):
+            who = " ".join(who)
+        parts.append((f"compile time (s) of {who}", f"the compile time (s) of {who}"))
+    return parts
+
+
+def _listed(parts: list[str]) -> str:
     return escape(", ".join(parts[:-1]) + " and " + parts[-1] if len(parts) > 1 else parts[0])
+
+
+def _latency_contents(frame: pd.DataFrame, frameworks: list[str]) -> str:
+    """What the latency table holds, in full (the throughput table's note points to it)."""
+    return _listed([full for _, full in _latency_parts(frame, frameworks)])
 
 
 # What a compiled mode's compile time covers: measured apart from the timed steady state, never inside it.
@@ -200,18 +222,17 @@ def _compile_note(frame: pd.DataFrame, frameworks: list[str]) -> str:
     return escape(f" Compile times, apart from the timed steps: {'; '.join(covered)}.")
 
 
-def _throughput_caption(frame: pd.DataFrame, frameworks: list[str], names: str, ratios: pd.DataFrame) -> str:
+def _throughput_float(frame: pd.DataFrame, frameworks: list[str], names: str, ratios: pd.DataFrame) -> list[str]:
+    """Table tab:inference: throughput and the ratios in its caption, every mode, pairing and mark in its note."""
     compared = _compared(frameworks)
     with_ratios = bool(compared)
-    head = r"Inference throughput (img/s, batch size over the median step)"
-    head += (
-        r" and each framework's throughput ratio to PyTorch (PT) with its 95\% CI, in the modes its column names."
-        if with_ratios
-        else "."
+    caption = "Inference throughput (img/s) per model, precision and batch size" + (
+        r", and each framework's throughput ratio to PyTorch (PT) with its 95\% CI." if with_ratios else "."
     )
     variants = table_variants(frame, frameworks)
-    return (
-        head
+    note = (
+        "Throughput: batch size over the median step."
+        + (" Each ratio pairs the modes its column names." if with_ratios else "")
         + names
         + modes_sentence(frame, variants)
         + (_mixed_columns(ratios, compared) + ratio_notes(ratios) if with_ratios else "")
@@ -220,46 +241,30 @@ def _throughput_caption(frame: pd.DataFrame, frameworks: list[str], names: str, 
         + r"; $^\dagger$: the cell failed; both see Section~\ref{sec:failures}. Table~\ref{tab:inference-latency} "
         + f"gives the same cells' {_latency_contents(frame, frameworks)}."
     )
+    return table_float(caption, "tab:inference", throughput_table(frame, frameworks, ratios), [note])
 
 
-def _latency_caption(frame: pd.DataFrame, frameworks: list[str], names: str) -> str:
-    return (
-        f"Inference: {_latency_contents(frame, frameworks)}, for the cells of Table~\\ref{{tab:inference}}.{names}"
-        f"{_compile_note(frame, frameworks)} "
-        r"$^\dagger$: the cell failed (Section~\ref{sec:failures})."
+def _latency_float(frame: pd.DataFrame, frameworks: list[str], names: str) -> list[str]:
+    """Table tab:inference-latency: what it holds in its caption; what latency, MFU and compile time cover in its
+    note."""
+    parts = _latency_parts(frame, frameworks)
+    caption = f"Inference {_listed([short for short, _ in parts])}, for the cells of Table~\\ref{{tab:inference}}."
+    note = (
+        "Latency: the p50 of the timed steps."
+        + (escape(" MFU: % of the measured peak at the cell's precision.") if "mfu" in frame else "")
+        + names
+        + _compile_note(frame, frameworks)
+        + r" $^\dagger$: the cell failed (Section~\ref{sec:failures})."
     )
-
-
-def _table_float(caption: str, label_: str, tabular: str) -> list[str]:
-    # [tp]: a page top, or a page of floats; with the paper's many full-width tables, top-only placement holds the
-    # single-column figures back for pages.
-    return [
-        r"\begin{table*}[tp]",
-        r"\centering",
-        rf"\caption{{{caption}}}",
-        rf"\label{{{label_}}}",
-        r"\footnotesize",
-        tabular.rstrip(),
-        r"\end{table*}",
-    ]
+    return table_float(caption, "tab:inference-latency", latency_table(frame, frameworks), [note])
 
 
 def inference_table(frame: pd.DataFrame, frameworks: list[str], ratios: pd.DataFrame) -> str:
     """The paper's inference tables, two full-width floats at 8 pt with nothing scaled: throughput with the ratios
     to PyTorch (Table tab:inference, `throughput_table`), then median latency, MFU and compile time (Table
-    tab:inference-latency, `latency_table`), each caption explaining exactly its own marks and naming every
-    column's execution mode."""
+    tab:inference-latency, `latency_table`), each with a short caption and a note under it that explains exactly its
+    own marks and names every column's execution mode."""
     frame = with_modes(frame)
     _, names = variant_names(table_variants(frame, frameworks))
-    lines = [
-        *_table_float(
-            _throughput_caption(frame, frameworks, names, ratios),
-            "tab:inference",
-            throughput_table(frame, frameworks, ratios),
-        ),
-        "",
-        *_table_float(
-            _latency_caption(frame, frameworks, names), "tab:inference-latency", latency_table(frame, frameworks)
-        ),
-    ]
+    lines = [*_throughput_float(frame, frameworks, names, ratios), "", *_latency_float(frame, frameworks, names)]
     return "\n".join(lines) + "\n"

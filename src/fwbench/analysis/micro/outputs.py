@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from fwbench.analysis.common.detail import split_detail
 from fwbench.analysis.common.latex import define_macros
 from fwbench.analysis.common.verdicts import DEFAULT_MULTIPLICITY
 from fwbench.analysis.micro.analysis import MicroAnalysis, analyse_micro
@@ -17,7 +18,7 @@ from fwbench.analysis.micro.section import micro_section
 from fwbench.io import atomic_write_text
 from fwbench.trackers.stats import BOOTSTRAP_RESAMPLES
 
-OUTPUT_KEYS = ("csv", "speedups", "crossovers", "section", "macros", "pdf", "png")
+OUTPUT_KEYS = ("csv", "speedups", "crossovers", "section", "detail", "macros", "pdf", "png")
 
 
 def write_micro_outputs(
@@ -41,6 +42,10 @@ def write_micro_outputs(
     micro_figure(
         analysis.frame, analysis.speedups, analysis.crossovers, analysis.published, outputs["pdf"], outputs["png"]
     )
-    atomic_write_text(outputs["section"], micro_section(analysis, figure=Path(outputs["pdf"]).stem))
+    body, detail = split_detail(
+        micro_section(analysis, figure=Path(outputs["pdf"]).stem), "Micro-benchmarks in full", "app:micro"
+    )
+    atomic_write_text(outputs["section"], body)
+    atomic_write_text(outputs["detail"], detail)
     atomic_write_text(outputs["macros"], define_macros(micro_macros(analysis)))
     return analysis

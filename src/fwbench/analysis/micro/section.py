@@ -6,20 +6,26 @@ crossovers are defined for the trials this study has), the figure, the tables, a
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import pandas as pd
 
-from fwbench.analysis.common.latex import escape, number
+from fwbench.analysis.common.detail import DETAIL_MARK
+from fwbench.analysis.common.latex import escape, figure_float, number
+from fwbench.analysis.common.latex import table_float as page_table
 from fwbench.analysis.micro.analysis import MicroAnalysis
 from fwbench.analysis.micro.figure import framework_order
 from fwbench.analysis.micro.reference import REFERENCE_GPU
 from fwbench.analysis.micro.results import comparison_text, results
 from fwbench.analysis.micro.tables import (
     CROSSOVER_CAPTION,
+    CROSSOVER_NOTE,
     ci_scopes,
     crossover_names,
     crossover_table,
     micro_caption,
     micro_label,
+    micro_note,
     micro_table,
     micro_variants,
     of,
@@ -226,34 +232,29 @@ def _method(analysis: MicroAnalysis) -> str:
     )
 
 
-def table_float(kind: str, caption: str, label_: str, body: str) -> list[str]:
-    """A page-wide float (`kind`* environment) of the section, set as its widest table needs."""
-    return [
-        rf"\begin{{{kind}*}}[tp]",
-        r"\centering",
-        rf"\caption{{{caption}}}",
-        rf"\label{{{label_}}}",
-        r"\footnotesize",
-        # with 8 pt text the widest table (crossovers, with a mode in its framework names) fits the page unscaled
-        r"\setlength{\tabcolsep}{3.5pt}",
-        body.rstrip(),
-        rf"\end{{{kind}*}}",
-    ]
+# with 8 pt text the widest table (crossovers, with a mode in its framework names) fits the page unscaled
+TABLE_SPACING = (r"\setlength{\tabcolsep}{3.5pt}",)
+
+
+def table_float(caption: str, label_: str, body: str, notes: Sequence[str] = ()) -> list[str]:
+    """A page-wide table of the section, set as its widest table needs, its note under it."""
+    return page_table(caption, label_, body, notes, setup=TABLE_SPACING)
 
 
 def _figure(figure: str) -> list[str]:
-    return [
-        r"\begin{figure*}[t]",
-        r"\centering",
-        rf"\includegraphics[width=\textwidth]{{{figure}}}",
-        r"\caption{Micro-benchmarks against batch size, log-log: time per call (top; 95\% CI bars; dashed: "
-        r"with the host-to-device copy of the input batch) and speedup over NumPy (bottom; 95\% CI bars, over "
-        r"processes where the cells have several trials, else within one process; vertical dotted lines: "
-        r"crossovers of the point estimates, labelled with their batch size; hollow squares: the reference's "
-        rf"published speedups on the {REFERENCE_GPU}). $\times$: a failed cell.}}",
-        r"\label{fig:micro}",
-        r"\end{figure*}",
-    ]
+    return figure_float(
+        figure,
+        r"Micro-benchmarks against batch size, log-log: time per call (top) and speedup over NumPy (bottom) of each "
+        r"framework and execution mode.",
+        "fig:micro",
+        [
+            r"Bars: 95\% CIs (the speedups': over processes where the cells have several trials, else within one "
+            r"process); dashed: with the host-to-device copy of the input batch; vertical dotted lines (dash-dotted "
+            r"with the copy): crossovers of the point estimates, labelled with their batch size; hollow squares: the "
+            rf"reference's published speedups on the {REFERENCE_GPU}; $\times$: a failed cell."
+        ],
+        wide=True,
+    )
 
 
 def micro_section(analysis: MicroAnalysis | None, figure: str = "micro") -> str:
@@ -273,26 +274,26 @@ def micro_section(analysis: MicroAnalysis | None, figure: str = "micro") -> str:
         "",
         *_figure(figure),
         "",
+        r"\paragraph{Results} " + results(analysis),
+        "",
+        r"\paragraph{Published against reproduced} " + comparison_text(analysis),
+        DETAIL_MARK,
         *[
             line
             for variant in micro_variants(analysis.frame)
             for line in table_float(
-                "table",
-                micro_caption(analysis.frame, variant, analysis.speedups),
+                micro_caption(variant),
                 micro_label(variant),
                 micro_table(analysis.frame, analysis.speedups, variant),
+                [micro_note(analysis.frame, analysis.speedups)],
             )
         ],
         "",
-        r"\paragraph{Results} " + results(analysis),
-        "",
-        r"\paragraph{Published against reproduced} " + comparison_text(analysis),
-        "",
         *table_float(
-            "table",
-            CROSSOVER_CAPTION + crossover_names(analysis.comparison),
+            CROSSOVER_CAPTION,
             "tab:micro-crossover",
             crossover_table(analysis.comparison),
+            [CROSSOVER_NOTE + crossover_names(analysis.comparison)],
         ),
     ]
     return "\n".join(body) + "\n"

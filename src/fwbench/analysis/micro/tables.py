@@ -1,8 +1,8 @@
-"""The micro suite's LaTeX tables and their captions: per timing variant, NumPy's time per call and each framework's
-time and speedup over NumPy by batch size (`micro_table`), and our crossovers beside the reference's
+"""The micro suite's LaTeX tables with their captions and notes: per timing variant, NumPy's time per call and each
+framework's time and speedup over NumPy by batch size (`micro_table`), and our crossovers beside the reference's
 (`crossover_table`). Every series is a framework in one execution mode, named with its mode wherever its framework
-has another one in the study (`mode_names`); the captions say what bold and each mark mean for the intervals this
-study has.
+has another one in the study (`mode_names`); the notes under the tables say what bold and each mark mean for the
+intervals this study has.
 """
 
 from __future__ import annotations
@@ -213,7 +213,7 @@ def _wrapped(width: str) -> str:
 
 def crossover_table(comparison: pd.DataFrame) -> str:
     """Our crossovers (with the speedup at the largest batch size) beside the reference's, the devices, and the
-    agreement (booktabs tabular). Short framework names (`crossover_names` spells them out for the caption),
+    agreement (booktabs tabular). Short framework names (`crossover_names` spells them out in the note),
     two-line headers and wrapping text columns keep its eleven columns within the page at 8 pt (nothing scaled)."""
     header = [
         stacked_header("Frame-", "work", align="l"),
@@ -265,7 +265,7 @@ def _short(row: Mapping[str, Any], several: set[str]) -> str:
 
 
 def crossover_names(comparison: pd.DataFrame) -> str:
-    """The caption's key to the crossover table's short framework names, e.g. " Framework: PT for PyTorch, ...",
+    """The note's key to the crossover table's short framework names, e.g. " Framework: PT for PyTorch, ...",
     with each mode where a framework has several ("PT-compiled for PyTorch compiled with torch.compile")."""
     if comparison.empty:
         return ""
@@ -278,13 +278,25 @@ def crossover_names(comparison: pd.DataFrame) -> str:
     return " Framework: " + ", ".join(f"{escape(short)} for {escape(what)}" for short, what in keys.items()) + "."
 
 
-def micro_caption(frame: pd.DataFrame, variant: str = "resident", speedups: pd.DataFrame | None = None) -> str:
+def _variant_words(variant: str) -> str:
     if variant == "resident":
-        what = "inputs resident on the device"
-    elif variant == "transfer":
-        what = "with the host-to-device copy of the input batch included in every call"
-    else:
-        what = f"variant {escape(variant)}"
+        return "inputs resident on the device"
+    if variant == "transfer":
+        return "with the host-to-device copy of the input batch included in every call"
+    return f"variant {escape(variant)}"
+
+
+def micro_caption(variant: str = "resident") -> str:
+    """A variant's table in a line or two: what it sets beside what (its note, `micro_note`, says how to read it)."""
+    return (
+        rf"Micro-benchmarks, {_variant_words(variant)}: time per call of NumPy and of each framework, and each "
+        r"framework's speedup over NumPy with its 95\% CI."
+    )
+
+
+def micro_note(frame: pd.DataFrame, speedups: pd.DataFrame | None = None) -> str:
+    """The note under a variant's table: NumPy's column, the intervals this study has and what bold, each mark and
+    a dash mean."""
     scopes = ci_scopes(speedups) if speedups is not None else set()
     if scopes and scopes <= {WITHIN}:
         ci = (
@@ -295,20 +307,24 @@ def micro_caption(frame: pd.DataFrame, variant: str = "resident", speedups: pd.D
         ci = r"[95\% CI over processes, paired by round]; bold: faster after the adjustment for multiple comparisons"
         if WITHIN in scopes:
             ci += r"; $^{w}$: a CI within one process (one trial), never bold"
-    caption = (
-        rf"Micro-benchmarks, {what}: NumPy's time per call (the baseline of every variant; ms, the geometric mean "
-        r"of its trials' medians) and, per framework, its time per call and speedup over NumPy "
+    note = (
+        r"NumPy ms: NumPy's time per call, the baseline of every variant (the geometric mean of its trials' medians); "
+        r"under each framework, its time per call (ms) and speedup over NumPy "
         + ci
         + r". failed$^\dagger$: the cell failed (its reason is in the suite's tidy table); ---: no cell, or no "
         r"speedup because a cell of the pair failed."
     )
     if set(frame["precision"]) - {"fp32"}:
-        caption += r" NumPy computes in float32 at every precision label."
-    return caption
+        note += r" NumPy computes in float32 at every precision label."
+    return note
 
 
 CROSSOVER_CAPTION = (
-    r"Crossover batch sizes, ours and the reference's alike from point estimates: the smallest measured batch size "
+    rf"Crossover batch sizes, ours beside the reference's ({REFERENCE_STUDY}): from which batch size each framework "
+    r"is faster than NumPy, our speedup at the largest batch size, the devices, and whether the two agree."
+)
+CROSSOVER_NOTE = (
+    r"Ours and the reference's crossovers alike come from point estimates: the smallest measured batch size "
     r"from which the speedup stays above 1 ($\le b$: faster already at the smallest measured batch size $b$; "
     r"$^{m}$: unverified, a cell at a larger batch size failed). Under ours, its 95\% interval from resampling the "
     r"whole series (never: not within the measured batch sizes; no interval: one process per cell), and the "

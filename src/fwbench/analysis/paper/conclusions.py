@@ -27,6 +27,7 @@ from typing import Any
 import pandas as pd
 
 from fwbench.analysis.common.verdicts import multiplicity_setting
+from fwbench.analysis.fairness.ledger import ledger_sentence
 from fwbench.analysis.inference.ratio_macros import eager_family, summary_ratios
 from fwbench.analysis.inference.summary import refused
 from fwbench.analysis.paper.findings import inference_sentences, placement_sentence, training_sentences
@@ -56,8 +57,9 @@ def conclusions_section(
     summary += [sentence for sentence in [placement_sentence(ratios)] if sentence]
     trained = "training" in config.get("suites", [])
     training = training_sentences(epochs, agreement, target, config) if trained else []
-    held = int((ledger["status"] == "held").sum())
-    ledger_text = f"Of the {len(ledger)} fairness controls, {held} held (Section~\\ref{{sec:ledger}})."
+    # the controls that did not hold, by name (the full ledger is an appendix): a reader weighs the ratios by what
+    # failed, not by how many rows held
+    ledger_text = ledger_sentence(ledger)
     items = limitations(inference, epochs, published, ledger, config)
     limits = (
         "This study has these limitations: " + "; ".join(items) + "."

@@ -33,6 +33,7 @@ from fwbench.analysis.common.latex import (
     ordered_variants,
     ratio_label,
 )
+from fwbench.analysis.common.names import model_in_text, models_in_text
 from fwbench.analysis.common.partners import (
     cell_mode,
     check_placement,
@@ -112,7 +113,7 @@ def _largest_text(mine: pd.DataFrame, resolved: pd.Series, method: str) -> str:
         kind = " (its 95\\% CI)"
     return (
         f", and the largest resolved difference is {number(strongest['ratio'])} [{number(low)}, {number(high)}]"
-        f"{kind} on {escape(strongest['model'])} at batch {int(strongest['batch_size'])}"
+        f"{kind} on {escape(model_in_text(strongest['model']))} at batch {int(strongest['batch_size'])}"
     )
 
 
@@ -170,7 +171,7 @@ def eager_sentence(ratios: pd.DataFrame, name: str, method: str) -> str:
         return ""
     resolved = resolved_adjusted(ratios)
     above = ratios["ratio"].astype(float) > 1
-    models = join_words([escape(model) for model in dict.fromkeys(str(m) for m in ratios["model"])])
+    models = join_words([escape(model) for model in models_in_text(ratios["model"])])
     text = (
         f"Against eager PyTorch, in the pairs without a compiled PyTorch cell to pair with (on {models}), {name} was "
         "faster in "
@@ -261,7 +262,7 @@ def batch_sentence(ratios: pd.DataFrame, name: str, method: str) -> str:
         between = f"batch {sizes[0][0]} and {sizes[0][1]}" if len(sizes) == 1 else "its smallest and largest batch size"
         if len(differences) == 1:
             only = differences[0]
-            where = f"{only.model} in {only.precision}" if several_precisions else only.model
+            where = model_in_text(only.model) + (f" in {only.precision}" if several_precisions else "")
             return f" {escape(name)}'s ratio on {escape(where)} does not differ resolvedly between {between} ({how})."
         return (
             f" {escape(name)}'s ratio differs resolvedly between {between} for none of the "
@@ -269,7 +270,7 @@ def batch_sentence(ratios: pd.DataFrame, name: str, method: str) -> str:
         )
     parts, previous = [], None
     for d in resolved:
-        where = f"{d.model} in {d.precision}" if several_precisions else d.model
+        where = model_in_text(d.model) + (f" in {d.precision}" if several_precisions else "")
         what = f"its ratio at batch {d.large} is " if (d.small, d.large) != previous else ""
         than = f" that at batch {d.small}" if (d.small, d.large) != previous else ""
         previous = (d.small, d.large)
@@ -396,7 +397,7 @@ def training_sentences(
         picked = [(f, _pick(steady, f, config)) for f in ordered_frameworks(f for f, _ in steady) if f != BASELINE]
         parts = [_training_comparison(steady[variant], base, named) for variant in picked]
         mixed = any(mixed_modes(mode, base_mode) for _, mode in picked)
-        where = f"{escape(model)} in {escape(precision)}" if several_precisions else escape(model)
+        where = escape(model_in_text(model)) + (f" in {escape(precision)}" if several_precisions else "")
         if parts:
             sentences.append(
                 f"Training {where} at batch {int(batch)}, the last epoch took "

@@ -6,6 +6,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from fwbench.analysis.common.detail import split_detail
 from fwbench.analysis.failures.report import failure_macros, failures_table
 from fwbench.analysis.inference.macros import macros
 from fwbench.analysis.inference.ratio_macros import include_deviating
@@ -51,9 +52,12 @@ def write_paper_inputs(
         epochs, agreement = read_tidy(training[0]), read_tidy(training[1])
         extra |= training_macros(epochs, agreement, include)
         published = read_published(training_reference) if training_reference is not None else None
-        atomic_write_text(outputs["training"], training_section(epochs, agreement, include, published))
+        section = training_section(epochs, agreement, include, published)
     else:
-        atomic_write_text(outputs["training"], training_section(None, None))
+        section = training_section(None, None)
+    body, detail = split_detail(section, "Training in full", "app:training")
+    atomic_write_text(outputs["training"], body)
+    atomic_write_text(outputs["training_detail"], detail)
     # Deviations and failures of every suite (the training table has one row per epoch, a failed cell one row).
     atomic_write_text(outputs["failures"], failures_table(frame, epochs))
     extra |= failure_macros(frame, epochs)

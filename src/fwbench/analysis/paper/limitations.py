@@ -15,6 +15,7 @@ from typing import Any
 import pandas as pd
 
 from fwbench.analysis.common.latex import escape, join_words, number
+from fwbench.analysis.common.names import model_in_text, models_in_text
 from fwbench.analysis.common.partners import with_modes
 from fwbench.analysis.paper.findings import plural
 
@@ -91,7 +92,10 @@ def limitations(
             f"{plural(int(epochs['epoch'].max()) + 1, 'epoch')}), without an interval"
         )
         if untrained:
-            text += f", and only for {escape(join_words(trained))} ({escape(join_words(untrained))} not trained)"
+            untrained_names = join_words([model_in_text(m) for m in untrained])
+            text += (
+                f", and only for {escape(join_words(models_in_text(trained)))} ({escape(untrained_names)} not trained)"
+            )
         items.append(text)
     if len(published) and not published["absolute_comparable"].astype(bool).all():
         items.append(

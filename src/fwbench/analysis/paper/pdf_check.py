@@ -16,8 +16,9 @@ label, a line of the log):
 - `small_text`: no text the reader has to read is set below `minimum_pt` (7 pt): see its docstring for the rule.
 - `render_pages`: every page renders (pdftoppm) to a non-blank image.
 
-`check_paper` runs them all; `fwbench.analysis.paper.pdf_check` is called by the workflow's paper_check rule, which
-fails the study when the list is not empty.
+`check_paper` runs them all, the checks every LaTeX document must pass. The workflow's paper_check rule runs them
+with the paper's own shape (its length, its headline figure, its captions: fwbench.analysis.paper.structure_check,
+`check_paper_and_structure`) and fails the study when the list is not empty.
 """
 
 from __future__ import annotations
@@ -266,7 +267,7 @@ class SmallLine:
     table: str | None
 
 
-def _lines(layout: Any) -> Iterable[Any]:
+def text_lines(layout: Any) -> Iterable[Any]:
     """The text lines of a pdfminer layout, not descending into figures (LTFigure: an embedded PDF or image, i.e.
     an \\includegraphics)."""
     from pdfminer.layout import LTFigure, LTTextLine
@@ -277,7 +278,7 @@ def _lines(layout: Any) -> Iterable[Any]:
         if isinstance(item, LTTextLine):
             yield item
         elif hasattr(item, "__iter__"):
-            yield from _lines(item)
+            yield from text_lines(item)
 
 
 _CAPTION = re.compile(r"^TABLE\s+[IVXLC]+$")  # IEEEtran's table caption line: "TABLE IV"
@@ -310,7 +311,7 @@ def small_lines(pdf: str | Path, *, minimum_pt: float = MINIMUM_PT) -> list[Smal
 
     found = []
     for number_, page in enumerate(extract_pages(str(pdf), laparams=LAParams()), start=1):
-        lines = list(_lines(page))
+        lines = list(text_lines(page))
         captions = [line for line in lines if _CAPTION.match(line.get_text().strip())]
         for line in lines:
             chars = [c for c in line if isinstance(c, LTChar) and c.get_text().strip()]

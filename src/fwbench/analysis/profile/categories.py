@@ -29,7 +29,7 @@ CATEGORY_COLOURS: dict[str, str] = {
 UNKNOWN_COLOUR = "#555555"
 
 
-# Short labels for the section's table, where two categories share a row with four numbers (its caption spells
+# Short labels for the section's table, where two categories share a row with four numbers (its note spells
 # them out).
 SHORT_LABELS: dict[str, str] = {
     "convolution": "Conv.",

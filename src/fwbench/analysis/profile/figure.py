@@ -21,6 +21,7 @@ from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 
 from fwbench.analysis.common.latex import variant_label  # noqa: E402
+from fwbench.analysis.common.names import model_name  # noqa: E402
 from fwbench.analysis.inference.figures import save_figure  # noqa: E402
 from fwbench.analysis.profile.categories import category_colour, category_label, ordered_categories  # noqa: E402
 from fwbench.analysis.profile.tables import PANEL_KEYS, category_times, cell_rows, row_key  # noqa: E402
@@ -29,7 +30,7 @@ TIMED_MARKER = {"marker": "D", "color": "black", "markersize": 4, "markeredgecol
 
 
 def panel_title(model: str, precision: str, batch: int) -> str:
-    return f"{model}, bs {int(batch)}, {precision}"
+    return f"{model_name(model)}, bs {int(batch)}, {precision}"
 
 
 def _no_profile(ax: plt.Axes) -> None:

@@ -13,14 +13,17 @@ import pandas as pd
 
 from fwbench.analysis.common.latex import (
     escape,
+    figure_float,
     join_words,
     label,
     number,
     ordered_frameworks,
     stacked,
     stacked_header,
+    table_float,
     variant_label,
 )
+from fwbench.analysis.common.names import model_name, models_in_text
 from fwbench.analysis.profile.categories import category_phrase, ordered_categories, short_label
 from fwbench.analysis.profile.sentences import THRESHOLD, ratio_sentences
 from fwbench.analysis.profile.tables import PANEL_KEYS, category_times, cell_rows, row_key
@@ -48,7 +51,8 @@ def _what_text(cells: pd.DataFrame) -> str:
     count = len(cells)
     return (
         f"{count} inference cell{'' if count == 1 else 's'} {'was' if count == 1 else 'were'} profiled "
-        f"({len(models)} model{'' if len(models) == 1 else 's'}: {escape(join_words(models))}; batch size "
+        f"({len(models)} model{'' if len(models) == 1 else 's'}: {escape(join_words(models_in_text(models)))}; "
+        "batch size "
         f"{_int_list(cells['batch_size'])}; {len(variants)} framework and mode variant"
         f"{'' if len(variants) == 1 else 's'}), after the cell's timed trials: {_where_text(cells)}; each "
         "was warmed up on the profiled shape, then "
@@ -166,18 +170,18 @@ def method_text(table: pd.DataFrame, unmapped: pd.DataFrame | None = None) -> st
 def _figure(figure: str, panels: int) -> list[str]:
     """The figure float: across the page where it has several panels, one column wide for a single panel (the
     figure draws up to three panels side by side)."""
-    star, width = ("*", r"\textwidth") if panels > 1 else ("", r"\columnwidth")
-    return [
-        rf"\begin{{figure{star}}}[t]",
-        r"\centering",
-        rf"\includegraphics[width={width}]{{{figure}}}",
-        r"\caption{Where the time goes: each profiled cell's time per step under its framework's profiler, one bar "
-        r"per framework and execution mode, stacked by operation category (framework overhead, the step time no "
-        r"operation accounts for, in the last); one panel per model, batch size and precision, each on its own "
-        r"scale. Black diamonds: the timed median step of the cell's trials.}",
-        r"\label{fig:profile}",
-        rf"\end{{figure{star}}}",
-    ]
+    return figure_float(
+        figure,
+        "Where the time goes: each profiled cell's time per step, stacked by operation category, one bar per "
+        "framework and execution mode.",
+        "fig:profile",
+        [
+            "Times under each framework's profiler; framework overhead, the step time no operation accounts for, is "
+            "the last category. One panel per model, batch size and precision, each on its own scale. Black "
+            "diamonds: the timed median step of the cell's trials."
+        ],
+        wide=panels > 1,
+    )
 
 
 def _largest(times: dict[str, float], total: float, rank: int) -> str:
@@ -217,7 +221,10 @@ def cell_table(table: pd.DataFrame) -> str:
         overhead = row["profiler_overhead"]
         values = [
             stacked(
-                escape(row["model"]), f"{escape(row['precision'])}, {int(row['batch_size'])}", align="l", position="t"
+                escape(model_name(row["model"])),
+                f"{escape(row['precision'])}, {int(row['batch_size'])}",
+                align="l",
+                position="t",
             ),
             stacked(*_variant_lines(variant_label(row["framework"], row["mode"])), align="l", position="t"),
             number(float(row["profiled_step_ms"])),
@@ -232,21 +239,21 @@ def cell_table(table: pd.DataFrame) -> str:
 
 
 def _table(table: pd.DataFrame) -> list[str]:
-    return [
-        r"\begin{table*}[tp]",
-        r"\centering",
-        r"\caption{Profiled against timed: each profiled cell's wall time per step under the profiler, the timed "
-        r"median step of its trials, the overhead (profiled over timed, minus one), and its two largest operation "
-        r"categories in ms per step with their share of the categories' sum (op\_profile.csv; the ten most "
-        r"expensive operations of each cell are in op\_profile\_top.csv). Conv.: convolution; Matmul/dense: matrix "
-        r"multiply and dense; Norm.: normalisation; Pool./reduce: pooling and reduction; Data movement: data movement "
-        r"and layout; Overhead/other: framework overhead and other.}",
-        r"\label{tab:profile}",
-        r"\footnotesize",
-        r"\setlength{\tabcolsep}{3.5pt}",
+    return table_float(
+        "Profiled against timed: each profiled cell's time per step under the profiler and timed, the profiler's "
+        "overhead, and the cell's two largest operation categories.",
+        "tab:profile",
         cell_table(table),
-        r"\end{table*}",
-    ]
+        [
+            r"Profiled: the wall time per step under the profiler; timed: the median step of the cell's trials; "
+            r"overhead: profiled over timed, minus one. Categories: ms per step with their share of the categories' "
+            r"sum (op\_profile.csv; the ten most expensive operations of each cell are in op\_profile\_top.csv). "
+            r"Conv.: convolution; Matmul/dense: matrix multiply and dense; Norm.: normalisation; Pool./reduce: "
+            r"pooling and reduction; Data movement: data movement and layout; Overhead/other: framework overhead and "
+            r"other."
+        ],
+        setup=[r"\setlength{\tabcolsep}{3.5pt}"],
+    )
 
 
 def failed_text(failed: list[tuple[str, str]]) -> str:

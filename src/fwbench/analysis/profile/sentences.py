@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from fwbench.analysis.common.latex import escape, number, variant_label
+from fwbench.analysis.common.names import model_in_text
 from fwbench.analysis.inference.summary import refused, resolved_adjusted
 from fwbench.analysis.profile.categories import category_phrase
 from fwbench.analysis.profile.tables import Key, category_times, cell_rows, row_key
@@ -89,7 +90,7 @@ def _ms(value: float) -> str:
 
 
 def _where(row: pd.Series) -> str:
-    return f"On {escape(row['model'])} at batch {int(row['batch_size'])} ({escape(row['precision'])})"
+    return f"On {escape(model_in_text(row['model']))} at batch {int(row['batch_size'])} ({escape(row['precision'])})"
 
 
 def _ratio_text(row: pd.Series) -> str:
@@ -147,7 +148,8 @@ def _listed(row: pd.Series, missing: list[Key]) -> str:
     names = [escape(variant_label(key[1], key[2])) for key in missing]
     num_key, den_key = _keys(row)
     return (
-        f"{escape(row['model'])} at batch {int(row['batch_size'])} ({escape(row['precision'])}), the ratio of "
+        f"{escape(model_in_text(row['model']))} at batch {int(row['batch_size'])} ({escape(row['precision'])}), "
+        "the ratio of "
         f"{escape(variant_label(num_key[1], num_key[2]))} over {escape(variant_label(den_key[1], den_key[2]))} "
         f"{_interval(row)} "
         f"({' and '.join(names)} not profiled)"

@@ -15,6 +15,7 @@ import pandas as pd  # noqa: E402
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter  # noqa: E402
 
 from fwbench.analysis.common.latex import label  # noqa: E402
+from fwbench.analysis.common.names import model_name  # noqa: E402
 from fwbench.analysis.inference.figures import PALETTE, save_figure  # noqa: E402
 from fwbench.analysis.published.judgement import TESTED  # noqa: E402
 
@@ -92,7 +93,7 @@ def published_figure(rows: pd.DataFrame, pdf: str | Path, png: str | Path) -> No
     ax.yaxis.set_minor_formatter(NullFormatter())
     ax.set_xticks(list(x))
     ax.set_xticklabels(
-        [f"{m}\nbs {b}" for m, b in zip(rows["model"], rows["batch_size"], strict=True)],
+        [f"{model_name(m)}\nbs {b}" for m, b in zip(rows["model"], rows["batch_size"], strict=True)],
         rotation=60,
         ha="right",
         fontsize=6,

@@ -1,12 +1,23 @@
 """The paper's published-vs-reproduced section: what each source measured, the verdicts' rule and margin, the summary
-of the verdicts and of the modes compared, and one LaTeX table per source with matches (its caption naming the
-modes, the rule, and whether absolute numbers are comparable), read from the rows of `matching.compare`."""
+of the verdicts and of the modes compared, and one LaTeX table per source with matches (its note naming the modes,
+the rule, and whether absolute numbers are comparable), read from the rows of `matching.compare`."""
 
 from __future__ import annotations
 
 import pandas as pd
 
-from fwbench.analysis.common.latex import escape, join_words, label, literal, mode_label, number, short_label
+from fwbench.analysis.common.latex import (
+    escape,
+    figure_float,
+    join_words,
+    label,
+    literal,
+    mode_label,
+    number,
+    short_label,
+    table_float,
+)
+from fwbench.analysis.common.names import model_in_text, model_name
 from fwbench.analysis.published.judgement import (
     DIFFERENT,
     DIRECTION_ONLY,
@@ -76,8 +87,8 @@ def _flag(rows: pd.DataFrame, column: str, default: bool) -> pd.Series:
     return rows[column].astype(str) == "True"
 
 
-def modes_caption(rows: pd.DataFrame, source: Source) -> str:
-    """The caption's sentence on modes: the mode of each framework's published figures (stated, or taken as its
+def modes_note(rows: pd.DataFrame, source: Source) -> str:
+    """The table note's sentence on modes: the mode of each framework's published figures (stated, or taken as its
     primary mode), that this study's cells are in the same modes, and the mark on rows whose cells here are not."""
     frameworks = [BASELINE, *sorted(set(rows["framework"]))]
     stated = [source.mode_of(f)[1] for f in frameworks]
@@ -103,8 +114,8 @@ def modes_caption(rows: pd.DataFrame, source: Source) -> str:
     return text + "."
 
 
-def arithmetic_caption(rows: pd.DataFrame, source: Source) -> str:
-    """The caption's sentence on arithmetic: this study's cells in the source's precision, or the stand-in and why
+def arithmetic_note(rows: pd.DataFrame, source: Source) -> str:
+    """The table note's sentence on arithmetic: this study's cells in the source's precision, or the stand-in and why
     (matching.matched_precision), and the mark on rows computed in another arithmetic than the source's."""
     if "our_precision" not in rows or rows["our_precision"].isna().all():
         return ""
@@ -145,7 +156,7 @@ def _classes_note(rows: pd.DataFrame) -> str:
 
 
 def comparison_table(rows: pd.DataFrame, source: Source) -> str:
-    """One source's matched rows as a LaTeX table (a full-width float, footnotesize); the caption names the modes
+    """One source's matched rows as a LaTeX table (a full-width float, footnotesize); its note names the modes
     matched and the verdicts' rule, and a row whose cells here ran in another mode than the source's is marked."""
     others = sorted(set(rows["framework"]))
     comparable = bool(rows["absolute_comparable"].iloc[0])
@@ -159,23 +170,24 @@ def comparison_table(rows: pd.DataFrame, source: Source) -> str:
         + (f"; ratios across device classes ({escape(classes)})" if classes else "")
         + "."
     )
-    lines = [
-        r"\begin{table*}[t]",
-        r"\centering",
-        f"\\caption{{Published vs reproduced: {escape(source.source)} on the {escape(source.device)} "
-        f"({source.image_size}~px, {precision_phrase(source.precision)}), beside this study's matching cells."
-        f"{arithmetic_caption(rows, source)} Ratios: "
+    caption = (
+        f"Published vs reproduced: {escape(source.source)} on the {escape(source.device)}, beside this study's "
+        "matching cells, with each framework's speed ratio to PyTorch and the verdict."
+    )
+    note = (
+        f"Published figures: {source.image_size}~px, {precision_phrase(source.precision)}."
+        f"{arithmetic_note(rows, source)} Ratios: "
         f"{join_words([short_label(f) for f in others])} speed relative to PyTorch (above 1: faster than PyTorch); "
         f"this study's with its paired 95\\% CI where it has one, and marked {COMPILED_MARK} under it the same pair's "
-        f"against compiled PyTorch where the source's PyTorch ran eagerly.{rule}{modes_caption(rows, source)} "
+        f"against compiled PyTorch where the source's PyTorch ran eagerly.{rule}{modes_note(rows, source)}"
         + (
-            f"$^\\ast$: absolute {escape(source.unit)} from different machines, "
-            f"{escape(rows['absolute_note'].iloc[0])}; only ratios and directions are compared.}}"
+            f" $^\\ast$: absolute {escape(source.unit)} from different machines, "
+            f"{escape(rows['absolute_note'].iloc[0])}; only ratios and directions are compared."
             if not comparable
-            else "}"
-        ),
-        f"\\label{{tab:published-{source.key}}}",
-        r"\footnotesize",
+            else ""
+        )
+    )
+    lines = [
         # this study's ratio may wrap, with its ratio against compiled PyTorch on a line of its own; a verdict may wrap
         r"\begin{tabular}{llr rr rr r >{\raggedright\arraybackslash}p{2.8cm} >{\raggedright\arraybackslash}p{2.6cm}}",
         r"\toprule",
@@ -192,14 +204,16 @@ def comparison_table(rows: pd.DataFrame, source: Source) -> str:
             OTHER_ARITHMETIC_MARK if other_arithmetic[index] else ""
         )
         lines.append(
-            f"{escape(row.model)}{marked} & {short_label(row.framework)} & {row.batch_size} & "
+            f"{escape(model_name(row.model))}{marked} & {short_label(row.framework)} & {row.batch_size} & "
             f"{_ours(row.published_torch)} & {_ours(row.ours_torch)} & "
             f"{_ours(row.published_other)} & {_ours(row.ours_other)} & "
             f"{number(row.published_ratio)} & {_ratio_with_ci(row)}{_vs_compiled(row)} & "
             f"{escape(table_verdict(row))} \\\\"
         )
-    lines += [r"\bottomrule", r"\end{tabular}", r"\end{table*}"]
-    return "\n".join(lines) + "\n"
+    lines += [r"\bottomrule", r"\end{tabular}"]
+    return (
+        "\n".join(table_float(caption, f"tab:published-{source.key}", "\n".join(lines), [note], placement="t")) + "\n"
+    )
 
 
 def _count(count: int, singular: str, plural: str) -> str:
@@ -300,8 +314,9 @@ def arithmetic_sentence(rows: pd.DataFrame) -> str:
     if shown.empty:
         return ""
     moves = [
-        f"{short_label(r.framework)} on {escape(r.model)} at batch {r.batch_size} from {number(r.ratio)} to "
-        f"{number(r.ratio_true_fp32)} [{number(r.ci_low_true_fp32)}, {number(r.ci_high_true_fp32)}]"
+        f"{short_label(r.framework)} on {escape(model_in_text(r.model))} at batch {r.batch_size} from "
+        f"{number(r.ratio)} to {number(r.ratio_true_fp32)} "
+        f"[{number(r.ci_low_true_fp32)}, {number(r.ci_high_true_fp32)}]"
         for r in shown.itertuples()
     ]
     return (
@@ -400,17 +415,17 @@ def section(rows: pd.DataFrame, sources: list[Source], figure: str | None, margi
     if figure and not rows.empty:
         lines.append(
             "\n".join(
-                [
-                    r"\begin{figure}[t]",
-                    r"\centering",
-                    f"\\includegraphics[width=\\columnwidth]{{{figure}}}",
-                    r"\caption{Published vs reproduced speed ratios to PyTorch per model and batch size (log scale): "
-                    r"published (open markers, with the equivalence margin as a grey bar) and this study's with its "
-                    r"paired 95\% CI (filled, bars; a cross where it has no paired CI and only the direction is "
-                    r"compared). Above 1: faster than PyTorch.}",
-                    r"\label{fig:published}",
-                    r"\end{figure}",
-                ]
+                figure_float(
+                    figure,
+                    "Published vs reproduced speed ratios to PyTorch per model and batch size (log scale); above "
+                    "1: faster than PyTorch.",
+                    "fig:published",
+                    [
+                        "Open markers: published, with the equivalence margin as a grey bar; filled, with bars: this "
+                        r"study's, with its paired 95\% CI; a cross where it has no paired CI and only the direction "
+                        "is compared."
+                    ],
+                )
             )
         )
     return "\n\n".join(lines) + "\n"

@@ -10,6 +10,7 @@ from typing import Any
 import pandas as pd
 
 from fwbench.analysis.common.latex import escape, number, stacked_header
+from fwbench.analysis.common.names import model_in_text, variant_name
 from fwbench.analysis.common.partners import cell_mode
 from fwbench.analysis.inference.figures import save_figure
 
@@ -75,7 +76,8 @@ def fastest_consumer(frame: pd.DataFrame) -> tuple[float | None, str]:
     if ok.empty:
         return None, "no successful cell"
     best = ok.loc[ok["throughput_img_s"].idxmax()]
-    name = f"{best['framework']} {cell_mode(best)} {best['model']} bs{best['batch_size']}"
+    variant = variant_name(best["framework"], cell_mode(best), alone=False)
+    name = f"{variant} on {model_in_text(best['model'])} at batch {best['batch_size']}"
     return float(best["throughput_img_s"]), name
 
 

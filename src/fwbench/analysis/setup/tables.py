@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from fwbench.analysis.common.latex import breakable, escape, number
+from fwbench.analysis.common.names import model_name
 
 # The environment table sits in one column of the paper, and its values are whatever the machine reports (a CPU
 # model string, a GPU name, XLA_FLAGS): both columns have fixed widths that add up to the column and wrap, and a long
@@ -36,6 +37,9 @@ def _flops(value: float) -> str:
 
 def models_table(facts: list[dict[str, Any]], starts: dict[str, str]) -> str:
     """Parameter counts and FLOPs per image from both counters, at the study's and torchvision's configuration.
+    Each model is named as the prose names it on its first row and by its config name (the identifier a study file
+    uses) on its second: the one place in the paper where identifiers belong, so a reader can map one to the other,
+    without a column of its own that would widen the table past the page.
 
     The counters' disagreements are explained by lettered notes under the table rather than hidden.
     """
@@ -43,11 +47,12 @@ def models_table(facts: list[dict[str, Any]], starts: dict[str, str]) -> str:
     lines = [
         r"\begin{tabular}{l l r r r r l}",
         r"\toprule",
-        r"\textbf{Model} & \textbf{Config.} & \textbf{Params} & \textbf{GFLOP/img (torch)} & "
+        r"\textbf{Model} & \textbf{Setting} & \textbf{Params} & \textbf{GFLOP/img (torch)} & "
         r"\textbf{GFLOP/img (XLA)} & \textbf{XLA/torch} & \textbf{Note} \\",
         r"\midrule",
     ]
-    for row in sorted(facts, key=lambda r: (r["model"], r["configuration"] != "study")):
+    rows = sorted(facts, key=lambda r: (r["model"], r["configuration"] != "study"))
+    for index, row in enumerate(rows):
         params = (
             _count(row["params_torch"])
             if row["params_torch"] == row["params_flax"]
@@ -55,8 +60,10 @@ def models_table(facts: list[dict[str, Any]], starts: dict[str, str]) -> str:
         )
         letter = notes.setdefault(row["note"], "abcdefgh"[len(notes)])
         config = f"{row['image_size']} px, {row['num_classes']} cl."
+        first = index == 0 or rows[index - 1]["model"] != row["model"]
+        names = escape(model_name(row["model"])) if first else f"\\texttt{{{escape(row['model'])}}}"
         lines.append(
-            f"{escape(row['model'])} & {config} & {params} & {_flops(row['flops_torch'])} & "
+            f"{names} & {config} & {params} & {_flops(row['flops_torch'])} & "
             f"{_flops(row['flops_xla'])} & {number(1 + row['flops_difference'], 3)} & {letter} \\\\"
         )
     lines += [r"\bottomrule", r"\end{tabular}", ""]
@@ -69,7 +76,7 @@ def models_table(facts: list[dict[str, Any]], starts: dict[str, str]) -> str:
     for model, text in sorted(starts.items()):
         by_start.setdefault(text, []).append(model)
     start = "; ".join(
-        f"{'all models' if len(by_start) == 1 else escape(', '.join(models))}: {escape(text)}"
+        f"{'all models' if len(by_start) == 1 else escape(', '.join(model_name(m) for m in models))}: {escape(text)}"
         for text, models in by_start.items()
     )
     lines.append(rf"\par\smallskip{{\footnotesize Notes: {legend}. Counters: {counters} Start: {start}.}}")

@@ -28,6 +28,7 @@ from fwbench.analysis.common.latex import (
     escape,
     macro_name,
     number,
+    table_float,
 )
 from fwbench.analysis.common.partners import cell_mode, variant_names
 from fwbench.workflow.jobtime import JobTime, read_jobs
@@ -52,7 +53,7 @@ MEASURING_RULES = ("inference_group", "inference_group_primary", "training_cell"
 REPORT_RULES = ("aggregate_inference", "aggregate_training", "inference_figure", "loader_figure", "training_figure")
 REPORT_RULES += ("mode_gain_figure",)
 REPORT_RULES += ("paper_tables", "micro_analysis", "parity", "fairness_ledger", "published_comparison", "conclusions")
-REPORT_RULES += ("op_profile",)
+REPORT_RULES += ("op_profile", "headline_figure")
 LATEX_RULES = ("paper",)
 # The breakdown's own job, which runs after everything it reports, and the check of the finished PDF, which runs after
 # the PDF it times (the table reports the time to the PDF).
@@ -302,13 +303,6 @@ def latex_table(summary: Mapping[str, Any], *, latex_pending: bool = False) -> s
     macros the paper rule defines after its first pass (\\fwbLatexSeconds, \\fwbStudyWallToPdfSeconds), and the
     shares are of the time before the LaTeX build."""
     lines = [
-        r"\begin{table}[t]",
-        r"\centering",
-        r"\caption{Where the study's wall time went, from the jobs' times and each measuring process's own phases"
-        + (r"; shares of the time before the LaTeX build" if latex_pending else "")
-        + ".}",
-        r"\label{tab:study-time}",
-        r"\small",
         # the label column leaves the numbers room for "12345.6" and "-110.5\%": shares pass 100% where jobs
         # overlapped (a SLURM study's local report jobs beside its cluster jobs), and at 0.66 that row overflowed
         r"\begin{tabular}{@{}p{0.6\columnwidth}rr@{}}",
@@ -326,13 +320,19 @@ def latex_table(summary: Mapping[str, Any], *, latex_pending: bool = False) -> s
         if latex_pending
         else rf"Study wall time & {summary['wall_s']:.0f} & 100\% \\"
     )
-    lines += [
-        r"\midrule",
-        total,
-        r"\bottomrule",
-        r"\end{tabular}",
-        r"\end{table}",
-    ]
+    lines += [r"\midrule", total, r"\bottomrule", r"\end{tabular}"]
+    note = "From the jobs' times and each measuring process's own phases" + (
+        "; shares of the time before the LaTeX build." if latex_pending else "."
+    )
+    lines = table_float(
+        "Where the study's wall time went: the seconds and share of each part.",
+        "tab:study-time",
+        "\n".join(lines),
+        [note],
+        wide=False,
+        placement="t",
+        size=r"\small",
+    )
     return "\n".join(lines) + "\n"
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from fwbench.analysis.common.cells import load_cells
+from fwbench.analysis.common.names import model_name
 from fwbench.analysis.common.partners import cell_mode, variant_names
 from fwbench.analysis.inference.figures import save_figure, variant_color
 
@@ -50,7 +51,7 @@ def training_figure(paths: Iterable[str | Path], pdf: str | Path, png: str | Pat
         if target:
             top1_ax.axhline(100 * target, color="#999999", linestyle="--", linewidth=0.8, label="target")
         top1_ax.set_ylim(0, 102)
-        loss_ax.set_title(model)
+        loss_ax.set_title(model_name(model))
         loss_ax.set_xlabel("step")
         top1_ax.set_xlabel("training time (s)")
         if column == 0:

@@ -28,7 +28,9 @@ from fwbench.analysis.common.latex import (
     number,
     ordered_frameworks,
     stacked_header,
+    table_float,
 )
+from fwbench.analysis.common.names import model_name
 from fwbench.analysis.common.partners import cell_mode, multi_mode, with_modes
 from fwbench.study.modes import MODES
 from fwbench.trackers.memory import MB
@@ -207,12 +209,12 @@ def comparison_table(rows: pd.DataFrame) -> str:
 
 
 def missing_legend(rows: pd.DataFrame) -> str:
-    """The note under the table giving each missing device-memory figure's recorded reason, or nothing."""
+    """The note's sentence giving each missing device-memory figure's recorded reason, or nothing."""
     notes = _notes(rows)
     if not notes:
         return ""
-    legend = "; ".join(f"({letter}) {escape(reason)}" for reason, letter in notes.items())
-    return rf"\par\smallskip{{\footnotesize Device memory missing: {legend}.}}"
+    legend = "; ".join(f"$^{{{letter}}}$: {escape(reason)}" for reason, letter in notes.items())
+    return f"Device memory missing: {legend}."
 
 
 def _chance_level(accuracy: float) -> str:
@@ -284,15 +286,19 @@ def comparison_section(frame: pd.DataFrame, published: pd.DataFrame) -> str:
     rows = comparison(frame, published)
     if rows.empty:
         return (
-            f"The study has no \\texttt{{{escape(REFERENCE_MODEL)}}} training cell, so there is no table beside the "
+            f"The study has no {escape(model_name(REFERENCE_MODEL))} training cell, so there is no table beside the "
             f"published small-CNN training figures on an {REFERENCE_GPU} (\\texttt{{{escape(REFERENCE_FILE)}}}).\n"
         )
     shown = rows[rows["source"] == "published"]
     uncovered = [label(f) for f in ordered_frameworks(rows["framework"]) if f not in set(shown["framework"])]
     missing_rows = f" The reference has no row for {', '.join(uncovered)}." if uncovered else ""
     caption = (
-        f"Small-CNN training beside published figures from another machine. \\emph{{This study}}: the "
-        f"\\texttt{{{escape(REFERENCE_MODEL)}}} training cells; time is the sum over the cell's epochs of each epoch's "
+        f"Training of the {escape(model_name(REFERENCE_MODEL))} in this study beside published figures from another "
+        f"machine ({REFERENCE_GPU}): time, accuracy, and host and device memory at the start and at their peak."
+    )
+    note = (
+        f"\\emph{{This study}}: the {escape(model_name(REFERENCE_MODEL))}'s training cells; time is the sum over the "
+        "cell's epochs of each epoch's "
         "step loop (waiting for the loader, host-to-device transfers and the training steps), without compilation "
         "and first calls, the step-0 probe, BatchNorm recalibration, evaluation and checkpoint writes; accuracy is "
         "the final validation top-1; RAM is the process's resident set size before the data and model load "
@@ -309,13 +315,6 @@ def comparison_section(frame: pd.DataFrame, published: pd.DataFrame) -> str:
         f"Table~\\ref{{tab:l4}} sets the small-CNN training cells beside published small-CNN training figures from "
         f"an {REFERENCE_GPU}, in the published table's shape. {notes}".rstrip(),
         "",
-        r"\begin{table*}[tp]",
-        r"\centering",
-        rf"\caption{{{caption}}}",
-        r"\label{tab:l4}",
-        r"\footnotesize",
-        comparison_table(rows).rstrip(),
-        *([missing_legend(rows)] if missing_legend(rows) else []),
-        r"\end{table*}",
+        *table_float(caption, "tab:l4", comparison_table(rows), [note, missing_legend(rows)]),
     ]
     return "\n".join(lines) + "\n"

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import pandas as pd
 
+from fwbench.analysis.common.detail import DETAIL_MARK
 from fwbench.analysis.common.latex import (
     BASELINE,
     escape,
+    figure_float,
     join_words,
     label,
     macro_name,
@@ -21,8 +23,10 @@ from fwbench.analysis.common.latex import (
     ordered_frameworks,
     ordered_variants,
     others,
+    table_float,
     variant_short,
 )
+from fwbench.analysis.common.names import model_in_text, models_in_text
 from fwbench.analysis.common.partners import multi_mode, with_modes
 from fwbench.analysis.training.macros import compiled_step0_text, macro_parts, training_macros
 from fwbench.analysis.training.reference import comparison_section
@@ -45,8 +49,8 @@ def _recalibration_text(
         "apart from the epoch's and counts towards the time to accuracy, and top-1$^r$ gives the running "
         "statistics' figure beside it."
         + (
-            f" {_model_list(without_batch_norm)} {_verb(without_batch_norm, 'has', 'have')} no BatchNorm and "
-            f"{_verb(without_batch_norm, 'skips', 'skip')} it."
+            f" {_model_list(without_batch_norm, start=True)} {_verb(without_batch_norm, 'has', 'have')} no "
+            f"BatchNorm and {_verb(without_batch_norm, 'skips', 'skip')} it."
             if without_batch_norm
             else ""
         )
@@ -56,22 +60,23 @@ def _recalibration_text(
 def _curves_figure(wide: bool) -> list[str]:
     """The training-curves float: one panel column per model, so across both columns only when more than two
     models would not fit one (a single model's panels stretched to the page width would fill a page)."""
-    environment, width = ("figure*", r"\textwidth") if wide else ("figure", r"\columnwidth")
-    return [
-        rf"\begin{{{environment}}}[t]",
-        r"\centering",
-        rf"\includegraphics[width={width}]{{training_curves}}",
-        r"\caption{Training loss per step (top) and time to accuracy (bottom): validation top-1 at each epoch end "
-        r"against cumulative training time, starting from the measured top-1 of the initial weights, with the "
-        r"target top-1 dashed; frameworks overlaid, each execution mode its own line (a lighter shade for a "
-        r"framework's second mode).}",
-        r"\label{fig:training}",
-        rf"\end{{{environment}}}",
-    ]
+    return figure_float(
+        "training_curves",
+        "Training loss per step (top) and time to accuracy (bottom): validation top-1 against cumulative training "
+        "time; frameworks overlaid.",
+        "fig:training",
+        [
+            "Top-1 at each epoch end, starting from the measured top-1 of the initial weights; dashed: the target "
+            "top-1. Each execution mode is its own line, a lighter shade for a framework's second mode."
+        ],
+        wide=wide,
+    )
 
 
-def _model_list(models: list[str]) -> str:
-    return join_words([f"\\texttt{{{escape(model)}}}" for model in models])
+def _model_list(models: list[str], start: bool = False) -> str:
+    """The models as a sentence names them ("the small CNN and ResNet-50"), capitalised at a sentence's `start`."""
+    text = join_words([escape(name) for name in models_in_text(models)])
+    return text[:1].upper() + text[1:] if start else text
 
 
 def _verb(subjects: list, singular: str, plural: str) -> str:
@@ -194,7 +199,7 @@ def mode_gain_text(frame: pd.DataFrame) -> str:
     of the eager one's, per model and batch, with its compile time apart ("" without such a framework)."""
     gains = mode_gains(frame)
     parts = [
-        f"\\texttt{{{escape(row.model)}}} at batch {int(row.batch_size)}: {number(row.time_s)}~s against "
+        f"{escape(model_in_text(row.model))} at batch {int(row.batch_size)}: {number(row.time_s)}~s against "
         f"{number(row.eager_time_s)}~s eagerly, {number(row.gain)}$\\times$ the eager speed, with "
         f"{number(row.compile_s)}~s of compilation apart"
         for row in gains.itertuples()
@@ -254,10 +259,29 @@ def _step0_caption(compared: list[tuple[str, str]]) -> str:
         else "relative differences of each framework from PyTorch"
         + (" (compiled PyTorch: from eager PyTorch)" if (BASELINE, "compile") in compared else "")
     )
-    return (
-        rf"\caption{{Step-0 agreement: {what} on the first batch. $^{{d}}$: the two cells ran with different "
-        r"workarounds from the fallback ladder (Section~\ref{sec:failures}).}"
-    )
+    return f"Step-0 agreement: {what} on the first batch."
+
+
+# The marks of the step-0 table (fwbench.analysis.training.tables.step0_table), explained under it.
+STEP0_NOTE = (
+    r"$\Delta$: relative differences; $^\ast$: in fp32, the loss after the step differs by more than $10^{-3}$ and "
+    r"by more than three times PyTorch's own fp32-against-float64 difference; $^{d}$: the two cells ran with "
+    r"different workarounds from the fallback ladder (Section~\ref{sec:failures})."
+)
+# The marks and columns of the two training tables that need words (fwbench.analysis.training.tables).
+TIME_NOTE = (
+    r"s/epoch: the mean time per epoch; img/s: the steady state of the last epoch ($^w$: the cell spent more than 5\% "
+    r"of its step time waiting for data); RSS max: peak host memory; to target: the time to the target top-1 "
+    r"(training plus recalibration). $^{d}$: the cell ran with a workaround from the fallback ladder "
+    r"(Section~\ref{sec:failures}). Loss and accuracy: Table~\ref{tab:training-accuracy}."
+)
+ACCURACY_NOTE = (
+    r"Loss: the final training loss. Top-1/top-5: validation, in eval mode as inference runs, with the BatchNorm "
+    r"statistics the recipe delivers (recalibrated where it recalibrates); top-1$^r$: with the running statistics "
+    r"training left behind; top-1$^b$: with each batch's own statistics (a diagnostic: where it is far above "
+    r"top-1$^r$, the running statistics have not caught up with the weights). $^{d}$: the cell ran with a workaround "
+    r"from the fallback ladder (Section~\ref{sec:failures})."
+)
 
 
 def training_section(
@@ -270,7 +294,10 @@ def training_section(
     for any config without stale figures). Every framework of the training table is named; with `published` (the
     reference's L4 rows, `reference.read_published`) the small-CNN cells are set beside them."""
     if frame is None:
-        return "\\section{Training}\nThis study has no training suite (\\texttt{suites} in its config).\n"
+        return (
+            "\\section{Training}\n\\label{sec:training}\n"
+            "This study has no training suite (\\texttt{suites} in its config).\n"
+        )
     defs = training_macros(frame, agreement, include_deviating)
     frameworks = ordered_frameworks(frame["framework"])
     variants = ordered_variants(zip(with_modes(frame)["framework"], with_modes(frame)["mode"], strict=True))
@@ -278,6 +305,7 @@ def training_section(
     two = len(frameworks) == 2
     body = [
         r"\section{Training}",
+        r"\label{sec:training}",
         f"{_frameworks_subject(frameworks)} {_model_list(sorted(frame['model'].unique()))} from the same "
         "converted weights on the same batches in the same order (the shared loader), with the same recipe: "
         "cross-entropy, Adam with identical hyperparameters "
@@ -312,40 +340,31 @@ def training_section(
         + _recalibration_text(defs["fwbBnRecalBatches"], _twins_text(frameworks), _without_batch_norm(frame)),
         "",
         *_curves_figure(wide=frame["model"].nunique() > 2),
+        DETAIL_MARK,
+        *table_float(
+            "Training time and cost per cell: time per epoch, throughput, compile time, energy per epoch, peak host "
+            "memory and time to the target top-1.",
+            "tab:training",
+            training_table(frame, "time"),
+            [TIME_NOTE],
+        ),
         "",
-        r"\begin{table*}[tp]",
-        r"\centering",
-        r"\caption{Training time and cost: mean time per epoch, steady-state img/s of the last epoch ($^w$: the "
-        r"cell spent more than 5\% of its step time waiting for data), compile time, energy per epoch, peak host "
-        r"memory and time to the target top-1 (training plus recalibration). $^{d}$: the cell ran with a workaround "
-        r"from the fallback ladder (Section~\ref{sec:failures}). Loss and accuracy: "
-        r"Table~\ref{tab:training-accuracy}.}",
-        r"\label{tab:training}",
-        r"\footnotesize",
-        training_table(frame, "time").rstrip(),
-        r"\end{table*}",
-        "",
-        r"\begin{table*}[tp]",
-        r"\centering",
-        r"\caption{Training loss and accuracy: final training loss, validation top-1/top-5 (eval mode, as "
-        r"inference runs, with the BatchNorm statistics the recipe delivers: recalibrated where it recalibrates), "
-        r"top-1$^r$ with the running statistics training left behind, top-1$^b$ with each batch's own statistics (a "
-        r"diagnostic: where it is far above top-1$^r$, the running statistics have not caught up with the weights). "
-        r"$^{d}$: the cell ran with a workaround from the fallback ladder (Section~\ref{sec:failures}).}",
-        r"\label{tab:training-accuracy}",
-        r"\footnotesize",
-        training_table(frame, "accuracy").rstrip(),
-        r"\end{table*}",
+        *table_float(
+            "Training loss and accuracy per cell: final training loss, validation top-1 and top-5, and top-1 under "
+            "the running and under each batch's BatchNorm statistics.",
+            "tab:training-accuracy",
+            training_table(frame, "accuracy"),
+            [ACCURACY_NOTE],
+        ),
         "",
         *([comparison_section(frame, published).rstrip(), ""] if published is not None else []),
-        r"\begin{table*}[tp]",
-        r"\centering",
-        _step0_caption(compared or [(f, primary(f)) for f in others(frameworks)]),
-        r"\label{tab:step0}",
-        r"\footnotesize",
-        r"\setlength{\tabcolsep}{4pt}",  # with 8 pt text: ten columns fit the page unscaled
-        step0_table(agreement).rstrip() if not agreement.empty else _no_pairs_text(frameworks),
-        r"\end{table*}",
+        *table_float(
+            _step0_caption(compared or [(f, primary(f)) for f in others(frameworks)]),
+            "tab:step0",
+            step0_table(agreement) if not agreement.empty else _no_pairs_text(frameworks),
+            [STEP0_NOTE],
+            setup=[r"\setlength{\tabcolsep}{3.5pt}"],  # with 8 pt text: ten columns fit the page unscaled
+        ),
     ]
     return "\n".join(body) + "\n"
 

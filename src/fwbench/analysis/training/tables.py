@@ -10,6 +10,7 @@ from __future__ import annotations
 import pandas as pd
 
 from fwbench.analysis.common.latex import BASELINE, escape, number, ordered_variants, stacked_header, variant_short
+from fwbench.analysis.common.names import model_name
 from fwbench.analysis.common.partners import variant_names, with_modes
 from fwbench.analysis.training.step0 import agreement_variant, denominator_tag, variant_tag
 from fwbench.study.modes import primary
@@ -93,7 +94,7 @@ def training_table(frame: pd.DataFrame, part: str = "time") -> str:
     for (model, framework, mode, batch), group in _training_groups(frame):
         ok = group[group["status"] == "ok"]
         deviated = not ok.empty and present(ok["deviations"].iloc[0] if "deviations" in ok else None)
-        head = f"{escape(model)} & {names[(framework, mode)]}{DEVIATION_MARK if deviated else ''} & {batch}"
+        head = f"{escape(model_name(model))} & {names[(framework, mode)]}{DEVIATION_MARK if deviated else ''} & {batch}"
         if ok.empty:
             kind = group["failure_kind"].iloc[0] if "failure_kind" in group else None
             failed = f"failed ({escape(kind)})" if present(kind) else "failed"
@@ -142,7 +143,7 @@ def step0_table(agreement: pd.DataFrame) -> str:
         own = row.get("torch_fp32_error_after_step")
         deviating = DEVIATION_MARK if str(row.get("deviation_differs")) == "True" else ""
         lines.append(
-            f"{escape(row['model'])}{deviating} & {row['precision']} & {row['batch_size']} & "
+            f"{escape(model_name(row['model']))}{deviating} & {row['precision']} & {row['batch_size']} & "
             + (f"{escape(names[variant])} & " if several else "")
             + f"{number(row[f'loss_{base}'], 5)} & "
             f"{row['rel_diff_loss']:.1e} & {row['rel_diff_loss_after_step']:.1e}{flag} & {_sci(own)} & "
