@@ -134,7 +134,9 @@ def _set_config(workdir, **inference):
 def test_full_run_produces_the_paper(workdir):
     pdf = workdir / "results" / "report" / "paper.pdf"
     assert pdf.read_bytes().startswith(b"%PDF") and pdf.stat().st_size > 20_000
-    assert sorted(p.name for p in (workdir / "report").iterdir()) == ["paper.tex"], "no LaTeX clutter in report/"
+    shipped = sorted(p.relative_to(REPO / "report") for p in (REPO / "report").rglob("*") if p.is_file())
+    after = sorted(p.relative_to(workdir / "report") for p in (workdir / "report").rglob("*") if p.is_file())
+    assert after == shipped, "no LaTeX clutter in report/: only paper.tex and the templates, as shipped"
     cells = sorted((workdir / "results" / "cells" / "inference").rglob("*.json"))
     assert len(cells) == 4
     assert all(load_result(p)["status"] == "ok" for p in cells)

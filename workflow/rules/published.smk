@@ -54,6 +54,8 @@ rule conclusions:
         ledger=LEDGER_CSV,
         # the abstract names where a large difference comes from, from the profiled steps
         profile=PROFILE_CSV,
+        # the wording (report/templates/): an author who rewords a sentence reruns only the report's jobs
+        templates=sorted((REPO_ROOT / "report" / "templates").glob("*.j2")),
     output:
         section=CONCLUSIONS_SECTION,
         abstract=f"{RESULTS}/tables/abstract.tex",
