@@ -26,7 +26,6 @@ from fwbench.analysis.inference.tidy import read_tidy, write_tidy
 from fwbench.analysis.paper.conclusions import conclusions_section
 from fwbench.analysis.published import figure as published_figures
 from fwbench.analysis.published.matching import COLUMNS as PUBLISHED_COLUMNS
-from fwbench.analysis.published.matching import compare
 from fwbench.analysis.published.section import section as published_section
 from fwbench.analysis.setup.provenance import study_environment
 from fwbench.analysis.setup.tables import models_table
@@ -40,7 +39,7 @@ from tests.test_mode_analysis import THREE, _study_results
 from tests.test_mode_analysis import _write as _write_cells
 from tests.test_mode_training_analysis import _trained_results as _modes_trained_results
 from tests.test_multi_framework_analysis import PUBLISHED, _training_results
-from tests.test_published import _gpu_cell, _published_row, _ratio_at, _sources
+from tests.test_published import _default_arithmetic_beside_true_fp32
 
 # What LaTeX holds that a reader never reads: a key or a file name.
 KEYS = re.compile(r"\\(?:label|ref|eqref|input|includegraphics)(?:\[[^\]]*\])?\{[^}]*\}")
@@ -179,23 +178,7 @@ def test_the_conclusions_name_models_by_their_display_names(tmp_path):
 
 
 def test_the_published_section_and_figure_name_models_by_their_display_names(tmp_path, monkeypatch):
-    sources = _sources(
-        tmp_path,
-        [_published_row("resnet50", "pytorch", 128, 5915.0), _published_row("resnet50", "jax", 128, 11739.0)],
-        precision="default",
-    )
-    inference = pd.DataFrame(
-        [
-            _gpu_cell("torch", "resnet50", 128, 3000.0, "default"),
-            _gpu_cell("jax", "resnet50", 128, 4500.0, "default"),
-            _gpu_cell("torch", "resnet50", 128, 2000.0, "fp32"),
-            _gpu_cell("jax", "resnet50", 128, 2400.0, "fp32"),
-        ]
-    )
-    speedups = pd.DataFrame(
-        [_ratio_at("default", "resnet50", 128, 1.5, 1.4, 1.6), _ratio_at("fp32", "resnet50", 128, 1.2, 1.1, 1.3)]
-    )
-    rows = compare(sources, inference=inference, speedups=speedups, training=None, image_size=224)
+    sources, rows = _default_arithmetic_beside_true_fp32(tmp_path)
     text = published_section(rows, sources, "published_vs_reproduced")
     assert leaked(text) == []
     assert "JAX on ResNet-50 at batch 128" in text and "\nResNet-50 & " in text, "the sentence and the table"

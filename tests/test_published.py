@@ -492,9 +492,9 @@ def _ratio_at(precision, model, batch, ratio, lo, hi):
     return _ratio(model, batch, ratio, lo, hi, df=2) | {"precision": precision}
 
 
-def test_the_published_default_arithmetic_is_matched_like_for_like_and_set_beside_true_fp32(tmp_path):
-    """A source that ran "FP32" without pinning TF32 ran each framework's default arithmetic (`default`): its rows
-    match this study's `default` cells, and the same pairs in true FP32 are set beside them."""
+def _default_arithmetic_beside_true_fp32(tmp_path):
+    """A published ResNet-50 pair in each framework's default arithmetic, and this study's cells and ratios in
+    `default` and in true FP32: (the sources, the matched rows)."""
     sources = _sources(
         tmp_path,
         [_published_row("resnet50", "pytorch", 128, 5915.0), _published_row("resnet50", "jax", 128, 11739.0)],
@@ -511,7 +511,13 @@ def test_the_published_default_arithmetic_is_matched_like_for_like_and_set_besid
     speedups = pd.DataFrame(
         [_ratio_at("default", "resnet50", 128, 1.5, 1.4, 1.6), _ratio_at("fp32", "resnet50", 128, 1.2, 1.1, 1.3)]
     )
-    rows = compare(sources, inference=inference, speedups=speedups, training=None, image_size=224)
+    return sources, compare(sources, inference=inference, speedups=speedups, training=None, image_size=224)
+
+
+def test_the_published_default_arithmetic_is_matched_like_for_like_and_set_beside_true_fp32(tmp_path):
+    """A source that ran "FP32" without pinning TF32 ran each framework's default arithmetic (`default`): its rows
+    match this study's `default` cells, and the same pairs in true FP32 are set beside them."""
+    sources, rows = _default_arithmetic_beside_true_fp32(tmp_path)
     [row] = rows.itertuples()
     assert (row.precision, row.our_precision, row.arithmetic_match) == ("default", "default", True)
     assert row.ratio == pytest.approx(1.5) and row.ours_torch == pytest.approx(3000.0)

@@ -35,7 +35,8 @@ def include_deviating(config: dict[str, Any]) -> bool:
     return bool((config.get("fallbacks") or {}).get("include_deviating_in_summary", False))
 
 
-def _deviating(ratios: pd.DataFrame) -> pd.Series:
+def deviating(ratios: pd.DataFrame) -> pd.Series:
+    """The ratios whose two cells ran with different workarounds (they measure the workaround too)."""
     if "deviation_differs" not in ratios:
         return pd.Series(False, index=ratios.index)
     return ratios["deviation_differs"].astype(str) == "True"
@@ -73,11 +74,11 @@ def summary_ratios(ratios: pd.DataFrame, config: dict[str, Any]) -> tuple[pd.Dat
     compiled-over-compiled ratios must not mix in an eager program (`mode_ratio_macros` counts them)."""
     placement = placement_macros(ratios)
     ratios = computed_ratios(ratios)
-    deviating = _deviating(ratios)
+    differing = deviating(ratios)
     include = include_deviating(config)
-    kept = ratios if include else ratios[~deviating]
+    kept = ratios if include else ratios[~differing]
     kept = kept[~stand_ins(ratios).loc[kept.index]]
-    count, excluded = int(deviating.sum()), 0 if include else int(deviating.sum())
+    count, excluded = int(differing.sum()), 0 if include else int(differing.sum())
     if count == 0:
         sentence = "No ratio compares cells that ran with different workarounds."
     elif include:
@@ -106,7 +107,7 @@ def eager_family(ratios: pd.DataFrame, config: dict[str, Any]) -> pd.DataFrame:
     where `fallbacks.include_deviating_in_summary` is set (as for the column's family, `summary_ratios`)."""
     ratios = computed_ratios(ratios)
     if not include_deviating(config):
-        ratios = ratios[~_deviating(ratios)]
+        ratios = ratios[~deviating(ratios)]
     return ratios[against_eager_baseline(ratios)]
 
 
@@ -257,4 +258,4 @@ def summary_gains(gains: pd.DataFrame | None, config: dict[str, Any]) -> pd.Data
     if gains is None or gains.empty:
         return pd.DataFrame(columns=["model", "batch_size", "framework", "ratio", "ci_low", "ci_high", "ci_scope"])
     gains = computed_ratios(gains)
-    return gains if include_deviating(config) else gains[~_deviating(gains)]
+    return gains if include_deviating(config) else gains[~deviating(gains)]

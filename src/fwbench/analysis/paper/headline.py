@@ -25,7 +25,7 @@ import pandas as pd
 
 from fwbench.analysis.common.latex import BASELINE, ordered_frameworks
 from fwbench.analysis.common.names import framework_name, model_family, model_name, precision_name, variant_name
-from fwbench.analysis.inference.ratio_macros import computed_ratios
+from fwbench.analysis.inference.ratio_macros import computed_ratios, deviating
 from fwbench.analysis.inference.summary import multiplicity_of, quoted_interval, resolved_adjusted
 from fwbench.analysis.profile.categories import category_phrase
 from fwbench.analysis.profile.sentences import THRESHOLD, attribution
@@ -287,8 +287,8 @@ def headline(
         inference = inference[inference["suite"] == "inference"]
     kept = computed_ratios(ratios) if not ratios.empty else ratios
     kept = kept[kept["ratio"].notna()] if "ratio" in kept else kept
-    if not include_deviating and "deviation_differs" in kept:
-        kept = kept[kept["deviation_differs"].astype(str) != "True"]
+    if not include_deviating:
+        kept = kept[~deviating(kept)]
     torch_cells = _ok(inference)
     torch_cells = torch_cells[_column(torch_cells, "framework") == BASELINE]
     torch_alone = _column(torch_cells, "mode").dropna().nunique() <= 1

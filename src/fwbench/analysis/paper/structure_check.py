@@ -87,32 +87,33 @@ def _page_number(aux_text: str, label: str) -> int | None:
     return int(page) if page and page.isdigit() else None
 
 
-def _page_problem(check: str, aux_text: str, label: str, what: str) -> Problem | None:
+def _labelled_page(check: str, aux_text: str, label: str, what: str) -> int | Problem:
+    """The page of `label` in the aux file, or the problem where it is missing or not a page number."""
     page = label_page(aux_text, label)
     if page is None:
         return Problem(check, label, f"report/paper.tex has no \\label{{{label}}} ({what}): none in the aux file")
     if not page.isdigit():
         return Problem(check, label, f"the page of \\label{{{label}}} is '{page}', not a page number")
-    return None
+    return int(page)
 
 
 def body_pages(aux_text: str, limit: int = MAX_BODY_PAGES) -> list[Problem]:
     """The body (pages 1 to the page of \\label{sec:body-end}) is at most `limit` pages; a paper without the label
     fails, as its body has no end."""
-    if problem := _page_problem("body_pages", aux_text, BODY_END, "where the body ends, before the references"):
-        return [problem]
-    page = _page_number(aux_text, BODY_END)
-    if page is not None and page > limit:
+    page = _labelled_page("body_pages", aux_text, BODY_END, "where the body ends, before the references")
+    if isinstance(page, Problem):
+        return [page]
+    if page > limit:
         return [Problem("body_pages", f"page {page}", f"the body ends on page {page}, over the limit of {limit}")]
     return []
 
 
 def headline_page(aux_text: str, label: str = HEADLINE, last_page: int = HEADLINE_LAST_PAGE) -> list[Problem]:
     """The headline figure (`label`) is on page `last_page` or before."""
-    if problem := _page_problem("headline_page", aux_text, label, "the headline figure"):
-        return [problem]
-    page = _page_number(aux_text, label)
-    if page is not None and page > last_page:
+    page = _labelled_page("headline_page", aux_text, label, "the headline figure")
+    if isinstance(page, Problem):
+        return [page]
+    if page > last_page:
         return [Problem("headline_page", f"page {page}", f"\\label{{{label}}} is on page {page}, after {last_page}")]
     return []
 
