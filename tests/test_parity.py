@@ -14,7 +14,9 @@ import pytest
 
 from fwbench.models import MODELS, flax_variables, torch_model, torch_state_dict_numpy
 from fwbench.models.convert import ConversionError, flax_to_torch, torch_to_flax
+from fwbench.models.layers import normalised
 from fwbench.models.parity import eval_parity, geometric_mean, randomised
+from fwbench.models.parity_core import bfloat16_batch_norm_case, bfloat16_mismatch
 
 DEFAULT_RESOLUTION = 32  # the default study's dataset.image_size
 NUM_CLASSES = 10
@@ -31,6 +33,19 @@ def test_eval_logit_parity(name, image_size):
     seed = _fresh_seed()
     error = eval_parity(name, image_size, seed)
     assert error <= EVAL_TOLERANCE.get(name, 1e-4), f"{name}@{image_size}px seed {seed}: max|Δ|/max|ref| = {error:.3g}"
+
+
+def test_bfloat16_batch_norm_rounds_once_as_torch():
+    """The Flax twins' bfloat16 BatchNorm computes in float32 and rounds once, as torch's kernels do (the same check
+    as the Keras twin's in tests/test_tf_parity.py); rounded after every operation, 20-34% differ."""
+    arrays, expected = bfloat16_batch_norm_case(_fresh_seed())
+    bf16 = {k: jnp.asarray(v, jnp.bfloat16) for k, v in arrays.items()}
+    args = (bf16["x"], bf16["mean"], bf16["var"], bf16["scale"], bf16["bias"])
+    out = jax.jit(normalised, static_argnums=5)(*args, 1e-5)
+    share, steps = bfloat16_mismatch(out, expected)
+    assert out.dtype == jnp.bfloat16 and share <= 0.01 and steps <= 1, f"{share:.1%} differ, up to {steps:.3g} steps"
+    per_operation = (args[0] - args[1]) * jax.lax.rsqrt(args[2] + 1e-5) * args[3] + args[4]
+    assert bfloat16_mismatch(per_operation, expected)[0] > 0.05
 
 
 def test_geometric_mean_of_errors():

@@ -93,6 +93,44 @@ def relative(actual, expected) -> float:
     return float(np.abs(np.asarray(actual) - np.asarray(expected)).max()) / (scale if scale > 0 else 1.0)
 
 
+def relative_rms(actual, expected) -> float:
+    """||actual - expected|| / ||expected||: the bf16 check's statistic, which a single unlucky logit moves less than
+    `relative`'s maximum (bf16 rounding of a random network's logits is heavy-tailed from seed to seed)."""
+    scale = float(np.linalg.norm(expected))
+    return float(np.linalg.norm(np.asarray(actual) - np.asarray(expected))) / (scale if scale > 0 else 1.0)
+
+
+def bfloat16_batch_norm_case(seed: int, channels: int = 32) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """Channels-last inputs and BatchNorm statistics, all bfloat16-representable, whose means dwarf their
+    input-dependent part (as a calibrated network's do), and torch's eval BatchNorm of them in bfloat16: the output a
+    twin's bfloat16 BatchNorm must reproduce, since torch computes it in float32 and rounds once."""
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((4, 6, 6, channels)) * 0.5 + rng.standard_normal(channels) * 8
+    arrays = {
+        "x": x,
+        "mean": x.mean((0, 1, 2)) + rng.standard_normal(channels) * 0.1,
+        "var": x.var((0, 1, 2)) * rng.uniform(0.5, 2.0, channels),
+        "scale": rng.uniform(0.5, 3.0, channels),
+        "bias": rng.standard_normal(channels) * 4,
+    }
+    tensors = {k: torch.from_numpy(v.astype(np.float32)).to(torch.bfloat16) for k, v in arrays.items()}
+    x_nchw = tensors["x"].permute(0, 3, 1, 2)
+    args = (tensors["mean"], tensors["var"], tensors["scale"], tensors["bias"])
+    out = torch.nn.functional.batch_norm(x_nchw, *args, training=False, momentum=0.1, eps=1e-5)
+    exact = {k: t.float().numpy() for k, t in tensors.items()}
+    return exact, out.permute(0, 2, 3, 1).float().numpy()
+
+
+def bfloat16_mismatch(actual, expected) -> tuple[float, float]:
+    """(share of elements that differ, largest difference in units of the expected value's bfloat16 spacing). The
+    spacing is taken at no less than 1/256 of the largest magnitude: where a result cancels to near zero, a float32
+    rounding of its operands moves it by many of its own, tiny, bfloat16 steps."""
+    actual, expected = np.asarray(actual, np.float32), np.asarray(expected, np.float32)
+    magnitude = np.maximum(np.abs(expected), np.abs(expected).max() / 256)
+    spacing = np.exp2(np.floor(np.log2(np.maximum(magnitude, np.finfo(np.float32).tiny))) - 7)
+    return float(np.mean(actual != expected)), float(np.max(np.abs(actual - expected) / spacing))
+
+
 def torch_train_mode(model: torch.nn.Module) -> torch.nn.Module:
     """Batch statistics on, randomness off: dropout and stochastic depth draw different masks in each framework."""
     model.train()
