@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 import pandas as pd
 import pytest
 
@@ -59,39 +58,54 @@ RATIOS = _table(
 )
 
 
+def _section(ratios, config=None, inference=None):
+    return conclusions_section(
+        ratios=ratios,
+        inference=_inference() if inference is None else inference,
+        epochs=None,
+        agreement=None,
+        published=pd.DataFrame(columns=PUBLISHED_COLUMNS),
+        ledger=LEDGER,
+        config=config or CONFIG,
+    )
+
+
 def test_a_study_whose_pytorch_cells_all_failed_says_there_is_no_ratio():
     """No PyTorch cell succeeded (e.g. one crash in the worker serving every batch size): the speedups table is
-    empty, without even its columns, and each framework's sentence says it has no ratio."""
-    sentences = findings.inference_sentences(pd.DataFrame(), ["torch", "jax", "tensorflow"])
-    assert sentences == [
-        "JAX/Flax has no ratio to PyTorch in this study.",
-        "TensorFlow/Keras has no ratio to PyTorch in this study.",
-    ]
+    empty, without even its columns, and the conclusions say there is no ratio, and that the cell failed."""
+    config = {**CONFIG, "frameworks": ["torch", "jax", "tensorflow"]}
+    text = _section(pd.DataFrame(), config, _inference(status="failed"))
+    assert "We measured the inference throughput of PyTorch, JAX and TensorFlow; the study has no ratio" in text
+    assert "The one cell failed." in text and "One cell failed (Appendix~\\ref{sec:failures})." in text
+    assert "depends on the batch size" not in text
 
 
-def test_inference_sentences_count_the_adjusted_verdicts_and_quote_the_geometric_mean():
-    (sentence,) = findings.inference_sentences(RATIOS, ["torch", "jax"])
-    assert (
-        "faster than PyTorch in 2 and slower in 1 of 4 model and batch-size pairs (3 resolved by the paired test "
-        "after Holm's adjustment within each framework pair)" in sentence
-    )
-    geomean = math.exp(np.log(RATIOS["ratio"]).mean())
-    assert f"geometric mean of the JAX/PyTorch throughput ratios is {geomean:.3g} (95\\% CI [" in sentence
-    assert "across 2 models)" in sentence and "bootstrap" not in sentence and "median" not in sentence
-    # the largest resolved difference, quoted with its simultaneous interval over the family's 4 tests
+def test_the_inference_paragraph_says_the_abstracts_findings_and_the_batch_size_test():
+    """The conclusions restate the abstract's findings (the same template, the same counts), then say whether the
+    ratio depends on the batch size from the test of the difference, each direction change named once."""
+    text = _section(RATIOS)
+    inference = text.split("\\paragraph{Inference}")[1].split("\\paragraph")[0]
+    from fwbench.analysis.paper.abstract import abstract
+
+    said = abstract(RATIOS, _inference(), None, ["torch", "jax"])
+    assert said.split(". ")[0] in inference, "the abstract's first finding, word for word"
+    assert "JAX was slower on one of two ResNet-50 comparisons and faster on one" in inference
+    # the largest resolved difference with its simultaneous interval over the family's 4 tests
     strongest = RATIOS.iloc[1]
     low, high = strongest["ci_low_simultaneous"], strongest["ci_high_simultaneous"]
     assert low < 0.4 and high > 0.6
-    assert (
-        f"the largest resolved difference is 0.500 [{low:.3f}, {high:.3f}] (a simultaneous 95\\% CI over the 4 tests "
-        "of its family) on ResNet-50 at batch 32" in sentence
-    )
-    # the batch size: a test of the difference of the log ratios, with its own interval
-    assert (
-        "JAX/Flax's ratio depends on the batch size (a test of the difference of the log ratios, Holm-adjusted over "
-        "the models): on ResNet-50 its ratio at batch 32 is 0.333$\\times$ that at batch 1 (95\\% CI [" in sentence
-    )
-    assert sentence.count("the direction reverses") == 1, "only resnet50's two ratios are resolved both ways"
+    assert f"ResNet-50 at batch 32, was 0.50$\\times$ [{low:.2f}, {high:.2f}] of PyTorch" in inference
+    (effect,) = findings.batch_effects(RATIOS, ["torch", "jax"], "holm")
+    assert effect.tested == 2 and effect.sizes == (1, 32)
+    assert [s.model for s in effect.shifts if s.reverses] == ["ResNet-50"], "only ResNet-50's ratios resolve both ways"
+    assert "JAX's ratio at batch 32 is" in inference and "its ratio at batch 1 on both models" in inference
+    assert inference.count("changes direction") == 1 and "changes direction on ResNet-50." in inference
+
+
+def test_a_single_model_gets_a_range_not_an_interval():
+    ratios = _table([_ratio("resnet50", 1, 1.5, 1.2, 1.8), _ratio("resnet50", 32, 0.5, 0.4, 0.6)])
+    text = _section(ratios)
+    assert "ResNet-50 comparisons and faster on one (0.50--1.5$\\times$)" in text and "typically" not in text
 
 
 def test_a_difference_in_significance_is_not_a_claim_about_the_batch_size():
@@ -102,17 +116,13 @@ def test_a_difference_in_significance_is_not_a_claim_about_the_batch_size():
     assert bool(ratios.iloc[0]["resolved_adjusted"]) and not bool(ratios.iloc[1]["resolved_adjusted"])
     (difference,) = findings.batch_differences(ratios, "none")
     assert difference.p_adjusted > 0.05 and difference.difference.low < 1 < difference.difference.high
-    text = findings.batch_sentence(ratios, "JAX/Flax", "none")
-    assert "depends" not in text
-    assert "JAX/Flax's ratio on ResNet-50 does not differ resolvedly between batch 1 and 32 (a test of the" in text
+    (effect,) = findings.batch_effects(ratios, ["torch", "jax"], "none")
+    assert effect.shifts == () and effect.only == "ResNet-50"
+    text = _section(ratios)
+    assert "depends" not in text and "changes direction" not in text
+    assert "JAX's ratio on ResNet-50 does not differ resolvedly between batch 1 and 32." in text
     # without a paired interval at two batch sizes nothing is said at all
-    assert findings.batch_sentence(ratios.iloc[:1], "JAX/Flax", "none") == ""
-
-
-def test_a_single_model_gets_a_range_not_an_interval():
-    ratios = _table([_ratio("resnet50", 1, 1.5, 1.2, 1.8), _ratio("resnet50", 32, 0.5, 0.4, 0.6)])
-    (sentence,) = findings.inference_sentences(ratios, ["torch", "jax"])
-    assert "is 0.866 (one model: range 0.500--1.50, no interval)" in sentence
+    assert findings.batch_effects(ratios.iloc[:1], ["torch", "jax"], "none") == []
 
 
 def _inference(**overrides):
@@ -145,12 +155,16 @@ LEDGER = pd.DataFrame([{"control": "Device to itself", "status": "not measured",
 def test_limitations_come_from_the_results():
     empty = pd.DataFrame(columns=PUBLISHED_COLUMNS)
     items = limitations(_inference(), None, empty, LEDGER, CONFIG)
-    text = "; ".join(items)
-    assert "every cell ran on a CPU (AMD EPYC)" in text
-    assert "3 processes" in text and "2 degrees of freedom" in text
-    assert "49.0" in text and "synthetic" in text and "only fp32" in text
-    assert "energy was not measured: no RAPL here" in text and "device memory" not in text
-    assert "could not check device to itself" in text
+    kinds = {item.kind: item.values for item in items}
+    assert kinds["cpu"] == {"names": ["AMD EPYC"]} and kinds["trials"] == {"processes": 3}
+    assert kinds["resolution"]["factor"] == 49.0 and "synthetic" in kinds and "precisions" in kinds
+    assert kinds["energy"] == {"reasons": ["no RAPL here"]} and "memory" not in kinds
+    assert kinds["ledger"] == {"controls": ["device to itself"]}
+    text = _section(RATIOS).split("\\paragraph{Limitations}")[1]
+    assert "Every cell ran on an AMD EPYC CPU" in text and "three processes" in text
+    assert "two degrees of freedom" in text and "49$\\times$ fewer pixels" in text and "synthetic" in text
+    assert "Only FP32 was measured" in text and "Energy was not measured: no RAPL here." in text
+    assert "Device memory" not in text and "The ledger could not check device to itself." in text
     gpu = limitations(
         _inference(platform="gpu", trials=1, noisy=True, energy_j_per_image=2.0),
         None,
@@ -158,9 +172,19 @@ def test_limitations_come_from_the_results():
         LEDGER.iloc[:0],
         {**CONFIG, "dataset": {"image_size": 224, "source": "huggingface"}},
     )
-    text = "; ".join(gpu)
-    assert "CPU" not in text and "single process" in text and "1 of 1 inference cells had a noisy trial" in text
-    assert "energy" not in text and "px" not in text
+    assert [item.kind for item in gpu] == ["trials", "precisions", "noisy"]
+    assert gpu[2].values == {"cells": 1, "of": 1}
+
+
+def test_a_limitation_without_a_sentence_is_an_error_naming_the_template(monkeypatch):
+    """A kind of limitation the template has no sentence for fails the build, naming the template: never a gap."""
+    from fwbench.analysis.paper import conclusions
+    from fwbench.analysis.paper.limitations import Limitation
+    from fwbench.analysis.paper.templates import TemplateValueError
+
+    monkeypatch.setattr(conclusions, "limitations", lambda *args: [Limitation("sunspots")])
+    with pytest.raises(TemplateValueError, match="conclusions.tex.j2"):
+        _section(RATIOS)
 
 
 @pytest.mark.parametrize("trained", [True, False])

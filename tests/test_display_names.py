@@ -169,8 +169,8 @@ def test_the_conclusions_name_models_by_their_display_names(tmp_path):
         config=config,
     )
     assert leaked(text) == []
-    assert "on ResNet-50 at batch 32" in text and "Training the small CNN at batch 32" in text
-    assert "only for ResNet-50 and the small CNN (ViT-B/16, MobileNetV3-Small and EfficientNet-B0 not trained)" in text
+    assert "ResNet-50 at batch 32" in text and "Training the small CNN at batch 32" in text
+    assert "so it has no interval, and only for ResNet-50 and the small CNN." in text
 
 
 # --------------------------------------------------------------------------------------------------------------------

@@ -18,7 +18,7 @@ from fwbench.analysis.micro.macros import micro_macros
 from fwbench.analysis.micro.outputs import write_micro_outputs
 from fwbench.analysis.micro.section import micro_section
 from fwbench.analysis.micro.tables import micro_table
-from fwbench.analysis.paper.findings import inference_sentences, training_sentences
+from fwbench.analysis.paper.findings import training_sentences
 from fwbench.analysis.published.judgement import DIRECTION_ONLY, SAME, UNPAIRED_SCOPE
 from fwbench.analysis.published.matching import compare
 from fwbench.analysis.published.section import OTHER_MODE_MARK, comparison_table, modes_sentence
@@ -367,26 +367,26 @@ def test_an_unknown_published_mode_is_refused(tmp_path):
 # --- conclusions on inference ratios ----------------------------------------------------------------------------
 
 
-def test_inference_sentences_name_the_pairing_and_the_mixed_ratios():
-    ratios = pd.DataFrame(
-        [
-            _ratio("resnet50", 1, 1.5, 1.2, 1.8) | {"numerator_mode": "jit", "denominator_mode": "compile"},
-            _ratio("resnet50", 8, 1.4, 1.2, 1.6) | {"numerator_mode": "jit", "denominator_mode": "compile"},
-            _ratio("vit_b_16", 1, 2.0, 1.5, 2.5) | {"numerator_mode": "jit", "denominator_mode": "eager"},
-        ]
+def _conclusions_of(ratios):
+    from fwbench.analysis.paper.conclusions import conclusions_section
+    from fwbench.analysis.published.matching import COLUMNS
+    from tests.test_conclusions import CONFIG, LEDGER, _inference
+
+    return conclusions_section(
+        ratios=ratios,
+        inference=_inference(),
+        epochs=None,
+        agreement=None,
+        published=pd.DataFrame(columns=COLUMNS),
+        ledger=LEDGER,
+        config=CONFIG,
     )
-    ratios["mixed_modes"] = [False, False, True]
-    (sentence,) = inference_sentences(ratios.iloc[:2], ["torch", "jax"], ratios)
-    assert "The ratios pair JAX/Flax jit over PyTorch compiled in 2 pairs" in sentence
-    assert "1 further ratio setting a compiled program against an eager one is left out of these figures" in sentence
-    (sentence,) = inference_sentences(ratios, ["torch", "jax"])
-    assert "JAX/Flax jit over PyTorch eager in 1 pair" in sentence
-    assert "1 ratio of them sets a compiled program against an eager one" in sentence
 
 
-def test_ratios_against_eager_pytorch_are_summarised_as_their_own_family():
-    """Where the study has no compiled PyTorch cell for a model, its ratios form the family against eager PyTorch:
-    summarised in a sentence of their own (counts, geometric mean, largest resolved difference), never dropped."""
+def test_ratios_against_eager_pytorch_are_said_as_such():
+    """Where the study has no compiled PyTorch cell for a model, its ratios form the family against eager PyTorch
+    (`ratio_macros.eager_family`): counted with the compiled pairs and said to stand against eager PyTorch, never
+    dropped (which PyTorch the largest difference stands against, read from the cells: tests/test_abstract.py)."""
     from fwbench.analysis.inference.ratio_macros import eager_family, summary_ratios
 
     compiled = {"numerator_mode": "jit", "denominator_mode": "compile", "mixed_modes": False, "stand_in": ""}
@@ -404,20 +404,15 @@ def test_ratios_against_eager_pytorch_are_summarised_as_their_own_family():
     kept, family = summary_ratios(ratios, config)[0], eager_family(ratios, config)
     assert kept["model"].tolist() == ["small_cnn", "small_cnn"]
     assert family["model"].tolist() == ["vit_b_16", "vit_b_16", "resnet50"]
-    (sentence,) = inference_sentences(kept, ["torch", "jax"], ratios, "none", family)
-    assert "The ratios pair JAX/Flax jit over PyTorch compiled in 2 pairs." in sentence
-    assert "left out" not in sentence, "the eager pairs are summarised, not left out"
-    assert (
-        r"Against eager PyTorch, in the pairs without a compiled PyTorch cell to pair with (on ResNet-50 and "
-        "ViT-B/16), JAX/Flax was faster in 1 and slower in 1 of 3 pairs (2 resolved by their own 95\\% intervals"
-    ) in sentence
-    assert "largest resolved difference is 0.400 [0.300, 0.500]" in sentence.split("Against eager")[1]
+    text = _conclusions_of(ratios)
+    assert "PyTorch was compiled for the small CNN, eager otherwise." in text
+    assert "ViT-B/16" in text and "ResNet-50" in text, "the eager pairs are counted, not left out"
+    assert "JAX's largest difference, ResNet-50 at batch 1, was 0.40$\\times$ [0.30, 0.50]" in text
     # a study without compiled PyTorch at all: its column pairs eager PyTorch, and no family stands apart
     only_eager = ratios.iloc[2:].assign(stand_in="")
     assert eager_family(only_eager, config).empty
-    # without compiled pairs, the family is the whole summary
-    (alone,) = inference_sentences(kept.iloc[0:0], ["torch", "jax"], ratios, "none", family)
-    assert alone.startswith("Against eager PyTorch, in the pairs") and "has no ratio" not in alone
+    alone = _conclusions_of(ratios.iloc[2:])
+    assert "compiled for" not in alone and "no ratio" not in alone
 
 
 # --- setup, time to report, loader ------------------------------------------------------------------------------

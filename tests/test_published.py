@@ -32,7 +32,13 @@ from fwbench.analysis.published.judgement import (
 )
 from fwbench.analysis.published.matching import COLUMNS as PUBLISHED_COLUMNS
 from fwbench.analysis.published.matching import compare
-from fwbench.analysis.published.section import comparison_table, rule_sentence, section, summary_sentence
+from fwbench.analysis.published.section import (
+    comparison_table,
+    published_counts,
+    rule_sentence,
+    section,
+    summary_sentence,
+)
 from fwbench.analysis.published.sources import read_published, read_sources
 from tests.conftest import REPO
 from tests.test_pdf_check import TEXT, _build, _check, needs_latex
@@ -215,6 +221,10 @@ def test_only_matching_cells_are_compared_and_absolute_numbers_are_labelled(tmp_
     assert "1 is different (outside this study's 95\\% CI: ours lower in 1)" in sentence
     assert "1 has a failed cell here" in sentence
     assert sentence.endswith("All of them compare ratios across device classes (GPU there, CPU here).")
+    # the same counts for the conclusions' template
+    counts = published_counts(rows)
+    assert (counts.total, counts.reproduced, counts.different, counts.lower, counts.failed) == (2, 0, 1, 1, 1)
+    assert (counts.across, counts.classes, counts.margin) == (2, "GPU there, CPU here", "1.1")
     table = comparison_table(rows, sources[0])
     assert r"\label{tab:published-gpu-inference}" in table and "not comparable" in table
     assert "different: ours lower" in table and "ratios across device classes (GPU there, CPU here)" in table

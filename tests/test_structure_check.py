@@ -26,6 +26,16 @@ def test_abstract_words_are_counted_as_a_reader_counts_them():
     assert "11 words, over the limit of 10" in structure_check.abstract_words(text, limit=10)[0].message
 
 
+def test_a_sentence_of_35_words_passes_and_one_of_36_fails():
+    """Headings and labels are not sentences; a number's full stop ("0.50", "Fig. 3") does not end one."""
+    fine = "\\paragraph{Inference} " + "word " * 33 + "at 0.50$\\times$. Fig. 3 shows it. Then " + "word " * 34 + "."
+    assert structure_check.long_sentences(fine, "conclusions.tex") == []
+    assert [structure_check.words(s) for s in structure_check.sentences(fine)] == [35, 4, 35]
+    [problem] = structure_check.long_sentences(fine + " Then " + "word " * 35 + ".", "conclusions.tex")
+    assert problem.check == "long_sentences" and problem.where == "conclusions.tex"
+    assert "a sentence of 36 words, over 35: 'Then word word" in problem.message
+
+
 # --------------------------------------------------------------------------------------------------------------------
 # Pages, from the aux file
 
@@ -197,6 +207,7 @@ ViT-B/16 & 2.00 \\
 \end{{tabular}}
 \end{{table}}
 """
+    (tmp_path / "conclusions.tex").write_text("\\section{Conclusions} " + "word " * 36 + ". Short one.\n")
     pdf, log, tex = _build(tmp_path, body)
     report = structure_check.check_paper_and_structure(
         pdf=pdf, log=log, main_tex=tex, search_path=[], pages_dir=tmp_path / "pages"
@@ -204,7 +215,9 @@ ViT-B/16 & 2.00 \\
     assert (report["abstract_words"], report["body_pages"], report["headline_page"]) == (16, 1, 1), report
     assert report["pages"] == 2
     problems = {(p["check"], p["where"]): p["message"] for p in report["problems"]}
+    assert report["longest_sentence"] == {"abstract.tex": 16, "conclusions.tex": 36}
     assert set(problems) == {
+        ("long_sentences", "conclusions.tex"),
         ("identifier_in_prose", "page 1"),
         ("long_caption", "page 1, Fig. 2"),
         ("long_caption", "page 2, TABLE II"),

@@ -19,6 +19,7 @@ with redirect_to(snakemake.log[0]):
             agreement=read_tidy(training[1]) if training else None,
             published=read_tidy(snakemake.input.published),
             ledger=read_tidy(snakemake.input.ledger),
+            profile=read_tidy(snakemake.input.profile),
             # analysis.multiplicity where no ratio table row carries one (a change reruns aggregate_inference, whose
             # tables this rule reads)
             config={**snakemake.params.config, "analysis": snakemake.config.get("analysis", {})},

@@ -127,6 +127,22 @@ def _shortened(where: str, limit: int = WHERE_CHARS) -> str:
     return (where[:cut] if cut > 0 else where[:limit]) + "; more in ledger.csv"
 
 
+def ledger_counts(rows: pd.DataFrame) -> dict[str, object]:
+    """The ledger as the conclusions' template says it: how many controls, how many held, and the names of those that
+    did not hold and that could not be measured (lowered as `_in_sentence` lowers them, unescaped)."""
+
+    def names(status: str) -> list[str]:
+        controls = rows[rows["status"] == status]["control"].tolist()
+        return [c[:1].lower() + c[1:] if c[1:2].islower() else c for c in controls]
+
+    return {
+        "total": len(rows),
+        "held": int((rows["status"] == HELD).sum()),
+        "not_held": names(NOT_HELD),
+        "missing": names(NOT_MEASURED),
+    }
+
+
 def ledger_sentence(rows: pd.DataFrame) -> str:
     """The section's lead: how many controls held, which did not, which could not be measured."""
     counts = Counter(rows["status"])

@@ -1,15 +1,9 @@
-"""The conclusions' findings, generated: every sentence is chosen from the results and carries its uncertainty.
-
-A reader should not meet "JAX is faster" where the data say "faster in 2 of 10 pairs, slower in 4, a geometric mean
-ratio of 1.02 [0.64, 1.39]". So the inference sentences count resolved pairs each way (the verdicts adjusted within
-each framework pair, fwbench.analysis.common.verdicts), give the geometric mean of the ratios with an interval that
-takes the model as the unit, name the largest resolved difference with its simultaneous interval, and say that a ratio
-depends on the batch size only where a test of the difference between two batch sizes resolves it; the training
-sentences state the training comparison (step-0 agreement, time per epoch, time to the target accuracy) as measured.
-
-Every ratio names the execution modes it pairs (fwbench.study.modes): each framework's ratio mode (compiled by default)
-where both cells exist, and where one side's cell in that mode is missing its first mode stands in; a ratio that then
-sets an eager program against a compiled one says so in the sentence that counts it.
+"""The conclusions' findings, read from the results for the conclusions' template
+(report/templates/conclusions.tex.j2): whether a framework's ratio depends on the batch size (`batch_effects`, from a
+test of the difference between two batch sizes, never a difference in significance), which ratios were refused or
+kept across nodes (`placement`), and the training comparison (step-0 agreement, time per epoch, time to the target
+accuracy) as measured (`training_sentences`, still written here). The per-pair verdicts are the abstract's
+(fwbench.analysis.paper.headline), so the conclusions and the abstract count the same comparisons the same way.
 """
 
 from __future__ import annotations
@@ -19,7 +13,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from fwbench.analysis.common import verdicts
@@ -31,9 +24,8 @@ from fwbench.analysis.common.latex import (
     number,
     ordered_frameworks,
     ordered_variants,
-    ratio_label,
 )
-from fwbench.analysis.common.names import model_in_text, models_in_text
+from fwbench.analysis.common.names import framework_name, model_in_text, model_name
 from fwbench.analysis.common.partners import (
     cell_mode,
     check_placement,
@@ -42,18 +34,12 @@ from fwbench.analysis.common.partners import (
     ratio_variant,
     with_modes,
 )
-from fwbench.analysis.common.verdicts import DEFAULT_MULTIPLICITY
-from fwbench.analysis.inference.ratio_macros import adjusted_phrase, summary_text
 from fwbench.analysis.inference.summary import (
-    geometric_summary,
-    multiplicity_of,
     node_differs,
     paired,
-    quoted_interval,
     refused,
     resolved_adjusted,
 )
-from fwbench.analysis.inference.summary import mixed_modes as mixed_ratios
 from fwbench.analysis.published.matching import training_times
 from fwbench.analysis.training.macros import compiled_step0_text
 from fwbench.analysis.training.section import mode_gain_text
@@ -64,124 +50,6 @@ BASELINE = "torch"
 
 def plural(count: int, word: str, plural: str | None = None) -> str:
     return f"{count} {word if count == 1 else (plural or word + 's')}"
-
-
-def _pair_text(num: str, num_mode: str, den_mode: str) -> str:
-    """ "JAX/Flax jit over PyTorch compiled": the two modes a ratio pairs."""
-    return f"{label(num)} {mode_label(num_mode)} over {label(BASELINE)} {mode_label(den_mode)}"
-
-
-def _modes_sentence(mine: pd.DataFrame, every: pd.DataFrame, framework: str, apart: pd.Index | None = None) -> str:
-    """Which modes a framework's ratios pair, counted from them: the pairing of the summarised ratios, how many of
-    them set an eager program against a compiled one (another mode standing in where the ratio mode's cell is
-    missing), and how many further such ratios the summary leaves out (not counting those summarised `apart`, the
-    family against eager PyTorch). Empty for a table from before modes."""
-    apart = pd.Index([]) if apart is None else apart
-    if "numerator_mode" not in mine or mine.empty:
-        return ""
-    pairs = mine.groupby(["numerator_mode", "denominator_mode"], sort=False).size().sort_values(ascending=False)
-    described = [f"{_pair_text(framework, a, b)} in {plural(int(n), 'pair')}" for (a, b), n in pairs.items()]
-    mixed = int(mixed_ratios(mine).sum())
-    text = f" The ratios pair {join_words(described)}"
-    if mixed:
-        one = mixed == 1
-        text += (
-            f"; {plural(mixed, 'ratio')} of them set{'s' if one else ''} a compiled program against an eager one "
-            f"(no {label(BASELINE)} cell in the ratio mode of {'its' if one else 'their'} comparison: marked in "
-            "Table~\\ref{tab:inference})"
-        )
-    left_out = every.index.difference(mine.index).difference(apart)
-    dropped = int(mixed_ratios(every.loc[left_out]).sum()) if len(left_out) else 0
-    if dropped:
-        text += (
-            f"; {plural(dropped, 'further ratio')} setting a compiled program against an eager one "
-            f"{'is' if dropped == 1 else 'are'} left out of these figures"
-        )
-    return text + "."
-
-
-def _largest_text(mine: pd.DataFrame, resolved: pd.Series, method: str) -> str:
-    """The largest resolved difference (adjusted verdicts) with the interval it is quoted with: simultaneous over
-    its family's tests (`summary.quoted_interval`), against the winner's curse of picking the extreme one."""
-    chosen = mine[resolved]
-    strongest = chosen.loc[np.log(chosen["ratio"].astype(float)).abs().idxmax()]
-    low, high, simultaneous = quoted_interval(strongest)
-    size = strongest.get("family_size")
-    if simultaneous and method != "none" and pd.notna(size) and int(size) > 1:
-        kind = f" (a simultaneous 95\\% CI over the {int(size)} tests of its family)"
-    else:
-        kind = " (its 95\\% CI)"
-    return (
-        f", and the largest resolved difference is {number(strongest['ratio'])} [{number(low)}, {number(high)}]"
-        f"{kind} on {escape(model_in_text(strongest['model']))} at batch {int(strongest['batch_size'])}"
-    )
-
-
-def inference_sentences(
-    ratios: pd.DataFrame,
-    frameworks: list[str],
-    every: pd.DataFrame | None = None,
-    multiplicity: str = DEFAULT_MULTIPLICITY,
-    eager: pd.DataFrame | None = None,
-) -> list[str]:
-    """Per framework against PyTorch: resolved pairs each way (the adjusted verdicts, `summary.resolved_adjusted`),
-    the geometric mean of the ratios with its interval over models (`summary.geometric_summary`), the largest
-    resolved difference with its simultaneous interval, whether the ratio depends on the batch size
-    (`batch_sentence`: a test of the difference, never a difference in significance), and which execution modes
-    the ratios pair (`_modes_sentence`; `every`: all computed ratios, to count the mixed ones the summary left
-    out; `multiplicity`: the config's, where no ratio carries its table's). `eager`: the family against eager
-    PyTorch (`ratio_macros.eager_family`), summarised the same way in a sentence of its own (`eager_sentence`)."""
-    sentences = []
-    every = ratios if every is None else every
-    eager = every.iloc[0:0] if eager is None else eager
-    method = multiplicity_of(every, multiplicity)
-    for framework in [f for f in ordered_frameworks(frameworks) if f != BASELINE]:
-        mine = ratios[ratios["numerator"] == framework] if "numerator" in ratios else ratios
-        # a study whose PyTorch cells all failed has no ratio at all (not even the column)
-        mine = mine.dropna(subset=["ratio"]) if "ratio" in mine else mine.iloc[0:0]
-        all_mine = every[every["numerator"] == framework] if "numerator" in every else every
-        mine_eager = eager[eager["numerator"] == framework].dropna(subset=["ratio"]) if len(eager) else eager
-        name = label(framework)
-        family = eager_sentence(mine_eager, name, method)
-        if mine.empty:
-            sentences.append(family or f"{name} has no ratio to PyTorch in this study.")
-            continue
-        resolved = resolved_adjusted(mine)
-        above = mine["ratio"].astype(float) > 1
-        faster, slower = int((resolved & above).sum()), int((resolved & ~above).sum())
-        summary = geometric_summary(mine)
-        text = (
-            f"{name} was faster than PyTorch in {faster} and slower in {slower} of "
-            f"{plural(len(mine), 'model and batch-size pair')} ({int(resolved.sum())} resolved by the paired test "
-            f"{adjusted_phrase(method)}); the geometric mean of the {ratio_label(framework)} throughput ratios is "
-            f"{summary_text(summary)}"
-        )
-        if resolved.any():
-            text += _largest_text(mine, resolved, method)
-        modes = _modes_sentence(mine, all_mine, framework, mine_eager.index)
-        sentences.append(text + "." + batch_sentence(mine, name, method) + modes + (" " + family if family else ""))
-    return sentences
-
-
-def eager_sentence(ratios: pd.DataFrame, name: str, method: str) -> str:
-    """One framework's family against eager PyTorch (the models without a compiled PyTorch cell to pair with),
-    summarised as its compiled pairs are: resolved pairs each way, the geometric mean with its interval over models,
-    the largest resolved difference; empty without such ratios."""
-    if ratios.empty:
-        return ""
-    resolved = resolved_adjusted(ratios)
-    above = ratios["ratio"].astype(float) > 1
-    models = join_words([escape(model) for model in models_in_text(ratios["model"])])
-    text = (
-        f"Against eager PyTorch, in the pairs without a compiled PyTorch cell to pair with (on {models}), {name} was "
-        "faster in "
-        f"{int((resolved & above).sum())} and slower in {int((resolved & ~above).sum())} of "
-        f"{plural(len(ratios), 'pair')} ({int(resolved.sum())} resolved {adjusted_phrase(method)}), with a "
-        f"geometric mean ratio of {summary_text(geometric_summary(ratios))}"
-    )
-    if resolved.any():
-        text += _largest_text(ratios, resolved, method)
-    return text + "."
 
 
 @dataclass(frozen=True)
@@ -240,70 +108,85 @@ def batch_differences(ratios: pd.DataFrame, method: str) -> list[BatchDifference
     ]
 
 
-BATCH_ADJUSTMENT = {
-    "holm": "Holm-adjusted over the models",
-    "bh": "Benjamini--Hochberg-adjusted over the models",
-    "none": "not adjusted for multiple comparisons",
-}
+@dataclass(frozen=True)
+class Shift:
+    """One model's resolved dependence on the batch size: its ratio at batch `large` is `estimate` times its ratio
+    at batch `small`, with that difference's 95% interval; `reverses` where the two ratios resolve either way."""
+
+    model: str  # display name
+    precision: str | None  # only where the framework's differences span several precisions
+    small: int
+    large: int
+    estimate: float
+    low: float
+    high: float
+    reverses: bool
 
 
-def batch_sentence(ratios: pd.DataFrame, name: str, method: str) -> str:
-    """Whether a framework's ratio depends on the batch size, said only from a test of the difference between its
-    log ratios at the smallest and largest batch size of each model (`batch_differences`), each resolved difference
-    with its own 95% interval; empty where no model has paired ratios at two batch sizes."""
-    differences = batch_differences(ratios, method)
-    if not differences:
-        return ""
-    several_precisions = len({d.precision for d in differences}) > 1
-    how = f"a test of the difference of the log ratios, {BATCH_ADJUSTMENT.get(method, escape(method))}"
-    resolved = [d for d in differences if d.p_adjusted < verdicts.ALPHA]
-    if not resolved:
-        sizes = sorted({(d.small, d.large) for d in differences})
-        between = f"batch {sizes[0][0]} and {sizes[0][1]}" if len(sizes) == 1 else "its smallest and largest batch size"
-        if len(differences) == 1:
-            only = differences[0]
-            where = model_in_text(only.model) + (f" in {only.precision}" if several_precisions else "")
-            return f" {escape(name)}'s ratio on {escape(where)} does not differ resolvedly between {between} ({how})."
-        return (
-            f" {escape(name)}'s ratio differs resolvedly between {between} for none of the "
-            f"{len(differences)} models measured at both ({how})."
-        )
-    parts, previous = [], None
-    for d in resolved:
-        where = model_in_text(d.model) + (f" in {d.precision}" if several_precisions else "")
-        what = f"its ratio at batch {d.large} is " if (d.small, d.large) != previous else ""
-        than = f" that at batch {d.small}" if (d.small, d.large) != previous else ""
-        previous = (d.small, d.large)
-        parts.append(
-            f"on {escape(where)} {what}{number(d.difference.estimate)}$\\times${than} (95\\% CI "
-            f"[{number(d.difference.low)}, {number(d.difference.high)}]"
-            + ("; the direction reverses" if d.reverses else "")
-            + ")"
-        )
-    rest = len(differences) - len(resolved)
-    tail = f"; for {plural(rest, 'other model')} the difference is not resolved" if rest else ""
-    return f" {escape(name)}'s ratio depends on the batch size ({how}): {join_words(parts)}{tail}."
+@dataclass(frozen=True)
+class BatchEffect:
+    """Whether one framework's ratio to PyTorch depends on the batch size: tested on `tested` models (those with paired
+    ratios at two batch sizes or more), resolved on `shifts`, after `adjustment` over the models."""
+
+    framework: str  # display name
+    tested: int
+    adjustment: str  # "holm", "bh", "none" (another method by its name)
+    sizes: tuple[int, int] | None  # the smallest and largest batch size where every tested model shares them
+    only: str | None  # the model's display name where one model was tested
+    shifts: tuple[Shift, ...]
 
 
-def placement_sentence(ratios: pd.DataFrame) -> str:
-    """The ratios the inference summary refused (cells on different device models) or kept across nodes, in one
-    sentence; empty when every ratio compared cells of one node."""
-    count_refused, count_nodes = int(refused(ratios).sum()), int(node_differs(ratios).sum())
-    parts = []
-    if count_refused:
-        one = count_refused == 1
-        parts.append(
-            f"{plural(count_refused, 'ratio')} {'was' if one else 'were'} refused because {'its' if one else 'their'} "
-            "two cells ran on different device models (marked $^{r}$ in Table~\\ref{tab:inference}) and "
-            f"{'is' if one else 'are'} in none of these figures"
+def batch_effects(ratios: pd.DataFrame, frameworks: list[str], method: str) -> list[BatchEffect]:
+    """Per framework against PyTorch, from a test of the difference between its log ratios at the smallest and the
+    largest batch size of each model (`batch_differences`, never a difference in significance); frameworks without
+    a model measured at two batch sizes are left out."""
+    effects = []
+    for framework in [f for f in ordered_frameworks(frameworks) if f != BASELINE]:
+        mine = ratios[ratios["numerator"] == framework] if "numerator" in ratios else ratios.iloc[0:0]
+        mine = mine.dropna(subset=["ratio"]) if "ratio" in mine else mine.iloc[0:0]
+        differences = batch_differences(mine, method) if len(mine) else []
+        if not differences:
+            continue
+        several = len({d.precision for d in differences}) > 1
+        sizes = {(d.small, d.large) for d in differences}
+        shifts = tuple(
+            Shift(
+                model_name(d.model),
+                d.precision if several else None,
+                d.small,
+                d.large,
+                d.difference.estimate,
+                d.difference.low,
+                d.difference.high,
+                d.reverses,
+            )
+            for d in differences
+            if d.p_adjusted < verdicts.ALPHA
         )
-    if count_nodes:
-        one = count_nodes == 1
-        parts.append(
-            f"{plural(count_nodes, 'ratio')} compare{'s' if one else ''} cells that ran on different nodes with the "
-            f"same device model (marked $^{{x}}$) and {'is' if one else 'are'} kept"
+        effects.append(
+            BatchEffect(
+                framework_name(framework),
+                len(differences),
+                method,
+                next(iter(sizes)) if len(sizes) == 1 else None,
+                model_name(differences[0].model) if len(differences) == 1 else None,
+                shifts,
+            )
         )
-    return "; ".join(parts) + "." if parts else ""
+    return effects
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Ratios the inference summary refused (their cells ran on different device models) and ratios it kept between
+    cells on different nodes with the same device model."""
+
+    refused: int
+    across_nodes: int
+
+
+def placement(ratios: pd.DataFrame) -> Placement:
+    return Placement(int(refused(ratios).sum()), int(node_differs(ratios).sum()))
 
 
 def _phrase(framework: str, mode: str, named: bool) -> str:
@@ -403,7 +286,7 @@ def training_sentences(
                 f"Training {where} at batch {int(batch)}, the last epoch took "
                 f"{_phrase(BASELINE, base_mode, BASELINE in named or mixed)} {number(float(base['time_s']))}~s and "
                 + join_words(parts)
-                + " (one run per framework, so no interval)."
+                + "."  # one run per framework, without an interval: the limitations say so once
             )
         if target is not None:
             sentences.append(_target_text(steady, target, named))

@@ -1,25 +1,33 @@
-"""The conclusions' limitations paragraph, generated: what this study lacked, each item read from the same results and
-the configuration that produced them (the device, the number of trials, the resolution, the data, missing energy or
-memory with the recorded reason, failed and noisy cells, a single training run, how far published figures could be
-compared, and the fairness controls the ledger could not check).
+"""The conclusions' limitations, read from the results: what this study lacked (the device, the number of trials, the
+resolution, the data, missing energy or memory with the recorded reason, failed and noisy cells, a single training
+run, how far published figures could be compared, and the fairness controls the ledger could not check).
 
-It exists apart from the findings (`fwbench.analysis.paper.findings`) because it reads what is missing from a study
-rather than what its ratios say: a new kind of limitation is added here alone.
+Each is handed to the conclusions' template (report/templates/conclusions.tex.j2) as a `Limitation`: its kind and
+the numbers and names it rests on, never a sentence, so that an author rewords a limitation there. It exists apart
+from the findings (`fwbench.analysis.paper.findings`) because it reads what is missing from a study rather than what
+its ratios say: a new kind of limitation is added here and in the template.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
 
-from fwbench.analysis.common.latex import escape, join_words, number
-from fwbench.analysis.common.names import model_in_text, models_in_text
+from fwbench.analysis.common.names import model_name
 from fwbench.analysis.common.partners import with_modes
-from fwbench.analysis.paper.findings import plural
 
 REFERENCE_RESOLUTION = 224  # torchvision's and the published studies' input size
+
+
+@dataclass(frozen=True)
+class Limitation:
+    """One thing the study lacked: `kind` picks the template's sentence, `values` fill it."""
+
+    kind: str
+    values: dict[str, Any] = field(default_factory=dict)
 
 
 def _distinct(frame: pd.DataFrame, column: str) -> list[str]:
@@ -32,43 +40,30 @@ def limitations(
     published: pd.DataFrame,
     ledger: pd.DataFrame,
     config: Mapping[str, Any],
-) -> list[str]:
+) -> list[Limitation]:
     """What the study lacked, each read from the results or the configuration that produced them."""
     items = []
     ok = inference[inference["status"] == "ok"]
     platforms = set(_distinct(ok, "platform"))
     if platforms and platforms <= {"cpu"}:
-        cpu = _distinct(ok, "cpu_model")
-        items.append(
-            f"every cell ran on a CPU ({escape(', '.join(cpu) or 'unnamed')}), so nothing here measures a GPU, where "
-            "the published comparisons ran"
-        )
+        items.append(Limitation("cpu", {"names": _distinct(ok, "cpu_model")}))
     trials = sorted({int(t) for t in ok.get("trials", pd.Series(dtype=float)).dropna()})
-    if trials == [1]:
-        items.append("each cell ran in a single process, so no ratio can be resolved")
-    elif trials:
-        items.append(
-            f"each cell ran in {trials[0]} processes, so a ratio's paired interval has {trials[0] - 1} degrees of "
-            "freedom and only large differences resolve"
-        )
+    if trials:
+        items.append(Limitation("trials", {"processes": trials[0]}))
     size = int(config["dataset"]["image_size"])
     if size < REFERENCE_RESOLUTION:
-        items.append(
-            f"images are {size}~px, {number((REFERENCE_RESOLUTION / size) ** 2)}$\\times$ fewer pixels than the "
-            f"{REFERENCE_RESOLUTION}~px the models were designed for, so per-call overheads weigh more than at full "
-            "size"
-        )
+        factor = (REFERENCE_RESOLUTION / size) ** 2
+        items.append(Limitation("resolution", {"size": size, "reference": REFERENCE_RESOLUTION, "factor": factor}))
     if config["dataset"].get("source") == "synthetic":
-        items.append("the dataset is synthetic (generated from the seed), so accuracies say nothing about real images")
-    precisions = list(config.get("precisions", []))
-    if precisions == ["fp32"]:
-        items.append("only fp32 was measured (no TF32 or bf16 cells)")
+        items.append(Limitation("synthetic"))
+    if list(config.get("precisions", [])) == ["fp32"]:
+        items.append(Limitation("precisions"))
     energy = _distinct(inference, "energy_missing")
     if energy and ok.get("energy_j_per_image", pd.Series(dtype=float)).isna().all():
-        items.append("energy was not measured: " + escape("; ".join(energy)))
+        items.append(Limitation("energy", {"reasons": energy}))
     memory = _distinct(inference, "device_memory_missing")
     if memory and ok.get("device_peak_bytes", pd.Series(dtype=float)).isna().all():
-        items.append("device memory was not measured (" + escape("; ".join(memory)) + "); host memory was")
+        items.append(Limitation("memory", {"reasons": memory}))
     failed = inference[inference["status"] != "ok"]
     failed_training = (
         with_modes(epochs[epochs["status"] != "ok"]).drop_duplicates(["framework", "mode", "model", "batch_size"])
@@ -76,33 +71,27 @@ def limitations(
         else []
     )
     if len(failed) or len(failed_training):
-        items.append(f"{plural(len(failed) + len(failed_training), 'cell')} failed (Section~\\ref{{sec:failures}})")
+        items.append(Limitation("failed", {"cells": len(failed) + len(failed_training)}))
     noisy = int((ok.get("noisy", pd.Series(dtype=str)).astype(str) == "True").sum())
     if noisy:
-        items.append(
-            f"{noisy} of {len(ok)} inference cells had a noisy trial (a process whose step times' IQR exceeded 10\\% "
-            "of their median)"
-        )
+        items.append(Limitation("noisy", {"cells": noisy, "of": len(ok)}))
     if epochs is not None and not epochs.empty:
         trained = sorted(set(epochs["model"]))
-        untrained = [m for m in config.get("models", []) if m not in trained]
-        runs = with_modes(epochs).groupby(["framework", "mode", "model", "batch_size"]).ngroups
-        text = (
-            f"training ran once per framework, mode and model ({plural(runs, 'run')} of "
-            f"{plural(int(epochs['epoch'].max()) + 1, 'epoch')}), without an interval"
-        )
-        if untrained:
-            untrained_names = join_words([model_in_text(m) for m in untrained])
-            text += (
-                f", and only for {escape(join_words(models_in_text(trained)))} ({escape(untrained_names)} not trained)"
-            )
-        items.append(text)
-    if len(published) and not published["absolute_comparable"].astype(bool).all():
         items.append(
-            "published figures come from other devices and resolutions, so only their ratios and directions "
-            "could be compared"
+            Limitation(
+                "training",
+                {
+                    "runs": with_modes(epochs).groupby(["framework", "mode", "model", "batch_size"]).ngroups,
+                    "epochs": int(epochs["epoch"].max()) + 1,
+                    # display names ("small CNN"): the template's `model` macro gives a common noun its article
+                    "trained": [model_name(m) for m in trained],
+                    "untrained": [model_name(m) for m in config.get("models", []) if m not in trained],
+                },
+            )
         )
+    if len(published) and not published["absolute_comparable"].astype(bool).all():
+        items.append(Limitation("devices"))
     missing = ledger[ledger["status"] == "not measured"]["control"].tolist()
     if missing:
-        items.append("the ledger could not check " + escape(join_words([c.lower() for c in missing])))
+        items.append(Limitation("ledger", {"controls": [c[:1].lower() + c[1:] for c in missing]}))
     return items

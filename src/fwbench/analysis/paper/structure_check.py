@@ -10,6 +10,8 @@ list of `pdf_check.Problem`s (empty when the paper keeps its shape):
   name differs, fwbench.analysis.common.names.identifiers) anywhere in the body's text, the abstract, captions,
   tables and figure labels included; the appendices after the body's end are exempt.
 - `long_captions`: no figure or table caption over `MAX_CAPTION_LINES` lines, on any page.
+- `long_sentences`: no sentence of the generated abstract or conclusions (abstract.tex, conclusions.tex) over
+  `MAX_SENTENCE_WORDS` words, counted as `abstract_words` counts them.
 
 These checks hold for this paper, not for any LaTeX document, so `pdf_check.check_paper` (what every document must
 pass) does not run them: `check_paper_and_structure` runs both, and the workflow's paper_check rule calls it.
@@ -34,10 +36,17 @@ MAX_ABSTRACT_WORDS = 150
 MAX_BODY_PAGES = 8
 HEADLINE_LAST_PAGE = 2
 MAX_CAPTION_LINES = 3
+# "sentences of at most about 35 words in the abstract and the conclusions": a reader holds about that much at once
+MAX_SENTENCE_WORDS = 35
 
 BODY_END = "sec:body-end"
 HEADLINE = "fig:headline"
 ABSTRACT = "abstract.tex"
+CONCLUSIONS = "conclusions.tex"
+# a sentence ends at a full stop followed by a space and a capital, a digit or a LaTeX command ("0.50" has no space
+# after its stop, "Fig. 3" and "e.g. X" are abbreviations); headings and labels are not sentences
+_SENTENCE_END = re.compile(r"(?<=[.!?])(?<!Fig\.)(?<!Eq\.)(?<!e\.g\.)(?<!i\.e\.)\s+(?=[A-Z0-9\\])")
+_HEADING = re.compile(r"\\(section|subsection|paragraph|label)\*?\{[^}]*\}")
 
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -50,6 +59,29 @@ def abstract_words(abstract_tex_text: str, limit: int = MAX_ABSTRACT_WORDS) -> l
     if count <= limit:
         return []
     return [Problem("abstract_words", ABSTRACT, f"the abstract has {count} words, over the limit of {limit}")]
+
+
+def sentences(tex_text: str) -> list[str]:
+    """The sentences of generated LaTeX prose, comments, headings and labels left out."""
+    text = _HEADING.sub(" ", strip_comments(tex_text))
+    return [sentence.strip() for sentence in _SENTENCE_END.split(" ".join(text.split())) if sentence.strip()]
+
+
+def long_sentences(tex_text: str, file: str, limit: int = MAX_SENTENCE_WORDS) -> list[Problem]:
+    """Every sentence of `tex_text` over `limit` words, named by its count and its opening words."""
+    problems = []
+    for sentence in sentences(tex_text):
+        count = words(sentence)
+        if count > limit:
+            opening = " ".join(sentence.split()[:8])
+            problems.append(
+                Problem("long_sentences", file, f"a sentence of {count} words, over {limit}: '{opening} ...'")
+            )
+    return problems
+
+
+def longest_sentence(tex_text: str) -> int:
+    return max((words(sentence) for sentence in sentences(tex_text)), default=0)
 
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -303,25 +335,35 @@ def structure_report(
     pdf: str | Path,
     aux: str | Path,
     abstract_tex: str | Path | None,
+    conclusions_tex: str | Path | None = None,
     identifiers: Iterable[str] | None = None,
     max_abstract_words: int = MAX_ABSTRACT_WORDS,
     max_body_pages: int = MAX_BODY_PAGES,
     headline_last_page: int = HEADLINE_LAST_PAGE,
     max_caption_lines: int = MAX_CAPTION_LINES,
+    max_sentence_words: int = MAX_SENTENCE_WORDS,
 ) -> dict[str, Any]:
-    """Every shape check on a built paper: the `pdf`, its `aux` file and the generated `abstract_tex` (None: not
-    found, itself a problem). Returns {"abstract_words", "body_pages", "headline_page" (None where unknown),
-    "problems": [Problem, ...]}."""
+    """Every shape check on a built paper: the `pdf`, its `aux` file, the generated `abstract_tex` (None: not
+    found, itself a problem) and `conclusions_tex` (None: a paper without generated conclusions, not checked).
+    Returns {"abstract_words", "body_pages", "headline_page" (None where unknown), "longest_sentence" (words, per
+    generated file), "problems": [Problem, ...]}."""
     aux_path = Path(aux)
     aux_text = aux_path.read_text(encoding="utf-8", errors="replace") if aux_path.is_file() else ""
     problems: list[Problem] = []
     count = None
+    longest: dict[str, int] = {}
     if abstract_tex is None or not Path(abstract_tex).is_file():
         problems.append(Problem("abstract_words", ABSTRACT, f"no {ABSTRACT} on the search path to count"))
     else:
         text = Path(abstract_tex).read_text(encoding="utf-8", errors="replace")
         count = words(strip_comments(text))
         problems += abstract_words(text, max_abstract_words)
+        longest[ABSTRACT] = longest_sentence(text)
+        problems += long_sentences(text, ABSTRACT, max_sentence_words)
+    if conclusions_tex is not None and Path(conclusions_tex).is_file():
+        text = Path(conclusions_tex).read_text(encoding="utf-8", errors="replace")
+        longest[CONCLUSIONS] = longest_sentence(text)
+        problems += long_sentences(text, CONCLUSIONS, max_sentence_words)
     problems += body_pages(aux_text, max_body_pages)
     problems += headline_page(aux_text, HEADLINE, headline_last_page)
     body_end = _page_number(aux_text, BODY_END)
@@ -332,6 +374,7 @@ def structure_report(
         "abstract_words": count,
         "body_pages": body_end,
         "headline_page": _page_number(aux_text, HEADLINE),
+        "longest_sentence": longest,
         "problems": problems,
     }
 
@@ -352,12 +395,14 @@ def check_paper_and_structure(
 ) -> dict[str, Any]:
     """`pdf_check.check_paper` (its `options` passed on) and `structure_report`: the aux file is the one beside the
     LaTeX `log` (latexmk writes both into the build folder), abstract.tex the first on `main_tex`'s folder and
-    `search_path`. The report adds "abstract_words", "body_pages" and "headline_page", and the shape's problems."""
+    `search_path` (conclusions.tex likewise). The report adds "abstract_words", "body_pages", "headline_page" and
+    "longest_sentence", and the shape's problems."""
     report = check_paper(pdf=pdf, log=log, main_tex=main_tex, search_path=search_path, pages_dir=pages_dir, **options)
     structure = structure_report(
         pdf=pdf,
         aux=Path(log).with_suffix(".aux"),
         abstract_tex=find_on_path(ABSTRACT, [Path(main_tex).parent, *search_path]),
+        conclusions_tex=find_on_path(CONCLUSIONS, [Path(main_tex).parent, *search_path]),
     )
     problems = structure.pop("problems")
     return {**report, **structure, "problems": report["problems"] + [asdict(problem) for problem in problems]}

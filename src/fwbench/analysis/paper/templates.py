@@ -80,9 +80,15 @@ def sig(value: float | None, digits: int = 2, target: str = "tex") -> str:
     return text
 
 
+class Latex(str):
+    """Text that is LaTeX already (a paragraph another module wrote), which the LaTeX target hands on unescaped."""
+
+
 def latex_escaped(value: Any) -> Any:
     """`value` with every string in it LaTeX-escaped, through dataclasses, mappings, lists and tuples (numbers, None
-    and booleans as they are): what the LaTeX target hands its templates."""
+    and booleans as they are; `Latex` text as it is): what the LaTeX target hands its templates."""
+    if isinstance(value, Latex):
+        return value
     if isinstance(value, str):
         return escape(value)
     if dataclasses.is_dataclass(value) and not isinstance(value, type):

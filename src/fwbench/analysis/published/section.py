@@ -4,6 +4,8 @@ the rule, and whether absolute numbers are comparable), read from the rows of `m
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import pandas as pd
 
 from fwbench.analysis.common.latex import (
@@ -222,6 +224,60 @@ def _count(count: int, singular: str, plural: str) -> str:
 
 def _of(rows: pd.DataFrame, column: str, value: str) -> int:
     return int((rows[column].astype(str) == value).sum()) if column in rows else 0
+
+
+@dataclass(frozen=True)
+class PublishedCounts:
+    """What the published comparison found, as the conclusions' template says it (`summary_sentence` says it in the
+    section): matched rows by verdict, the different ones by side, the direction-only ones by direction, the
+    equivalence margin as a factor, and how many rows compare across device classes (`classes`: "GPU there, CPU
+    here")."""
+
+    total: int
+    reproduced: int
+    different: int
+    higher: int
+    lower: int
+    inconclusive: int
+    direction_only: int
+    same: int
+    opposite: int
+    failed: int
+    margin: str
+    across: int
+    classes: str
+
+
+def published_counts(rows: pd.DataFrame) -> PublishedCounts:
+    counts = verdict_counts(rows) if len(rows) else dict.fromkeys(VERDICTS, 0)
+    different = rows[rows["verdict"].astype(str) == DIFFERENT] if len(rows) else rows
+    direction = rows[rows["verdict"].astype(str) == DIRECTION_ONLY] if len(rows) else rows
+    classes = _classes_note(rows) if len(rows) else ""
+    across = (
+        int(
+            (
+                rows["published_device_kind"].astype(str).str.lower()
+                != rows["ours_device_kind"].astype(str).str.lower()
+            ).sum()
+        )
+        if classes
+        else 0
+    )
+    return PublishedCounts(
+        total=len(rows),
+        reproduced=counts[REPRODUCED],
+        different=counts[DIFFERENT],
+        higher=_of(different, "ours_vs_published", HIGHER),
+        lower=_of(different, "ours_vs_published", LOWER),
+        inconclusive=counts[INCONCLUSIVE],
+        direction_only=counts[DIRECTION_ONLY],
+        same=_of(direction, "direction", SAME),
+        opposite=_of(direction, "direction", OPPOSITE),
+        failed=counts[FAILED],
+        margin=factor(margin_of(rows)) if len(rows) else "",
+        across=across,
+        classes=classes,
+    )
 
 
 def summary_sentence(rows: pd.DataFrame) -> str:
