@@ -15,7 +15,7 @@ from fwbench.analysis.common.latex import CAPTION_CHARS, figure_float, float_not
 from fwbench.analysis.failures.report import failures_table
 from fwbench.analysis.fairness import ledger as lg
 from fwbench.analysis.inference.ratios import write_speedups
-from fwbench.analysis.inference.tables import inference_table
+from fwbench.analysis.inference.tables import inference_table, ratios_table
 from fwbench.analysis.inference.tidy import read_tidy, write_tidy
 from fwbench.analysis.micro import analysis as micro_analysis
 from fwbench.analysis.micro.section import micro_section
@@ -170,6 +170,22 @@ def test_inference_tables(tmp_path):
     for words in ("Throughput: batch size over the median step", "PT for PyTorch", "Ratios in bold", "$^n$:"):
         assert words in note, words
     assert "Latency: the p50 of the timed steps" in latency.partition(_NOTE)[2]
+
+
+def test_the_bodys_ratio_table_is_a_column_wide(tmp_path):
+    """Table tab:ratios: one column-wide float (table, not table*) with each ratio above its interval, bold where
+    resolved, its marks beside the ratio; nothing at all for a study without a ratio to PyTorch."""
+    results = [_inference(framework, batch) for batch in (1, 8) for framework in THREE]
+    paths = _write(tmp_path, results)
+    frame, ratios = write_tidy(paths, tmp_path / "i.csv"), write_speedups(paths, tmp_path / "s.csv")
+    text = ratios_table(frame, THREE, ratios)
+    _assert_short(text, {"tab:ratios"})
+    [(kind, body)] = floats(text)
+    assert kind == "table" and r"\begin{tabular}{lrrr}" in body, "Model, BS and two ratio columns, no Prec."
+    assert body.count(r"\begin{tabular}[t]{@{}r@{}}") == len(ratios), "every ratio stacked over its interval"
+    assert r"\\{\scriptsize[" in body and "Throughputs: Table~\\ref{tab:inference}." in body
+    assert ratios_table(frame, ["jax", "tensorflow"], ratios) == "", "without PyTorch, no ratio column"
+    assert ratios_table(frame, THREE, ratios.iloc[0:0]) == ""
 
 
 def test_inference_tables_with_failures_deviations_and_out_of_memory(tmp_path):

@@ -77,6 +77,8 @@ PAPER_TABLES = {
     name: f"{RESULTS}/tables/{name}.tex"
     for name in (
         "inference",
+        # the ratios a column wide, for the body's results
+        "ratios",
         "failures",
         "environment",
         "macros",

@@ -1,7 +1,8 @@
 """The paper's inference tables, generated from the tidy table (never typed by hand): throughput with each
 framework's ratio to PyTorch (`throughput_table`), then median latency, MFU and compile time (`latency_table`),
 each a full-width float whose caption says what it holds and whose note, under the table, explains exactly its own
-marks and names every column's execution mode (`inference_table`).
+marks and names every column's execution mode (`inference_table`, the appendix); and the ratios alone, a column
+wide, for the body's results (`ratios_table`).
 
 Their columns and names are fwbench.analysis.inference.columns', their cells and the marks' legend
 fwbench.analysis.inference.marks'; the tables of the other sections live with their sections."""
@@ -268,3 +269,63 @@ def inference_table(frame: pd.DataFrame, frameworks: list[str], ratios: pd.DataF
     _, names = variant_names(table_variants(frame, frameworks))
     lines = [*_throughput_float(frame, frameworks, names, ratios), "", *_latency_float(frame, frameworks, names)]
     return "\n".join(lines) + "\n"
+
+
+def _stacked(cell: str) -> str:
+    """A ratio cell with its interval on a second line, so that a column holds two frameworks' ratios: the cell's
+    markup kept (bold where resolved, its marks after it)."""
+    head, bracket, rest = cell.partition(r" {\scriptsize[")
+    if not bracket:
+        return cell
+    interval, _, after = rest.partition("]}")
+    bold = head.startswith(r"\textbf{")
+    ratio = head.removeprefix(r"\textbf{")
+    marks = after.removeprefix("}") if bold else after
+    lines = rf"{ratio}{marks}\\{{\scriptsize[{interval}]}}"  # the marks beside the ratio they qualify
+    content = r"\bfseries " + lines if bold else lines
+    return rf"\begin{{tabular}}[t]{{@{{}}r@{{}}}}{content}\end{{tabular}}"
+
+
+def ratios_table(frame: pd.DataFrame, frameworks: list[str], ratios: pd.DataFrame) -> str:
+    """Table tab:ratios, the body's results a column wide: each framework's throughput ratio to PyTorch with its 95%
+    CI (on a second line) per model, batch size and, where the study has several, precision, marked as the
+    appendix's Table tab:inference marks them; empty (nothing for the body to show) without a ratio."""
+    compared = _compared(frameworks)
+    if not compared or ratios.empty or "ratio" not in ratios:
+        return ""
+    pairing = pairings(ratios)
+    ratios = ratios.assign(off_pairing=off_pairing(ratios))
+    several = ratios["precision"].nunique() > 1
+    names = [ratio_name(f, pairing).split("/", 1) for f in compared]
+    headers = [_header_cell((f"{n[0]}/", n[1]) if len(n) == 2 else n[0]) for n in names]
+    lines = [
+        r"\begin{tabular}{l" + ("l" if several else "") + "r" + "r" * len(compared) + "}",
+        r"\toprule",
+        " & ".join([_header_cell("Model"), *([_header_cell("Prec.")] if several else []), _header_cell("BS"), *headers])
+        + r" \\",
+        r"\midrule",
+    ]
+    groups = list(ratios.groupby(["model", "precision"], sort=True))
+    for index, ((model, precision), group) in enumerate(groups):
+        for row_index, batch in enumerate(sorted(group["batch_size"].astype(int).unique())):
+            first = row_index == 0
+            values = [escape(model_name(model)) if first else ""]
+            values += [escape(precision) if first else ""] if several else []
+            values += [str(batch), *(_stacked(ratio_cell(ratios, f, model, precision, batch)) for f in compared)]
+            lines.append(" & ".join(values) + r" \\")
+        if index < len(groups) - 1:
+            lines.append(r"\midrule")
+    lines += [r"\bottomrule", r"\end{tabular}"]
+    caption = r"Each framework's throughput over PyTorch's (PT) with its 95\% CI; above 1: faster than PyTorch."
+    note = (
+        "Each ratio pairs the modes its column names."
+        + _mixed_columns(ratios, compared)
+        + ratio_notes(ratios)
+        # the throughput table's $^{d}$ note covers throughputs and ratios: here, ratios only
+        + DEVIATING_RATIO_NOTE.replace("; on a ratio,", r" $^{d}$: on a ratio,", 1)
+        + placement_notes(ratios)
+        + mode_notes(ratios)
+        + r". Throughputs: Table~\ref{tab:inference}."
+    )
+    body = "\n".join(lines) + "\n"
+    return "\n".join(table_float(caption, "tab:ratios", body, [note], wide=False, placement="t")) + "\n"

@@ -10,7 +10,7 @@ from fwbench.analysis.common.detail import split_detail
 from fwbench.analysis.failures.report import failure_macros, failures_table
 from fwbench.analysis.inference.macros import macros
 from fwbench.analysis.inference.ratio_macros import include_deviating
-from fwbench.analysis.inference.tables import inference_table
+from fwbench.analysis.inference.tables import inference_table, ratios_table
 from fwbench.analysis.inference.tidy import read_tidy
 from fwbench.analysis.setup.data_report import dataset_table, loader_macros, loader_table
 from fwbench.analysis.setup.provenance import study_environment
@@ -43,6 +43,11 @@ def write_paper_inputs(
     frame, ratios, gains = read_tidy(csv), read_tidy(speedups_csv), read_tidy(mode_gains_csv)
     env = study_environment(cell_paths)
     atomic_write_text(outputs["inference"], inference_table(frame, list(config["frameworks"]), ratios))
+    # the body's results table (a column wide), with the sentence that points to it: a study without a ratio has
+    # neither, so the body never refers to a table that is not there
+    table = ratios_table(frame, list(config["frameworks"]), ratios)
+    lead = r"Table~\ref{tab:ratios} lists the same ratios with their intervals." + "\n"
+    atomic_write_text(outputs["ratios"], lead + table if table else "% no ratio to PyTorch in this study\n")
     atomic_write_text(outputs["environment"], environment_table(env))
     loader_result = read_json(loader)
     extra = loader_macros(loader_result, frame)
