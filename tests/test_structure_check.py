@@ -36,6 +36,15 @@ def test_a_sentence_of_35_words_passes_and_one_of_36_fails():
     assert "a sentence of 36 words, over 35: 'Then word word" in problem.message
 
 
+def test_a_lists_items_are_read_one_by_one():
+    items = " ".join(rf"\item control {i} " + "word " * 20 + ";" for i in range(3))
+    text = rf"Of the 22 controls, 15 held. Three did not: \begin{{itemize}} {items} \end{{itemize}} One more."
+    assert structure_check.long_sentences(text, "conclusions.tex") == []
+    assert len(structure_check.sentences(text)) == 6
+    flat = text.replace("\\begin{itemize}", "").replace("\\end{itemize}", "").replace("\\item", "")
+    assert len(structure_check.long_sentences(flat, "conclusions.tex")) == 1, "the same words run on: one long sentence"
+
+
 # --------------------------------------------------------------------------------------------------------------------
 # Pages, from the aux file
 

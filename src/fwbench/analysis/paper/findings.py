@@ -203,24 +203,29 @@ def _training_comparison(num: pd.Series, base: pd.Series, named: set[str]) -> st
     framework, mode, base_mode = num["framework"], cell_mode(num), cell_mode(base)
     mixed = mixed_modes(mode, base_mode)
     name = _phrase(framework, mode, framework in named)
+    name = name[:1].upper() + name[1:]  # each variant's own sentence
     if num["status"] != "ok":
-        return f"{name} failed"
+        return f"{name} failed."
     placement = check_placement([base, num])
     if placement.models_differ:
         return (
-            f"{name} no comparable time (the comparison is refused: the cells ran on different device models, "
-            f"{escape(placement.model_values())})"
+            f"{name} has no comparable time: the cells ran on different device models "
+            f"({escape(placement.model_values())}), so the comparison is refused."
         )
     t, reference = float(num["time_s"]), float(base["time_s"])
     node = (
-        f", on another node of the same device model: {escape(placement.node_values())}"
+        f", on another node of the same device model ({escape(placement.node_values())})"
         if placement.nodes_differ
         else ""
     )
     whose = _phrase(BASELINE, base_mode, BASELINE in named or mixed)
     kinds = ("a compiled program against an eager one", "an eager program against a compiled one")
-    pairing = f"; {kinds[0] if is_compiled(mode) else kinds[1]}, for want of a cell in the ratio mode" if mixed else ""
-    return f"{name} {number(t)}~s ({number(reference / t)}$\\times$ {whose}'s speed{node}{pairing})"
+    pairing = (
+        f" This sets {kinds[0] if is_compiled(mode) else kinds[1]}, for want of a cell in the ratio mode."
+        if mixed
+        else ""
+    )
+    return f"{name} took {number(t)}~s, {number(reference / t)}$\\times$ {whose}'s speed{node}.{pairing}"
 
 
 def _pick(variants: dict[tuple[str, str], pd.Series], framework: str, config: Mapping[str, Any]) -> str | None:
@@ -282,11 +287,12 @@ def training_sentences(
         mixed = any(mixed_modes(mode, base_mode) for _, mode in picked)
         where = escape(model_in_text(model)) + (f" in {escape(precision)}" if several_precisions else "")
         if parts:
+            # one sentence per variant, so that a study of many frameworks does not build one long sentence; one run
+            # per framework, without an interval: the limitations say so once
             sentences.append(
                 f"Training {where} at batch {int(batch)}, the last epoch took "
-                f"{_phrase(BASELINE, base_mode, BASELINE in named or mixed)} {number(float(base['time_s']))}~s and "
-                + join_words(parts)
-                + "."  # one run per framework, without an interval: the limitations say so once
+                f"{_phrase(BASELINE, base_mode, BASELINE in named or mixed)} {number(float(base['time_s']))}~s. "
+                + " ".join(parts)
             )
         if target is not None:
             sentences.append(_target_text(steady, target, named))
