@@ -259,6 +259,16 @@ def group_by_build(items: Sequence[Any]) -> None:
                 break
 
 
+def group_by_mark(items: Sequence[Any]) -> None:
+    """Give each test marked `@pytest.mark.xdist_group(name)` in its file (not by `group_by_build`) the node id by
+    which xdist groups it (`_suffix_node_id`): the tests that share a module fixture costing seconds (a real group of
+    cells, a torch.compile warm-up) run in one worker, which builds it once, instead of one build in each worker."""
+    for item in items:
+        mark = item.get_closest_marker("xdist_group")
+        if mark is not None and "@" not in item.nodeid:
+            _suffix_node_id(item, mark.args[0] if mark.args else mark.kwargs.get("name", "default"))
+
+
 def _suffix_node_id(item: Any, group: str) -> None:
     """Give `item` the node id "<id>@<group>" by which xdist's scheduler groups it. xdist 3.8.0 writes that suffix
     to `item._nodeid`, which pytest 9.2 no longer reads (`Node.nodeid` is `str(item._id)`): every grouped test was

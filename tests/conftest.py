@@ -70,6 +70,14 @@ FULL_SUITE_ONLY: dict[str, tuple[str, ...]] = {
             for model in LARGE_MODELS
         ),
     ),
+    "three large models' eval logits at the study's 32 px in both twins, 7-20 s each, most of it XLA compiling the "
+    "forward (the small CNN's and MobileNetV3-Small's stay fast: its depthwise convolutions, squeeze-excitation, "
+    "hard-swish and BatchNorm are most of what EfficientNet-B0 is made of; a change to a twin runs the full suite, "
+    "CONTRIBUTING.md)": tuple(
+        f"tests/{module}::test_eval_logit_parity[{model}-32]"
+        for module in ("test_parity.py", "test_tf_parity.py")
+        for model in ("resnet50", "vit_b_16", "efficientnet_b0")
+    ),
     "a large model's twin converted, counted or trained eagerly in TensorFlow": (
         "tests/test_tf_parity.py::test_conversion_round_trip_is_exact[vit_b_16]",
         "tests/test_tf_parity.py::test_bfloat16_twin_is_bfloat16_throughout[mobilenet_v3_small]",
@@ -129,7 +137,8 @@ FULL_SUITE_ONLY: dict[str, tuple[str, ...]] = {
 def pytest_collection_modifyitems(config, items):
     """Mark FULL_SUITE_ONLY's tests slow: a node id equal to an entry, or starting with an entry's text before its
     final `*`. Then, under `--dist loadgroup`, put the tests that read one background build into one xdist group
-    (which suffixes their node ids)."""
+    (which suffixes their node ids), and give the tests marked `xdist_group` in their files the suffix xdist 3.8.0
+    fails to give them (tests/background.py: group_by_mark)."""
     patterns = [pattern for group in FULL_SUITE_ONLY.values() for pattern in group]
     for item in items:
         if any(
@@ -139,6 +148,7 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.slow)
     if background.grouping(config):
         background.group_by_build(items)
+        background.group_by_mark(items)
 
 
 @pytest.hookimpl(wrapper=True)
@@ -230,6 +240,67 @@ def tiny_study(tmp_path_factory) -> tuple[Path, dict, dict]:
     cells on them, never changes them): prepare_tiny_study's (root, config, settings). A test that changes the data
     or the weights builds its own."""
     return prepare_tiny_study(tmp_path_factory.mktemp("tiny-study"))
+
+
+# The batch sizes the tiny group profiles, and how (the study's `profile` settings)
+TINY_GROUP_PROFILE = {"batch_sizes": [2], "steps": 2}
+# The tests that read `tiny_group`: one xdist worker runs them all, and the group once (tests/background.py:
+# group_by_mark)
+READS_TINY_GROUP = pytest.mark.xdist_group("tiny_group")
+
+
+@pytest.fixture(scope="session")
+def tiny_group(tiny_study, tmp_path_factory) -> dict:
+    """One healthy group of the tiny study through the real runner, run once per test run for the tests that only
+    read what it did (in tests/test_shared_workers.py, test_profiling_pass.py and test_study_parity.py, each marked
+    READS_TINY_GROUP): small_cnn at 16 px in PyTorch and JAX at batch sizes 1 and 2, two launches of two blocks, a
+    warm worker per framework and launch serving both batch sizes (the default `share_workers`), batch size 2
+    profiled by its worker after the last launch's blocks (TINY_GROUP_PROFILE). Its "cells" and "results" (in the
+    same order), its "dir" (group.log), each worker "started" (pid, the companions it was told of; in order) and
+    each burst the controller "sent" (block, step, worker pid; in order)."""
+    from fwbench.running import children
+    from fwbench.running import context as context_module
+    from fwbench.running.runner import run_group
+    from fwbench.study.grid import Cell
+    from fwbench.trackers.nvml import COMPANIONS_ENV
+
+    started: list[tuple[int, str]] = []
+    sent: list[tuple[int, str, int]] = []
+
+    class Recording(context_module.Child):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            env = args[7] if len(args) > 7 else kwargs.get("env") or {}
+            started.append((self.process.pid, env.get(COMPANIONS_ENV, "")))
+
+    request = children.Child.request
+
+    def recording(self, message, timeout_s=None):
+        if message and "burst" in message:
+            sent.append((message["block"], message["burst"], self.process.pid))
+        return request(self, message, timeout_s)
+
+    root, _, base = tiny_study
+    directory = tmp_path_factory.mktemp("tiny-group")
+    cells = [
+        Cell("inference", framework, "small_cnn", "fp32", batch, 16)
+        for framework in ("torch", "jax")
+        for batch in (1, 2)
+    ]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(context_module, "Child", Recording)
+        patch.setattr(children.Child, "request", recording)
+        results = run_group(
+            cells,
+            {**base, "trials": 2, "blocks": 2, "profile": TINY_GROUP_PROFILE},
+            data_dir=root / "data",
+            weights_path=root / "weights.npz",
+            num_classes=4,
+            threads=1,
+            out_paths=[directory / f"{c.framework}-{c.batch_size}.json" for c in cells],
+            log_path=directory / "group.log",
+        )
+    return {"cells": cells, "results": results, "dir": directory, "started": started, "sent": sent}
 
 
 @pytest.fixture

@@ -119,6 +119,14 @@ def test_this_runs_wiring_puts_a_builds_readers_in_its_xdist_group(registered_bu
     assert request.node.nodeid.endswith("@test_background.registered_build") == grouped, request.node.nodeid
 
 
+@pytest.mark.xdist_group("test_background.marked")
+def test_this_runs_wiring_keeps_a_test_marked_with_an_xdist_group_in_it(request):
+    """A test marked `xdist_group` in its file (tests sharing a costly module fixture) carries the group in its node
+    id under `--dist loadgroup`, which xdist 3.8.0 alone fails to give it (group_by_mark); run serially, none."""
+    grouped = background.grouping(request.config)
+    assert request.node.nodeid.endswith("@test_background.marked") == grouped, request.node.nodeid
+
+
 def test_under_xdist_a_compute_process_gets_its_workers_share_of_the_cpus(monkeypatch):
     monkeypatch.setattr(background.os, "sched_getaffinity", lambda pid: {0, 1, 2, 3})
     monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)

@@ -94,6 +94,12 @@ def without_cache(tmp_path_factory):
     return _group(tmp_path_factory.mktemp("without-cache"), launch_cache=False, trials=2)
 
 
+# the tests that read `with_cache` or `without_cache` (the ledger's test reads both): one worker runs them, and each
+# group once (tests/background.py: group_by_mark)
+CACHE_GROUPS = pytest.mark.xdist_group("test_compile_launch.cache_groups")
+
+
+@CACHE_GROUPS
 def test_a_compile_launch_fills_the_cache_first_and_every_measured_launch_starts_warm(with_cache):
     results, starts = with_cache
     assert [r["status"] for r in results] == ["ok", "ok"], [r["reason"] for r in results]
@@ -126,6 +132,7 @@ def test_a_compile_launch_fills_the_cache_first_and_every_measured_launch_starts
     assert rows.loc[rows["trial"] == 0, "compile"].tolist() == pytest.approx([1.1, 1.1])
 
 
+@CACHE_GROUPS
 def test_without_the_launch_cache_no_compile_launch_runs(without_cache):
     results, starts = without_cache
     assert starts.count("torch") == starts.count("jax") == 2
@@ -162,6 +169,7 @@ def test_a_worker_that_fails_its_compile_launch_fails_its_cell_only(tmp_path):
     assert all(row == ["torch/compile"] for row in torch_["provenance"]["group"]["blocks"]["ran"])
 
 
+@CACHE_GROUPS
 def test_the_ledger_holds_on_a_compile_launch_and_names_a_cell_whose_launches_found_different_states(
     with_cache, without_cache
 ):

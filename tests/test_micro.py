@@ -174,6 +174,11 @@ def micro_group(tmp_path_factory):
     return dict(zip(("numpy", "torch", "jax"), results, strict=True))
 
 
+# the tests that read `micro_group`: one worker runs them all, and the group once (tests/background.py: group_by_mark)
+MICRO_GROUP = pytest.mark.xdist_group("test_micro.micro_group")
+
+
+@MICRO_GROUP
 def test_a_wrong_operation_fails_its_cell_with_a_clear_reason(micro_group):
     torch_cell = micro_group["torch"]
     assert torch_cell["status"] == "failed" and torch_cell["failure"]["kind"] == "exception"
@@ -182,6 +187,7 @@ def test_a_wrong_operation_fails_its_cell_with_a_clear_reason(micro_group):
     assert "bound 0.0001 for float32" in torch_cell["reason"]
 
 
+@MICRO_GROUP
 def test_micro_cells_record_both_variants_their_inputs_and_agreement(micro_group):
     numpy_cell, jax_cell = micro_group["numpy"], micro_group["jax"]
     for result in (numpy_cell, jax_cell):
@@ -208,6 +214,7 @@ def test_micro_trials_default_to_three_processes_per_cell():
     assert config["micro"]["trials"] == 3, "intervals over processes by default (issue 32)"
 
 
+@MICRO_GROUP
 def test_the_analysis_pairs_real_cells_by_the_round_each_trial_ran_in(micro_group, tmp_path):
     """NumPy's and JAX's trials of the runner's group, paired round by round: a t interval over 2 rounds (1 df)."""
     import json

@@ -164,6 +164,12 @@ def _torch(mode):
     return get_backend("torch", threads=1, precision="fp32", mode=mode, compile_options={"torch_mode": "default"})
 
 
+# The in-process torch.compile tests: one worker runs them all, so Dynamo and Inductor warm up once (each first
+# compile in a process took 8-12 s in the suite's two workers) (tests/background.py: group_by_mark)
+TORCH_COMPILE = pytest.mark.xdist_group("test_modes.torch_compile")
+
+
+@TORCH_COMPILE
 def test_a_compiled_cell_reports_compile_time_apart_and_agrees_with_eager(study):
     eager_cell = Cell("inference", "torch", "small_cnn", "fp32", 2, 16, "eager")
     compiled_cell = Cell("inference", "torch", "small_cnn", "fp32", 2, 16, "compile")
@@ -216,6 +222,7 @@ def _graph_break_in_timed_loop(backend):
     backend.reset_device_memory_peak = start_timing
 
 
+@TORCH_COMPILE
 @pytest.mark.parametrize("inject", [_shape_change_in_timed_loop, _graph_break_in_timed_loop])
 def test_a_recompilation_or_graph_break_in_the_timed_loop_flags_the_cell(study, inject):
     cell = Cell("inference", "torch", "small_cnn", "fp32", 2, 16, "compile")

@@ -13,11 +13,10 @@ import pytest
 
 from fwbench.analysis.time.study_time import process_rows
 from fwbench.running.faults import INJECT_FAULT_ENV
-from fwbench.running.runner import run_group
 from fwbench.scenarios.profiled import WHERE_IN_WORKER
-from fwbench.study.grid import Cell, cells
+from fwbench.study.grid import cells
 from fwbench.trackers.op_profile import KEYS
-from tests.conftest import run_tiny_cell
+from tests.conftest import READS_TINY_GROUP, TINY_GROUP_PROFILE, run_tiny_cell
 
 PROFILE = {"batch_sizes": [2], "steps": 2}
 
@@ -38,37 +37,35 @@ def _check_record(profile):
     assert profile["profiled_step_ms"] > 0 and 0 < len(profile["top"]) <= 10
 
 
+def _result_of(tiny_group, framework, batch_size):
+    group, results = tiny_group["cells"], tiny_group["results"]
+    (result,) = (
+        r for c, r in zip(group, results, strict=True) if (c.framework, c.batch_size) == (framework, batch_size)
+    )
+    return result
+
+
+@READS_TINY_GROUP
 @pytest.mark.parametrize("framework", ["torch", "jax"])
-def test_a_profiled_cell_is_profiled_by_its_warm_worker_after_the_blocks(study, tmp_path, framework):
-    cell = next(c for c in cells(study[1]) if c.framework == framework and c.batch_size == 2)
-    result = _run(study, cell, tmp_path, PROFILE)
+def test_a_profiled_cell_is_profiled_by_its_warm_worker_after_the_blocks(tiny_group, framework):
+    result = _result_of(tiny_group, framework, 2)
     assert result["status"] == "ok", result.get("stderr_tail")
     profile = result["metrics"]["op_profile"]
     _check_record(profile)
     assert profile["where"] == WHERE_IN_WORKER and "process_s" not in profile
     assert profile["phases_s"]["profile_s"] > 0
     # the timed numbers are the launches' alone: the pass adds no trial, and its time is its worker's, apart
-    (trial,) = result["metrics"]["trials"]
-    assert trial["phases_s"]["profiling_s"] >= profile["phases_s"]["profile_s"]
+    first, last = result["metrics"]["trials"]
+    assert last["phases_s"]["profiling_s"] >= profile["phases_s"]["profile_s"]
 
 
-def test_only_the_last_launch_profiles_and_the_study_time_counts_it_as_profiling(study, tmp_path):
-    """Two launches of a group of two frameworks x two batch sizes: the workers of the last launch profile their
-    batch-2 cells, the first launch's do not; the study's time table counts the pass as profiling, not as the
-    processes' rest or their overhead."""
-    root, _, base = study
-    group = [Cell("inference", f, "small_cnn", "fp32", b, 16) for f in ("torch", "jax") for b in (1, 2)]
-    paths = [tmp_path / f"{c.framework}-{c.batch_size}.json" for c in group]
-    results = run_group(
-        group,
-        {**base, "trials": 2, "blocks": 2, "profile": PROFILE},
-        data_dir=root / "data",
-        weights_path=root / "weights.npz",
-        num_classes=4,
-        threads=1,
-        out_paths=paths,
-        log_path=tmp_path / "group.log",
-    )
+@READS_TINY_GROUP
+def test_only_the_last_launch_profiles_and_the_study_time_counts_it_as_profiling(tiny_group):
+    """Two launches of a group of two frameworks x two batch sizes (the session's tiny group, tests/conftest.py):
+    the workers of the last launch profile their batch-2 cells, the first launch's do not; the study's time table
+    counts the pass as profiling, not as the processes' rest or their overhead."""
+    group, results = tiny_group["cells"], tiny_group["results"]
+    assert len(results) == len(group) == 4 and TINY_GROUP_PROFILE == PROFILE
     for cell, result in zip(group, results, strict=True):
         assert result["status"] == "ok", result.get("failure")
         first, last = result["metrics"]["trials"]
@@ -100,9 +97,11 @@ def test_a_torch_compile_cell_on_the_cpu_is_profiled_in_a_process_of_its_own(stu
     assert "profiling_s" not in result["metrics"]["trials"][-1]["phases_s"]
 
 
-def test_a_cell_outside_the_profiled_batch_sizes_has_no_profile(study, tmp_path):
-    cell = next(c for c in cells(study[1]) if c.framework == "torch" and c.batch_size == 1)
-    result = _run(study, cell, tmp_path, PROFILE)
+@READS_TINY_GROUP
+@pytest.mark.parametrize("framework", ["torch", "jax"])
+def test_a_cell_outside_the_profiled_batch_sizes_has_no_profile(tiny_group, framework):
+    """Batch size 1, served by the same warm worker as the profiled batch size 2, is not profiled."""
+    result = _result_of(tiny_group, framework, 1)
     assert result["status"] == "ok" and "op_profile" not in result["metrics"]
 
 

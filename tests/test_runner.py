@@ -56,6 +56,8 @@ def test_real_cell_result_validates(study, tmp_path, framework):
     assert on_disk["inputs"]["weights_sha256"] and on_disk["inputs"]["dataset_manifest_sha256"]
     if framework == "jax":
         assert metrics["compile_s"] > 0 and "compile_s" not in metrics["missing"]
+        # no jax_compilation_cache setting: no cache (test_jax_compilation_cache_state_is_recorded has one)
+        assert framework_prov["settings"]["compilation_cache"] == {"state": "disabled"}
     else:
         assert metrics["compile_s"] is None and "eager" in metrics["missing"]["compile_s"]
     assert "[fwbench.running.worker]" in (tmp_path / "cell.log").read_text()
@@ -120,9 +122,23 @@ def test_stderr_tail_is_bounded(study, tmp_path):
     assert len(result["stderr_tail"]) <= 4001 and result["reason"].startswith("exception (exit code 3)")
 
 
-def test_schema_rejects_contract_breaks(study, tmp_path):
-    cell = next(c for c in cells(study[1]) if c.framework == "torch")
-    result = _run(study, cell, tmp_path)
+@pytest.fixture(scope="module")
+def two_trials(study, tmp_path_factory):
+    """A real torch cell in two launches, run once for the tests that read it (the TWO_TRIALS xdist group, so one
+    worker runs them, tests/background.py: group_by_mark): (result, the directory of its cell.json and cell.log)."""
+    cell = next(c for c in cells(study[1]) if c.framework == "torch" and c.batch_size == 1)
+    root = tmp_path_factory.mktemp("two-trials")
+    return _run(study, cell, root, settings={"trials": 2}), root
+
+
+TWO_TRIALS = pytest.mark.xdist_group("test_runner.two_trials")
+
+
+@TWO_TRIALS
+def test_schema_rejects_contract_breaks(two_trials):
+    result, _ = two_trials
+    assert result["status"] == "ok"
+    validate_result(result)  # the real result holds, and each break below is what fails it
     broken = json.loads(json.dumps(result))
     del broken["metrics"]["latency_ms"]["p95"]
     with pytest.raises(jsonschema.ValidationError, match="p95"):
@@ -145,9 +161,9 @@ def test_schema_rejects_contract_breaks(study, tmp_path):
         validate_result(broken)
 
 
-def test_trials_run_in_fresh_processes_and_report_their_spread(study, tmp_path):
-    cell = next(c for c in cells(study[1]) if c.framework == "torch" and c.batch_size == 1)
-    result = _run(study, cell, tmp_path, settings={"trials": 2})
+@TWO_TRIALS
+def test_trials_run_in_fresh_processes_and_report_their_spread(two_trials):
+    result, tmp_path = two_trials
     metrics = result["metrics"]
     assert result["status"] == "ok" and len(metrics["trials"]) == 2
     assert sum(t["n_iters"] for t in metrics["trials"]) == metrics["n_iters"] == len(result["samples_ms"])
@@ -176,9 +192,7 @@ def test_jax_compilation_cache_state_is_recorded(study, tmp_path):
     for _ in range(2):
         result = _run(study, cell, tmp_path, settings={"jax_compilation_cache": str(cache)})
         states.append(result["provenance"]["framework"]["settings"]["compilation_cache"]["state"])
-    assert states == ["cold", "warm"]
-    default = _run(study, cell, tmp_path)
-    assert default["provenance"]["framework"]["settings"]["compilation_cache"] == {"state": "disabled"}
+    assert states == ["cold", "warm"]  # without the setting, "disabled": test_real_cell_result_validates[jax]
 
 
 # A runner whose only cell's child writes its pid and then sleeps: the scheduler's SIGTERM to the runner must end the

@@ -11,6 +11,7 @@ from fwbench.running.faults import INJECT_FAULT_ENV
 from fwbench.running.runner import _workers, run_group
 from fwbench.study.config import validate_config
 from fwbench.study.grid import WORKER_SCOPES, Cell, measuring_processes
+from tests.conftest import READS_TINY_GROUP
 
 
 def _cells():
@@ -93,10 +94,14 @@ def test_a_worker_scope_groups_models_and_precisions_as_its_setting_says():
         _workers(cells, {"blocks": 2, "share_workers": "all"})
 
 
-def test_one_worker_per_framework_serves_both_batch_sizes_in_the_same_blocks(tiny_study, tmp_path):
-    results = _run(tiny_study, tmp_path)
+@READS_TINY_GROUP
+def test_one_worker_per_framework_serves_both_batch_sizes_in_the_same_blocks(tiny_group):
+    """The session's tiny group (tests/conftest.py: tiny_group): this module's cells in two launches of two blocks;
+    its profiling pass adds no process and no burst."""
+    results = tiny_group["results"]
+    assert tiny_group["cells"] == _cells()
     assert [r["status"] for r in results] == ["ok"] * 4, [r["reason"] for r in results]
-    log = (tmp_path / "group.log").read_text()
+    log = (tiny_group["dir"] / "group.log").read_text()
     assert log.count("[fwbench.running.worker]") == 2 * 2, "one process per framework per launch"
     group = results[0]["provenance"]["group"]
     assert group["order"]["variants"] == ["torch/eager", "jax/jit"] and all(
@@ -143,13 +148,14 @@ def test_a_launch_disturbed_by_another_process_is_run_again_for_every_variant(ti
     """A busy process beside the first launch (injected): that launch is run again, every worker of it, and what
     it measured stays beside each cell's result; the group records the repeat and the bound."""
     monkeypatch.setenv(INJECT_FAULT_ENV, "other_load@inference/torch/eager/small_cnn/fp32/bs1")
-    results = _run(tiny_study, tmp_path, {"repeat_disturbed": 2, "burst_s": 0.1})
+    results = _run(tiny_study, tmp_path, {"repeat_disturbed": 1, "burst_s": 0.1})
     assert [r["status"] for r in results] == ["ok"] * 4, [r["reason"] for r in results]
     blocks = results[0]["provenance"]["group"]["blocks"]
     repeated = blocks["repeated"]
-    assert blocks["repeat_bound"] == 2
-    # the loaded launch first; another disturbance (the other test worker, say) may take the rest of the bound
-    assert repeated and repeated[0]["launch"] == 1 and len(repeated) <= 2, repeated
+    assert blocks["repeat_bound"] == 1
+    # the loaded launch, once: the bound holds though another disturbance (the other test worker, whose core is half
+    # the machine) may flag the repeat or the second launch too
+    assert [r["launch"] for r in repeated] == [1], repeated
     assert len(blocks["ran"]) == 2 * 2, "the blocks of the launches kept"
     for result in results:
         metrics = result["metrics"]
@@ -161,26 +167,13 @@ def test_a_launch_disturbed_by_another_process_is_run_again_for_every_variant(ti
     assert log.count("[fwbench.running.worker]") == 2 * (2 + len(repeated)), "every worker of a launch again"
 
 
-def test_each_worker_knows_its_running_companions_so_their_gpu_contexts_are_not_other_processes(
-    tiny_study, tmp_path, monkeypatch
-):
+@READS_TINY_GROUP
+def test_each_worker_knows_its_running_companions_so_their_gpu_contexts_are_not_other_processes(tiny_group):
     """On a GPU every warm worker of a comparison holds a CUDA context while the next one starts: the first GPU study
     (an H200) flagged all 9 of its cells for "other processes" that were their own companions. Each worker is told
     the pids of the workers of its launch already running (fwbench.trackers.nvml.COMPANIONS_ENV)."""
-    from fwbench.running import context as context_module
-    from fwbench.trackers.nvml import COMPANIONS_ENV
-
-    started: list[tuple[int, str]] = []
-
-    class Recording(context_module.Child):
-        def __init__(self, *args, **kwargs):
-            super().__init__(*args, **kwargs)
-            env = args[7] if len(args) > 7 else kwargs.get("env") or {}
-            started.append((self.process.pid, env.get(COMPANIONS_ENV, "")))
-
-    monkeypatch.setattr(context_module, "Child", Recording)
-    results = _run(tiny_study, tmp_path)
-    assert [r["status"] for r in results] == ["ok"] * 4
+    started = tiny_group["started"]
+    assert [r["status"] for r in tiny_group["results"]] == ["ok"] * 4
     assert len(started) == 4  # two workers in each of two launches
     for first, second in (started[0:2], started[2:4]):
         assert first[1] == "" and second[1] == str(first[0])
@@ -227,25 +220,22 @@ def test_a_worker_serves_its_launch_across_precisions_and_a_cell_that_fails_to_b
     assert "resnet50" not in log.split("launch 2 of 2")[-1].split("[fwbench.running.worker]")[1].split("\n")[0]
 
 
-def test_a_block_runs_comparison_by_comparison_each_ones_variants_side_by_side(tiny_study, tmp_path, monkeypatch):
+@READS_TINY_GROUP
+def test_a_block_runs_comparison_by_comparison_each_ones_variants_side_by_side(tiny_group):
     """However many cells a worker serves, a block runs one comparison's bursts of every worker before the next
-    comparison's: a cell's variants stay adjacent in time (the controller's requests, in the order sent)."""
-    from fwbench.running import children
-
-    sent = []
-    request = children.Child.request
-
-    def recording(self, message, timeout_s=None):
-        if message and "burst" in message:
-            sent.append((message["block"], message["burst"], self.process.pid))
-        return request(self, message, timeout_s)
-
-    monkeypatch.setattr(children.Child, "request", recording)
-    _run(tiny_study, tmp_path, {"trials": 1, "blocks": 2})
-    for block in (0, 1):
-        steps = [step for b, step, _ in sent if b == block]
-        assert sorted(steps) == sorted(["small_cnn/fp32/bs1", "small_cnn/fp32/bs2"] * 2)
-        # each comparison's two bursts (one per framework's worker) are consecutive
-        assert steps[0] == steps[1] and steps[2] == steps[3] and steps[0] != steps[2], steps
-        pids = [pid for b, _, pid in sent if b == block]
-        assert pids[0] != pids[1] and pids[2] != pids[3]
+    comparison's: a cell's variants stay adjacent in time (the controller's requests, in the order sent), in every
+    block of every launch."""
+    sent, started = tiny_group["sent"], tiny_group["started"]
+    assert len(started) == 4  # two workers in each of two launches
+    for launch in (started[0:2], started[2:4]):
+        workers = {pid for pid, _ in launch}
+        blocks = sorted({b for b, _, pid in sent if pid in workers})
+        assert len(blocks) == 2, "two blocks a launch (numbered across the launches)"
+        for block in blocks:
+            steps = [step for b, step, pid in sent if b == block and pid in workers]
+            assert sorted(steps) == sorted(["small_cnn/fp32/bs1", "small_cnn/fp32/bs2"] * 2)
+            # each comparison's two bursts (one per framework's worker) are consecutive
+            assert steps[0] == steps[1] and steps[2] == steps[3] and steps[0] != steps[2], steps
+            pids = [pid for b, _, pid in sent if b == block and pid in workers]
+            assert pids[0] != pids[1] and pids[2] != pids[3]
+    assert {pid for _, _, pid in sent} == {pid for pid, _ in started}, "every burst asked of the group's workers"

@@ -40,6 +40,24 @@ def planned_cells(clone, venv_bin, *configfile) -> set[str]:
     return {cell for line in outputs for cell in CELL.findall(line)}
 
 
+@pytest.fixture(scope="module")
+def plans(clone, venv_bin):
+    """planned_cells of the clone, each study's dry run once per module: the default study is dry-run by its header's
+    test and, beside its own file, by the test that they plan the same cells (both in the DEFAULT_PLAN xdist group,
+    so one worker runs them and the dry run, tests/background.py: group_by_mark)."""
+    done: dict[tuple[str, ...], set[str]] = {}
+
+    def plan(*configfile: str) -> set[str]:
+        if configfile not in done:
+            done[configfile] = planned_cells(clone, venv_bin, *configfile)
+        return done[configfile]
+
+    return plan
+
+
+DEFAULT_PLAN = pytest.mark.xdist_group("test_study_files.default_plan")
+
+
 def listed_cells(clone, venv_bin, *files) -> tuple[str, set[str]]:
     """`fwbench check-config`'s summary line and the cells it lists for the same study files."""
     args = [arg for path in files for arg in ("--config", path)]
@@ -51,15 +69,15 @@ def _counts(text: str) -> dict[str, int]:
     return {name: int(number) for name, number in (part.split() for part in text.split(", "))}
 
 
-@pytest.mark.parametrize("name", STUDY_FILES)
-def test_every_shipped_study_dry_runs_and_plans_the_cells_its_header_states(clone, venv_bin, name):
+@pytest.mark.parametrize("name", [pytest.param(n, marks=[DEFAULT_PLAN] * (n == "config.yaml")) for n in STUDY_FILES])
+def test_every_shipped_study_dry_runs_and_plans_the_cells_its_header_states(clone, venv_bin, plans, name):
     path = f"config/{name}"
     text = (REPO / path).read_text()
     # The default study is what runs without --configfile; every other file names itself in its command.
     configfile = () if name == "config.yaml" else ("--configfile", path)
     command = ".venv/bin/snakemake --cores all --resources gpu=1" + "".join(f" {arg}" for arg in configfile)
     assert command in text, f"{path}'s header does not give its command: {command}"
-    planned = planned_cells(clone, venv_bin, *configfile)
+    planned = plans(*configfile)
     summary, listed = listed_cells(clone, venv_bin, path)
     assert planned == listed, "check-config and snakemake -n must see the same study"
 
@@ -78,8 +96,9 @@ def test_every_shipped_study_dry_runs_and_plans_the_cells_its_header_states(clon
     assert filecmp.cmp(clone / path, REPO / path, shallow=False), "a test must not change a shipped study"
 
 
-def test_the_default_study_is_the_same_with_or_without_its_file(clone, venv_bin):
-    assert planned_cells(clone, venv_bin) == planned_cells(clone, venv_bin, "--configfile", "config/config.yaml")
+@DEFAULT_PLAN
+def test_the_default_study_is_the_same_with_or_without_its_file(plans):
+    assert plans() == plans("--configfile", "config/config.yaml")
 
 
 def test_a_copy_of_the_default_with_one_model_plans_only_that_model(clone, venv_bin):

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from fwbench.scenarios import parity as study_parity
-from tests.conftest import prepare_tiny_study
+from tests.conftest import READS_TINY_GROUP, prepare_tiny_study
 
 KEY = study_parity.logits_key("small_cnn", "fp32")
 
@@ -125,31 +125,22 @@ def test_a_record_from_before_precisions_reads_as_fp32(measured):
     assert table.iloc[0]["precision"] == "fp32" and bool(table.iloc[0]["holds"])
 
 
-def test_parity_from_the_timed_cells_agrees_and_a_cell_without_logits_is_missing(tiny_study, tmp_path):
+@READS_TINY_GROUP
+def test_parity_from_the_timed_cells_agrees_and_a_cell_without_logits_is_missing(tiny_group):
     """The frameworks' logits taken from their inference cells (the first call of each timed program,
     fwbench.scenarios.logits): the same check, from the programs that were timed, with no job of its own; a model
-    whose cell failed or kept no logits is missing with the reason, never compared."""
-    from fwbench.running.runner import run_group
+    whose cell failed or kept no logits is missing with the reason, never compared. The cells are the session's tiny
+    group (tests/conftest.py: tiny_group): PyTorch and JAX at batch sizes 1 and 2, in two launches."""
     from fwbench.scenarios import logits as kept
-    from fwbench.study.grid import Cell
 
-    root, _, base = tiny_study
-    cells = [Cell("inference", f, "small_cnn", "fp32", b, 16) for f in ("torch", "jax") for b in (1, 8)]
-    results = run_group(
-        cells,
-        {**base, "trials": 1, "blocks": 2},
-        data_dir=root / "data",
-        weights_path=root / "weights.npz",
-        num_classes=4,
-        threads=1,
-        out_paths=[tmp_path / f"{c.framework}-{c.batch_size}.json" for c in cells],
-    )
+    cells, results = tiny_group["cells"], tiny_group["results"]
+    assert [(c.framework, c.batch_size) for c in cells] == [("torch", 1), ("torch", 2), ("jax", 1), ("jax", 2)]
     assert all(r["status"] == "ok" for r in results), [r["reason"] for r in results]
     records = {f: study_parity.framework_logits_from_cells(f, results, image_size=16) for f in ("torch", "jax")}
     torch_record, torch_arrays = records["torch"]
     entry = torch_record["precisions"]["fp32"]["models"]["small_cnn"]
-    assert torch_record["images"] == 8 and entry["cell"] == "torch/eager bs8", "the largest batch size measured"
-    assert torch_arrays[KEY].shape == (8, 4)
+    assert torch_record["images"] == 2 and entry["cell"] == "torch/eager bs2", "the largest batch size measured"
+    assert torch_arrays[KEY].shape == (2, 4)
     row = study_parity.compare({f: r for f, (r, _) in records.items()}, {f: a for f, (_, a) in records.items()}).iloc[0]
     assert bool(row["holds"]) and bool(row["same_inputs"]) and bool(row["same_weights"]), row.to_dict()
     assert row["relative_error"] < 1e-4 and bool(row["can_fail"])
