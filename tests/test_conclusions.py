@@ -70,6 +70,21 @@ def _section(ratios, config=None, inference=None):
     )
 
 
+def training_paragraph(epochs, agreement=None, target=None, config=None) -> str:
+    """The conclusions' Training paragraph for `epochs` (a study of no inference ratio), as the template says it."""
+    config = {**CONFIG, "suites": ["inference", "training"], "training": {"target_top1": target}, **(config or {})}
+    text = conclusions_section(
+        ratios=pd.DataFrame(),
+        inference=_inference(),
+        epochs=epochs,
+        agreement=agreement,
+        published=pd.DataFrame(columns=PUBLISHED_COLUMNS),
+        ledger=LEDGER,
+        config=config,
+    )
+    return text.split("\\paragraph{Training}")[1].split("\\paragraph")[0].strip()
+
+
 def test_a_study_whose_pytorch_cells_all_failed_says_there_is_no_ratio():
     """No PyTorch cell succeeded (e.g. one crash in the worker serving every batch size): the speedups table is
     empty, without even its columns, and the conclusions say there is no ratio, and that the cell failed."""

@@ -20,7 +20,6 @@ from fwbench.analysis.inference.ratios import SPEEDUP_COLUMNS, write_speedups
 from fwbench.analysis.inference.tables import inference_table
 from fwbench.analysis.inference.tidy import read_tidy, write_tidy
 from fwbench.analysis.paper.conclusions import conclusions_section
-from fwbench.analysis.paper.findings import training_sentences
 from fwbench.analysis.published.judgement import FAILED
 from fwbench.analysis.published.matching import COLUMNS as PUBLISHED_COLUMNS
 from fwbench.analysis.published.matching import compare
@@ -28,6 +27,7 @@ from fwbench.analysis.setup.provenance import study_environment
 from fwbench.analysis.training.epochs import write_training_tables
 from fwbench.scenarios.parity import PARITY_COLUMNS
 from fwbench.study.config import validate_config
+from tests.test_conclusions import training_paragraph
 from tests.test_multi_framework_analysis import THREE, _inference, _macro, _training, _write
 from tests.test_published import _cell, _epochs, _published_row, _sources
 from tests.test_published import _ratio as _published_ratio
@@ -255,7 +255,7 @@ def test_the_training_comparison_is_refused_across_device_models_and_kept_across
     write_training_tables(_write(tmp_path, results, "train"), tmp_path / "training.csv", tmp_path / "step0.csv")
     epochs = read_tidy(tmp_path / "training.csv")
     assert set(epochs["node"]) == {"gpu01", "gpu02", "gpu03"} and set(epochs["device"]) == {A100, H100}
-    (sentence,) = [s for s in training_sentences(epochs, None, None) if s.startswith("Training")]
+    sentence = training_paragraph(epochs)
     # eager PyTorch (these cells' only mode) against compiled frameworks: named, and said so
     assert sentence == (
         "Training the small CNN at batch 32, the last epoch took eager PyTorch 3.00~s. JAX/Flax has no comparable "
@@ -267,7 +267,7 @@ def test_the_training_comparison_is_refused_across_device_models_and_kept_across
     _on(results[1], "gpu01")
     results[2]["provenance"]["placement"]["node"] = "gpu01"
     write_training_tables(_write(tmp_path, results, "same"), tmp_path / "same.csv", tmp_path / "same0.csv")
-    (sentence,) = [s for s in training_sentences(read_tidy(tmp_path / "same.csv"), None, None) if "Training" in s]
+    sentence = training_paragraph(read_tidy(tmp_path / "same.csv"))
     assert "JAX/Flax took 3.00~s, 1.00$\\times$ eager PyTorch's speed. This sets a compiled" in sentence
     assert "node" not in sentence
 

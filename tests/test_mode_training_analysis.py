@@ -18,7 +18,6 @@ from fwbench.analysis.micro.macros import micro_macros
 from fwbench.analysis.micro.outputs import write_micro_outputs
 from fwbench.analysis.micro.section import micro_section
 from fwbench.analysis.micro.tables import micro_table
-from fwbench.analysis.paper.findings import training_sentences
 from fwbench.analysis.published.judgement import DIRECTION_ONLY, SAME, UNPAIRED_SCOPE
 from fwbench.analysis.published.matching import compare
 from fwbench.analysis.published.section import OTHER_MODE_MARK, comparison_table, modes_sentence
@@ -33,6 +32,7 @@ from fwbench.analysis.training.reference import comparison_section, read_publish
 from fwbench.analysis.training.section import training_section
 from fwbench.analysis.training.tables import step0_table, training_table
 from fwbench.workflow.jobtime import JobTime
+from tests.test_conclusions import training_paragraph
 from tests.test_ledger import _parity
 from tests.test_ledger import _result as _ledger_cell
 from tests.test_micro_analysis import REFERENCE_CSV, RESAMPLES, _outputs
@@ -159,16 +159,14 @@ def test_the_curves_figure_draws_each_mode(modes_trained, tmp_path, monkeypatch)
 
 def test_training_ratios_pair_compiled_with_compiled_and_say_when_not(modes_trained):
     _, frame, agreement = modes_trained
-    sentences = training_sentences(frame, agreement, None)
-    (line,) = [s for s in sentences if s.startswith("Training")]
-    assert line.startswith("Training the small CNN at batch 32, the last epoch took compiled PyTorch 1.50~s. ")
+    line = training_paragraph(frame, agreement)
+    assert "Training the small CNN at batch 32, the last epoch took compiled PyTorch 1.50~s. " in line
     assert "JAX/Flax took 3.00~s, 0.500$\\times$ compiled PyTorch's speed." in line and "eager one" not in line
-    assert any(s.startswith(r"\texttt{torch.compile}'s step-0 loss agrees") for s in sentences)
-    assert any(s.startswith("Compiled, PyTorch trained") for s in sentences)
-    eager = training_sentences(frame, agreement, None, {"ratio_modes": {"torch": "eager"}})
-    (line,) = [s for s in eager if s.startswith("Training")]
-    assert "took eager PyTorch 3.00~s" in line
-    assert "1.00$\\times$ eager PyTorch's speed. This sets a compiled program against an eager one" in line
+    assert r"\texttt{torch.compile}'s step-0 loss agrees" in line
+    assert "Compiled, PyTorch trained" in line
+    eager = training_paragraph(frame, agreement, config={"ratio_modes": {"torch": "eager"}})
+    assert "took eager PyTorch 3.00~s" in eager
+    assert "1.00$\\times$ eager PyTorch's speed. This sets a compiled program against an eager one" in eager
 
 
 def test_the_l4_table_names_both_pytorch_modes(modes_trained):

@@ -22,7 +22,7 @@ from fwbench.analysis.common.verdicts import multiplicity_setting
 from fwbench.analysis.fairness.ledger import ledger_counts
 from fwbench.analysis.inference.ratio_macros import include_deviating
 from fwbench.analysis.inference.summary import multiplicity_of, refused
-from fwbench.analysis.paper.findings import batch_effects, placement, training_sentences
+from fwbench.analysis.paper.findings import batch_effects, placement, training_findings
 from fwbench.analysis.paper.headline import headline
 from fwbench.analysis.paper.limitations import limitations
 from fwbench.analysis.paper.templates import Latex, render
@@ -51,12 +51,13 @@ def conclusions_section(
     method = multiplicity_of(kept, multiplicity_setting(config.get("analysis")))
     trained = "training" in config.get("suites", [])
     target = (config.get("training") or {}).get("target_top1")
-    training = " ".join(training_sentences(epochs, agreement, target, config)) if trained else ""
+    training = training_findings(epochs, agreement, target, config) if trained else None
     values = {
         "study": study,
         "batch": batch_effects(kept, frameworks, method),
         "placement": placement(ratios),
-        "training": Latex(training) if training else None,
+        "training": training,
+        "trained_nothing": trained and training is None,
         "published": published_counts(published),
         "published_modes": Latex(published_modes(published)),
         # the controls that did not hold, by name (the full ledger is an appendix)

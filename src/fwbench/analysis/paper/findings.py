@@ -2,7 +2,7 @@
 (report/templates/conclusions.tex.j2): whether a framework's ratio depends on the batch size (`batch_effects`, from a
 test of the difference between two batch sizes, never a difference in significance), which ratios were refused or
 kept across nodes (`placement`), and the training comparison (step-0 agreement, time per epoch, time to the target
-accuracy) as measured (`training_sentences`, still written here). The per-pair verdicts are the abstract's
+accuracy) as measured (`training_findings`). The per-pair verdicts are the abstract's
 (fwbench.analysis.paper.headline), so the conclusions and the abstract count the same comparisons the same way.
 """
 
@@ -17,15 +17,12 @@ import pandas as pd
 
 from fwbench.analysis.common import verdicts
 from fwbench.analysis.common.latex import (
-    escape,
-    join_words,
     label,
     mode_label,
-    number,
     ordered_frameworks,
     ordered_variants,
 )
-from fwbench.analysis.common.names import framework_name, model_in_text, model_name
+from fwbench.analysis.common.names import framework_name, model_name
 from fwbench.analysis.common.partners import (
     cell_mode,
     check_placement,
@@ -40,6 +37,7 @@ from fwbench.analysis.inference.summary import (
     refused,
     resolved_adjusted,
 )
+from fwbench.analysis.paper.templates import Latex
 from fwbench.analysis.published.matching import training_times
 from fwbench.analysis.training.macros import compiled_step0_text
 from fwbench.analysis.training.section import mode_gain_text
@@ -195,37 +193,67 @@ def _phrase(framework: str, mode: str, named: bool) -> str:
     return f"{mode_label(mode)} {label(framework)}" if named else label(framework)
 
 
-def _training_comparison(num: pd.Series, base: pd.Series, named: set[str]) -> str:
-    """One variant's last epoch against the baseline's: its time and speed ratio, "failed", or the comparison
-    refused when the two cells ran on different device models (a ratio would compare the devices); a pair on
-    different nodes of one device model keeps its ratio and says so, and a pair of an eager and a compiled program
-    says that too. `named`: the frameworks whose mode the sentence names."""
+@dataclass(frozen=True)
+class TrainingVariant:
+    """One framework's last epoch against PyTorch's: `status` "ok" (`seconds`, `speed`: PyTorch's time over its
+    own), "failed", or "refused" (the cells ran on different device models, `devices`: a ratio would compare them);
+    `nodes` where the two ran on different nodes of one device model; `pairing` "compiled" or "eager" where this
+    variant's mode stands in and so sets a compiled program against an eager one or the reverse."""
+
+    name: str
+    status: str
+    seconds: float | None = None
+    speed: float | None = None
+    nodes: str | None = None
+    devices: str | None = None
+    pairing: str | None = None
+
+
+@dataclass(frozen=True)
+class TrainingRun:
+    """One trained model, precision (named where the study has several) and batch size: PyTorch's last epoch, the
+    other frameworks' against it, and who reached the target accuracy in how long (None: no target)."""
+
+    model: str
+    precision: str | None
+    batch: int
+    baseline: str
+    seconds: float
+    variants: tuple[TrainingVariant, ...]
+    target: float | None  # in percent
+    reached: tuple[tuple[str, float | None], ...]
+
+
+@dataclass(frozen=True)
+class TrainingFindings:
+    """What the conclusions' training paragraph says: the step-0 agreement (`worst` relative loss difference over
+    `comparisons`, `flagged`), compiled PyTorch's own step-0 agreement and the compile gain (LaTeX the training
+    section writes too), and the runs."""
+
+    comparisons: int
+    worst: float | None
+    flagged: int
+    compiled_step0: str
+    runs: tuple[TrainingRun, ...]
+    mode_gain: str
+
+
+def _training_variant(num: pd.Series, base: pd.Series, named: set[str]) -> TrainingVariant:
+    """One variant's last epoch against the baseline's: its time and speed ratio, failed, or the comparison refused
+    when the two cells ran on different device models; a pair on different nodes of one device model keeps its
+    ratio and says so, and so does a pair of an eager and a compiled program. `named`: the frameworks whose mode
+    the sentence names."""
     framework, mode, base_mode = num["framework"], cell_mode(num), cell_mode(base)
-    mixed = mixed_modes(mode, base_mode)
     name = _phrase(framework, mode, framework in named)
-    name = name[:1].upper() + name[1:]  # each variant's own sentence
     if num["status"] != "ok":
-        return f"{name} failed."
+        return TrainingVariant(name, "failed")
     placement = check_placement([base, num])
     if placement.models_differ:
-        return (
-            f"{name} has no comparable time: the cells ran on different device models "
-            f"({escape(placement.model_values())}), so the comparison is refused."
-        )
+        return TrainingVariant(name, "refused", devices=placement.model_values())
     t, reference = float(num["time_s"]), float(base["time_s"])
-    node = (
-        f", on another node of the same device model ({escape(placement.node_values())})"
-        if placement.nodes_differ
-        else ""
-    )
-    whose = _phrase(BASELINE, base_mode, BASELINE in named or mixed)
-    kinds = ("a compiled program against an eager one", "an eager program against a compiled one")
-    pairing = (
-        f" This sets {kinds[0] if is_compiled(mode) else kinds[1]}, for want of a cell in the ratio mode."
-        if mixed
-        else ""
-    )
-    return f"{name} took {number(t)}~s, {number(reference / t)}$\\times$ {whose}'s speed{node}.{pairing}"
+    nodes = placement.node_values() if placement.nodes_differ else None
+    pairing = ("compiled" if is_compiled(mode) else "eager") if mixed_modes(mode, base_mode) else None
+    return TrainingVariant(name, "ok", t, reference / t, nodes, None, pairing)
 
 
 def _pick(variants: dict[tuple[str, str], pd.Series], framework: str, config: Mapping[str, Any]) -> str | None:
@@ -236,45 +264,38 @@ def _pick(variants: dict[tuple[str, str], pd.Series], framework: str, config: Ma
     return ratio_variant(framework, succeeded or modes, config)[0]
 
 
-def _target_text(steady: dict[tuple[str, str], pd.Series], target: float, named: set[str]) -> str:
-    reached = []
+def _reached(steady: dict[tuple[str, str], pd.Series], named: set[str]) -> tuple[tuple[str, float | None], ...]:
+    found = []
     for framework, mode in ordered_variants(steady):
         value = steady[(framework, mode)].get("time_to_target_s")
-        name = _phrase(framework, mode, framework in named)
-        measured = value is not None and pd.notna(value)
-        reached.append(f"{name} in {number(float(value))}~s" if measured else f"{name} not within the run")
-    return f"The target of {number(100 * target)}\\% top-1 was reached by " + join_words(reached) + "."
+        found.append((_phrase(framework, mode, framework in named), float(value) if pd.notna(value) else None))
+    return tuple(found)
 
 
-def training_sentences(
+def training_findings(
     epochs: pd.DataFrame | None,
     agreement: pd.DataFrame | None,
     target: float | None,
     config: Mapping[str, Any] | None = None,
-) -> list[str]:
-    """Step-0 agreement (compiled PyTorch's with eager PyTorch's named apart), time per epoch against PyTorch
-    (`_training_comparison`: each framework in its ratio mode, `config`'s ratio_modes or compiled by default, its
-    first mode standing in where that cell is missing, and said so where that pairs an eager program with a compiled
-    one), the compiled-over-eager gain within a framework, and the time to the target accuracy, per trained model,
-    precision (named when the study has several) and batch size."""
+) -> TrainingFindings | None:
+    """Step-0 agreement (compiled PyTorch's with eager PyTorch's apart), time per epoch against PyTorch (each
+    framework in its ratio mode, `config`'s ratio_modes or compiled by default, its first mode standing in where that
+    cell is missing), the compiled-over-eager gain within a framework, and the time to the target accuracy, per
+    trained model, precision and batch size; None where the study trained nothing."""
     if epochs is None or epochs.empty:
-        return ["The study trained no model."]
+        return None
     config = config or {}
-    sentences = []
+    worst, flagged, comparisons = None, 0, 0
     if agreement is not None and not agreement.empty and "rel_diff_loss_after_step" in agreement:
-        worst = agreement["rel_diff_loss_after_step"].astype(float).max()
+        worst = float(agreement["rel_diff_loss_after_step"].astype(float).max())
         flagged = int((agreement.get("flagged", pd.Series(dtype=str)).astype(str) == "True").sum())
-        sentences.append(
-            f"After one identical training step from the same weights on the same batch, the frameworks' losses "
-            f"agree to {worst:.1e} (largest relative difference to PyTorch over "
-            f"{plural(len(agreement), 'comparison')}; {flagged} flagged)."
-        )
-        sentences += [text for text in [compiled_step0_text(agreement)] if text]
+        comparisons = len(agreement)
     keys = ["model", "precision", "batch_size"]
     epochs = with_modes(epochs)
     last = epochs.sort_values("epoch").groupby(["framework", "mode", *keys]).tail(1)
     named = multi_mode(zip(epochs["framework"], epochs["mode"], strict=True))
     several_precisions = epochs["precision"].nunique() > 1
+    runs = []
     for (model, precision, batch), _ in training_times(epochs).groupby(keys):
         rows = last[(last["model"] == model) & (last["precision"] == precision) & (last["batch_size"] == batch)]
         steady = {(row["framework"], row["mode"]): row for _, row in rows.iterrows()}
@@ -283,18 +304,19 @@ def training_sentences(
             continue
         base = steady[(BASELINE, base_mode)]
         picked = [(f, _pick(steady, f, config)) for f in ordered_frameworks(f for f, _ in steady) if f != BASELINE]
-        parts = [_training_comparison(steady[variant], base, named) for variant in picked]
         mixed = any(mixed_modes(mode, base_mode) for _, mode in picked)
-        where = escape(model_in_text(model)) + (f" in {escape(precision)}" if several_precisions else "")
-        if parts:
-            # one sentence per variant, so that a study of many frameworks does not build one long sentence; one run
-            # per framework, without an interval: the limitations say so once
-            sentences.append(
-                f"Training {where} at batch {int(batch)}, the last epoch took "
-                f"{_phrase(BASELINE, base_mode, BASELINE in named or mixed)} {number(float(base['time_s']))}~s. "
-                + " ".join(parts)
+        runs.append(
+            TrainingRun(
+                model_name(model),
+                str(precision) if several_precisions else None,
+                int(batch),
+                _phrase(BASELINE, base_mode, BASELINE in named or mixed),
+                float(base["time_s"]),
+                tuple(_training_variant(steady[variant], base, named) for variant in picked),
+                100 * float(target) if target is not None else None,
+                _reached(steady, named) if target is not None else (),
             )
-        if target is not None:
-            sentences.append(_target_text(steady, target, named))
-    sentences += [text for text in [mode_gain_text(epochs)] if text]
-    return sentences
+        )
+    # two sentences the training section says too, already LaTeX
+    step0, gain = Latex(compiled_step0_text(agreement)), Latex(mode_gain_text(epochs))
+    return TrainingFindings(comparisons, worst, flagged, step0, tuple(runs), gain)
