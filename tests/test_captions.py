@@ -177,15 +177,15 @@ def test_the_bodys_ratio_table_is_a_column_wide(tmp_path):
     resolved, its marks beside the ratio; nothing at all for a study without a ratio to PyTorch."""
     results = [_inference(framework, batch) for batch in (1, 8) for framework in THREE]
     paths = _write(tmp_path, results)
-    frame, ratios = write_tidy(paths, tmp_path / "i.csv"), write_speedups(paths, tmp_path / "s.csv")
-    text = ratios_table(frame, THREE, ratios)
+    ratios = write_speedups(paths, tmp_path / "s.csv")
+    text = ratios_table(THREE, ratios)
     _assert_short(text, {"tab:ratios"})
     [(kind, body)] = floats(text)
     assert kind == "table" and r"\begin{tabular}{lrrr}" in body, "Model, BS and two ratio columns, no Prec."
     assert body.count(r"\begin{tabular}[t]{@{}r@{}}") == len(ratios), "every ratio stacked over its interval"
     assert r"\\{\scriptsize[" in body and "Throughputs: Table~\\ref{tab:inference}." in body
-    assert ratios_table(frame, ["jax", "tensorflow"], ratios) == "", "without PyTorch, no ratio column"
-    assert ratios_table(frame, THREE, ratios.iloc[0:0]) == ""
+    assert ratios_table(["jax", "tensorflow"], ratios) == "", "without PyTorch, no ratio column"
+    assert ratios_table(THREE, ratios.iloc[0:0]) == ""
 
 
 def test_inference_tables_with_failures_deviations_and_out_of_memory(tmp_path):

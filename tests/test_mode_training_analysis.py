@@ -32,7 +32,7 @@ from fwbench.analysis.training.reference import comparison_section, read_publish
 from fwbench.analysis.training.section import training_section
 from fwbench.analysis.training.tables import step0_table, training_table
 from fwbench.workflow.jobtime import JobTime
-from tests.test_conclusions import training_paragraph
+from tests.test_conclusions import _section, training_paragraph
 from tests.test_ledger import _parity
 from tests.test_ledger import _result as _ledger_cell
 from tests.test_micro_analysis import REFERENCE_CSV, RESAMPLES, _outputs
@@ -365,22 +365,6 @@ def test_an_unknown_published_mode_is_refused(tmp_path):
 # --- conclusions on inference ratios ----------------------------------------------------------------------------
 
 
-def _conclusions_of(ratios):
-    from fwbench.analysis.paper.conclusions import conclusions_section
-    from fwbench.analysis.published.matching import COLUMNS
-    from tests.test_conclusions import CONFIG, LEDGER, _inference
-
-    return conclusions_section(
-        ratios=ratios,
-        inference=_inference(),
-        epochs=None,
-        agreement=None,
-        published=pd.DataFrame(columns=COLUMNS),
-        ledger=LEDGER,
-        config=CONFIG,
-    )
-
-
 def test_ratios_against_eager_pytorch_are_said_as_such():
     """Where the study has no compiled PyTorch cell for a model, its ratios form the family against eager PyTorch
     (`ratio_macros.eager_family`): counted with the compiled pairs and said to stand against eager PyTorch, never
@@ -402,14 +386,14 @@ def test_ratios_against_eager_pytorch_are_said_as_such():
     kept, family = summary_ratios(ratios, config)[0], eager_family(ratios, config)
     assert kept["model"].tolist() == ["small_cnn", "small_cnn"]
     assert family["model"].tolist() == ["vit_b_16", "vit_b_16", "resnet50"]
-    text = _conclusions_of(ratios)
+    text = _section(ratios)
     assert "PyTorch was compiled for the small CNN, eager otherwise." in text
     assert "ViT-B/16" in text and "ResNet-50" in text, "the eager pairs are counted, not left out"
     assert "JAX's largest difference, ResNet-50 at batch 1, was 0.40$\\times$ [0.30, 0.50]" in text
     # a study without compiled PyTorch at all: its column pairs eager PyTorch, and no family stands apart
     only_eager = ratios.iloc[2:].assign(stand_in="")
     assert eager_family(only_eager, config).empty
-    alone = _conclusions_of(ratios.iloc[2:])
+    alone = _section(ratios.iloc[2:])
     assert "compiled for" not in alone and "no ratio" not in alone
 
 

@@ -129,11 +129,10 @@ def _shortened(where: str, limit: int = WHERE_CHARS) -> str:
 
 def ledger_counts(rows: pd.DataFrame) -> dict[str, object]:
     """The ledger as the conclusions' template says it: how many controls, how many held, and the names of those that
-    did not hold and that could not be measured (lowered as `_in_sentence` lowers them, unescaped)."""
+    did not hold and that could not be measured (`control_in_sentence`, unescaped)."""
 
     def names(status: str) -> list[str]:
-        controls = rows[rows["status"] == status]["control"].tolist()
-        return [c[:1].lower() + c[1:] if c[1:2].islower() else c for c in controls]
+        return [control_in_sentence(c) for c in rows[rows["status"] == status]["control"].tolist()]
 
     return {
         "total": len(rows),
@@ -156,12 +155,16 @@ def ledger_sentence(rows: pd.DataFrame) -> str:
     return text + "."
 
 
+def control_in_sentence(control: str) -> str:
+    """A control's name inside a sentence: its first letter lowered unless it begins an abbreviation ("CI target
+    reached" stays)."""
+    return control[:1].lower() + control[1:] if control[1:2].islower() else control
+
+
 def _in_sentence(controls: list[str]) -> str:
-    """Control names inside a sentence, escaped (a name may hold "%", which would end the line in LaTeX), each with
-    its first letter lowered unless it begins an abbreviation ("CI target reached" stays)."""
-    return join_words(
-        [escape(c[:1].lower() + c[1:] if c[1:2].islower() else c) for c in controls],
-    )
+    """Control names inside a sentence (`control_in_sentence`), escaped (a name may hold "%", which would end the
+    line in LaTeX)."""
+    return join_words([escape(control_in_sentence(c)) for c in controls])
 
 
 def ledger_section(rows: pd.DataFrame) -> str:

@@ -48,19 +48,17 @@ def _header_cell(name: Header) -> str:
 TIGHT_COLUMNS = r"\setlength{\tabcolsep}{3pt}"
 
 
-def _inference_rows(frame: pd.DataFrame, row: Any) -> list[str]:
+def _inference_rows(frame: pd.DataFrame, row: Any, with_precision: bool = True) -> list[str]:
     """The body of an inference tabular: one line per model, precision and batch size, `row(cells, model,
-    precision, batch)` giving its values after the first three; a rule between model/precision groups."""
+    precision, batch)` giving its values after the model, the precision (left out where not `with_precision`) and
+    the batch size; a rule between model/precision groups."""
     lines = []
     groups = list(frame.groupby(["model", "precision"], sort=True))
     for index, ((model, precision), group) in enumerate(groups):
         for row_index, (batch, cells) in enumerate(group.groupby("batch_size", sort=True)):
-            values = [
-                escape(model_name(model)) if row_index == 0 else "",
-                escape(precision) if row_index == 0 else "",
-                str(batch),
-            ]
-            values += row(cells, model, precision, batch)
+            values = [escape(model_name(model)) if row_index == 0 else ""]
+            values += [escape(precision) if row_index == 0 else ""] if with_precision else []
+            values += [str(batch), *row(cells, model, precision, batch)]
             lines.append(" & ".join(values) + r" \\")
         if index < len(groups) - 1:
             lines.append(r"\midrule")
@@ -286,7 +284,7 @@ def _stacked(cell: str) -> str:
     return rf"\begin{{tabular}}[t]{{@{{}}r@{{}}}}{content}\end{{tabular}}"
 
 
-def ratios_table(frame: pd.DataFrame, frameworks: list[str], ratios: pd.DataFrame) -> str:
+def ratios_table(frameworks: list[str], ratios: pd.DataFrame) -> str:
     """Table tab:ratios, the body's results a column wide: each framework's throughput ratio to PyTorch with its 95%
     CI (on a second line) per model, batch size and, where the study has several, precision, marked as the
     appendix's Table tab:inference marks them; empty (nothing for the body to show) without a ratio."""
@@ -305,17 +303,11 @@ def ratios_table(frame: pd.DataFrame, frameworks: list[str], ratios: pd.DataFram
         + r" \\",
         r"\midrule",
     ]
-    groups = list(ratios.groupby(["model", "precision"], sort=True))
-    for index, ((model, precision), group) in enumerate(groups):
-        for row_index, batch in enumerate(sorted(group["batch_size"].astype(int).unique())):
-            first = row_index == 0
-            values = [escape(model_name(model)) if first else ""]
-            values += [escape(precision) if first else ""] if several else []
-            values += [str(batch), *(_stacked(ratio_cell(ratios, f, model, precision, batch)) for f in compared)]
-            lines.append(" & ".join(values) + r" \\")
-        if index < len(groups) - 1:
-            lines.append(r"\midrule")
-    lines += [r"\bottomrule", r"\end{tabular}"]
+
+    def row(cells: pd.DataFrame, model: str, precision: str, batch: int) -> list[str]:
+        return [_stacked(ratio_cell(ratios, f, model, precision, batch)) for f in compared]
+
+    lines += [*_inference_rows(ratios, row, several), r"\bottomrule", r"\end{tabular}"]
     caption = r"Each framework's throughput over PyTorch's (PT) with its 95\% CI; above 1: faster than PyTorch."
     note = (
         "Each ratio pairs the modes its column names."

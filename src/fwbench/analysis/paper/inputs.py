@@ -45,7 +45,7 @@ def write_paper_inputs(
     atomic_write_text(outputs["inference"], inference_table(frame, list(config["frameworks"]), ratios))
     # the body's results table (a column wide), with the sentence that points to it: a study without a ratio has
     # neither, so the body never refers to a table that is not there
-    table = ratios_table(frame, list(config["frameworks"]), ratios)
+    table = ratios_table(list(config["frameworks"]), ratios)
     lead = r"Table~\ref{tab:ratios} lists the same ratios with their intervals." + "\n"
     atomic_write_text(outputs["ratios"], lead + table if table else "% no ratio to PyTorch in this study\n")
     atomic_write_text(outputs["environment"], environment_table(env))

@@ -18,6 +18,7 @@ import pandas as pd
 
 from fwbench.analysis.common.names import model_name
 from fwbench.analysis.common.partners import with_modes
+from fwbench.analysis.fairness.ledger import control_in_sentence
 
 REFERENCE_RESOLUTION = 224  # torchvision's and the published studies' input size
 
@@ -93,5 +94,5 @@ def limitations(
         items.append(Limitation("devices"))
     missing = ledger[ledger["status"] == "not measured"]["control"].tolist()
     if missing:
-        items.append(Limitation("ledger", {"controls": [c[:1].lower() + c[1:] for c in missing]}))
+        items.append(Limitation("ledger", {"controls": [control_in_sentence(c) for c in missing]}))
     return items

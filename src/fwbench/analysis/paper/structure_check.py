@@ -46,7 +46,7 @@ CONCLUSIONS = "conclusions.tex"
 # a sentence ends at a full stop followed by a space and a capital, a digit or a LaTeX command ("0.50" has no space
 # after its stop, "Fig. 3" and "e.g. X" are abbreviations); headings and labels are not sentences
 _SENTENCE_END = re.compile(r"(?<=[.!?])(?<!Fig\.)(?<!Eq\.)(?<!e\.g\.)(?<!i\.e\.)\s+(?=[A-Z0-9\\])")
-_LIST = re.compile(r"\\(begin|end)\{(itemize|enumerate)\}|\\item\b")  # a list's items are read one at a time
+_LIST = re.compile(r"\\(?:begin|end)\{(?:itemize|enumerate)\}|\\item\b")  # a list's items are read one at a time
 _HEADING = re.compile(r"\\(section|subsection|paragraph|label)\*?\{[^}]*\}")
 
 
@@ -66,8 +66,7 @@ def sentences(tex_text: str) -> list[str]:
     """The sentences of generated LaTeX prose, comments, headings and labels left out; a list's items (and the text
     that leads into the list) count one by one, as a reader reads them."""
     text = _HEADING.sub(" ", strip_comments(tex_text))
-    units = [" ".join(part.split()) for part in _LIST.split(text) if part and part not in {"begin", "end"}]
-    units = [unit for unit in units if unit not in {"itemize", "enumerate"}]
+    units = [" ".join(part.split()) for part in _LIST.split(text)]
     return [sentence.strip() for unit in units for sentence in _SENTENCE_END.split(unit) if sentence.strip()]
 
 

@@ -248,21 +248,18 @@ class PublishedCounts:
     classes: str
 
 
+def _across(rows: pd.DataFrame) -> int:
+    """How many rows compare a published figure with a cell of another device class."""
+    published = rows["published_device_kind"].astype(str).str.lower()
+    return int((published != rows["ours_device_kind"].astype(str).str.lower()).sum())
+
+
 def published_counts(rows: pd.DataFrame) -> PublishedCounts:
     counts = verdict_counts(rows) if len(rows) else dict.fromkeys(VERDICTS, 0)
     different = rows[rows["verdict"].astype(str) == DIFFERENT] if len(rows) else rows
     direction = rows[rows["verdict"].astype(str) == DIRECTION_ONLY] if len(rows) else rows
     classes = _classes_note(rows) if len(rows) else ""
-    across = (
-        int(
-            (
-                rows["published_device_kind"].astype(str).str.lower()
-                != rows["ours_device_kind"].astype(str).str.lower()
-            ).sum()
-        )
-        if classes
-        else 0
-    )
+    across = _across(rows) if classes else 0
     return PublishedCounts(
         total=len(rows),
         reproduced=counts[REPRODUCED],
@@ -322,12 +319,7 @@ def summary_sentence(rows: pd.DataFrame) -> str:
     )
     classes = _classes_note(rows)
     if classes:
-        across = int(
-            (
-                rows["published_device_kind"].astype(str).str.lower()
-                != rows["ours_device_kind"].astype(str).str.lower()
-            ).sum()
-        )
+        across = _across(rows)
         who = "All of them compare" if across == total else f"{across} of them compare"
         text += f" {who} ratios across device classes ({escape(classes)})."
     return text
