@@ -18,7 +18,7 @@ from fwbench.analysis.inference.ratios import write_speedups
 from fwbench.analysis.inference.tables import inference_table, ratios_table
 from fwbench.analysis.inference.tidy import read_tidy, write_tidy
 from fwbench.analysis.micro import analysis as micro_analysis
-from fwbench.analysis.micro.section import micro_section
+from fwbench.analysis.paper.micro_section import micro_section
 from fwbench.analysis.profile.section import profile_section
 from fwbench.analysis.profile.tables import op_profile_table
 from fwbench.analysis.published.matching import compare

@@ -5,6 +5,7 @@ over a constructed population of processes."""
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import math
 import re
@@ -15,7 +16,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from fwbench.analysis.common.detail import DETAIL_MARK
 from fwbench.analysis.micro import analysis as micro_analysis
+from fwbench.analysis.micro import details as micro_details_module
 from fwbench.analysis.micro import reference as micro_reference
 from fwbench.analysis.micro import section as micro_section_module
 from fwbench.analysis.micro import speedups as micro
@@ -35,16 +38,15 @@ from fwbench.analysis.micro.crossovers import (
 from fwbench.analysis.micro.figure import (
     micro_figure,
 )
+from fwbench.analysis.micro.findings import micro_findings
 from fwbench.analysis.micro.frame import FRAME_COLUMNS, micro_frame
 from fwbench.analysis.micro.macros import micro_macros
-from fwbench.analysis.micro.outputs import write_micro_outputs
 from fwbench.analysis.micro.reference import (
     agreement,
     published_crossovers,
     published_micro,
     reference_flatness,
 )
-from fwbench.analysis.micro.section import micro_section
 from fwbench.analysis.micro.speedups import (
     adjusted,
     micro_speedups,
@@ -59,6 +61,9 @@ from fwbench.analysis.micro.vocabulary import (
     WITHIN,
     WITHIN_ONLY,
 )
+from fwbench.analysis.paper.micro_section import micro_section, write_micro_outputs
+from fwbench.analysis.paper.structure_check import long_sentences
+from fwbench.analysis.paper.templates import TemplateValueError, render
 from fwbench.study.modes import primary
 from fwbench.trackers.stats import paired_ratio_interval
 from tests.test_analysis import BASE
@@ -558,14 +563,29 @@ def test_a_numpy_baseline_under_a_forced_blas_core_type_is_said_in_one_sentence(
     numpy = frame[frame["framework"] == "numpy"].iloc[0]
     assert numpy["blas_core_type"] == "Haswell" and numpy["blas"] == "openblas 0.3.30, Haswell kernels, 2 threads"
     assert frame.loc[frame["framework"] == "torch", "blas_core_type"].isna().all()
-    text = micro_section_module._threads_text(frame)
-    sentence = text.split(" threads (the frameworks' own pools: PyTorch 2).")[1]
-    assert sentence == (
-        r" NumPy ran under OPENBLAS\_CORETYPE=Haswell, a BLAS core type this machine forces, which slows current "
-        "NumPy and so flatters every speedup over it; the study records the setting and does not change it."
-    )
-    unforced = frame.assign(blas_core_type=None)
-    assert "CORETYPE" not in micro_section_module._threads_text(unforced)
+    paths = list(dict.fromkeys(frame["path"]))
+    threads = micro_details_module.micro_details(_analysis_of(paths, frame)).threads
+    assert threads.forced == ("Haswell",) and threads.pools == (("PyTorch", "2"),)
+    text = _detail_text(_analysis_of(paths, frame))
+    assert (
+        r"NumPy ran under OPENBLAS\_CORETYPE=Haswell, a BLAS core type this machine forces. It slows current NumPy "
+        "and so flatters every speedup over it; the study records the setting and does not change it."
+    ) in text
+    # negative control: unforced, the sentence is gone
+    unforced = _analysis_of(paths, frame.assign(blas_core_type=None))
+    assert micro_details_module.micro_details(unforced).threads.forced == ()
+    assert "CORETYPE" not in _detail_text(unforced)
+
+
+def _analysis_of(paths: list[str], frame: pd.DataFrame) -> micro_analysis.MicroAnalysis:
+    """An analysis of the cells at `paths` whose tidy table is `frame` (a table changed by the test)."""
+    analysis = micro_analysis.analyse_micro(paths, REFERENCE_CSV, resamples=RESAMPLES)
+    return dataclasses.replace(analysis, frame=frame)
+
+
+def _detail_text(analysis: micro_analysis.MicroAnalysis) -> str:
+    """The appendix's text, its tables left out."""
+    return render("micro_detail.tex.j2", {"detail": micro_details_module.micro_details(analysis)})
 
 
 def test_speedups_and_crossovers_from_cells(tmp_path):
@@ -761,24 +781,36 @@ def test_write_micro_outputs_end_to_end(tmp_path):
     paths.append(_write(tmp_path, _result("numpy", "mlp", 64, ms=0.5)))
     paths.append(_write(tmp_path, _result("torch", "mlp", 64, ms=0.1, transfer_ms=0.2)))
     outputs = _outputs(tmp_path)
-    write_micro_outputs(paths, REFERENCE_CSV, outputs=outputs, resamples=RESAMPLES)
+    analysis = write_micro_outputs(paths, REFERENCE_CSV, outputs=outputs, resamples=RESAMPLES)
     assert all(Path(path).stat().st_size > 0 for path in outputs.values())
     assert list(pd.read_csv(outputs["speedups"]).columns) == micro.SPEEDUP_COLUMNS
     comparison = pd.read_csv(outputs["crossovers"])
     assert list(comparison.columns) == micro_reference.COMPARISON_COLUMNS
     section = Path(outputs["section"]).read_text()
-    assert section.startswith("\\section{Micro-benchmarks}\n\\label{sec:micro}")
+    assert section.startswith("\\section{Micro-benchmarks} \\label{sec:micro}\n\n")
     assert r"\includegraphics[width=\textwidth]{micro}" in section
     # the body keeps the text and the figure; the tables are the appendix's (fwbench.analysis.common.detail)
     detail = Path(outputs["detail"]).read_text()
     assert detail.startswith("\\section{Micro-benchmarks in full}\n\\label{app:micro}")
     for needle in (r"\label{tab:micro}", r"\label{tab:micro-crossover}"):
         assert needle in detail and needle not in section
-    # numbers from the data: the reference's JAX flatness, the BLAS found, the batch sizes, the crossovers
-    assert "varies by a factor of 2.96 over batch sizes 1--4096" in section and "367" in section
-    assert "openblas 0.3.30, 2 threads" in section and "batch sizes $b$ = 1, 4, 16, 64 and 256" in section
-    assert "PyTorch \\texttt{matmul} from 64" in section and "unverified" in section
-    assert "never" in section and "JAX/Flax \\texttt{matmul}" in section
+    # numbers from the data, in the appendix: the reference's JAX flatness, the BLAS found, the batch sizes
+    assert "its JAX time per call varies by a factor of 2.96 over batch sizes 1--4096" in detail and "367" in detail
+    assert "openblas 0.3.30, 2 threads" in detail and "batch sizes $b$ = 1, 4, 16, 64 and 256" in detail
+    # the body's finding per framework, from the values: PyTorch crosses at 64 (unverified: its cell at 256 failed)
+    findings = {f.name: f for f in micro_findings(analysis).frameworks}
+    torch = findings["PyTorch"].series
+    assert [(s.operation, s.kind, s.batch, s.unverified) for s in torch] == [
+        ("matrix product", "crossover", 64, (256,)),
+        ("MLP", "crossover", 64, ()),
+    ]
+    assert (
+        "PyTorch overtakes NumPy on the matrix product from batch 64, unverified since the cells at 256 failed"
+        in section
+    )
+    assert [s.kind for s in findings["JAX"].series] == ["never"]
+    assert "JAX never overtakes NumPy up to batch 256, on the matrix product." in section
+    assert "One of 17 cells failed." in section
     macros = Path(outputs["macros"]).read_text()
     assert "\\newcommand{\\fwbMicroCrossoverTorchMatmulFpThreeTwoResident}{64$^{m}$}" in macros
     assert "\\newcommand{\\fwbMicroCrossoverJaxMatmulFpThreeTwoResident}{never in 1--256}" in macros
@@ -790,15 +822,18 @@ def test_the_section_states_the_definitions_for_trials_over_processes(tmp_path):
     analysis = micro_analysis.analyse_micro(_study(tmp_path, trials=3, spread=0.02), REFERENCE_CSV, resamples=RESAMPLES)
     section = micro_section(analysis)
     for needle in (
-        "Each cell runs in 3 fresh processes (trials)",
-        "NumPy's and the framework's trial of the same round paired, with a Student-t 95\\% CI on their logs",
+        "Each cell runs in 3 fresh processes (trials).",
+        "at batch sizes 1 to 256, in three fresh processes per cell.",
+        "the framework's trial of the same round paired. Its 95\\% CI is a Student-t interval on their logs",
         "The crossover is defined as for the reference, from the point estimates",
         "Its 95\\% interval comes from resampling the whole series",
-        "PyTorch \\texttt{matmul} from 64 (95\\% interval [64])",
-        "PyTorch \\texttt{matmul}: slower at 1--16; faster from 64 on",
+        "PyTorch overtakes NumPy on the matrix product from batch 64 (95\\% interval: 64 only).",
+        "Its 95\\% interval comes from resampling the whole series over processes.",
         "[95\\% CI over processes, paired by round]; bold: faster after the adjustment for multiple comparisons",
     ):
         assert needle in section, needle
+    torch = next(f for f in micro_findings(analysis).frameworks if f.name == "PyTorch").series[0]
+    assert (torch.batch, torch.has_interval, torch.low, torch.high) == (64, True, 64, 64)
     assert "one process" not in _results_and_comparison(section)
     table = micro_tables.micro_table(analysis.frame, analysis.speedups)
     assert len(re.findall(r"\\textbf\{[0-9]", table)) == 2, "bold: torch at 64 and 256 only"
@@ -818,9 +853,14 @@ def test_with_one_trial_the_section_claims_nothing_resolved(tmp_path):
     analysis = micro_analysis.analyse_micro(_study(tmp_path), REFERENCE_CSV, resamples=RESAMPLES)
     section = micro_section(analysis)
     assert "Each cell runs in one fresh process (one trial)" in section
-    assert "it leaves out the variation between processes, so it resolves no difference and no crossover" in section
+    assert "It leaves out the variation between processes, so it resolves no difference and no crossover" in section
     assert "have intervals within one process only (one trial per cell)" in section
     assert "set against the reference's by point estimates only" in section and "95\\% interval [" not in section
+    # the body claims no interval: a point estimate, said once (negative control: with trials, the interval is there)
+    body = section.partition(DETAIL_MARK)[0]
+    assert "With one process per cell it is a point estimate without an interval" in body
+    assert "95\\% interval:" not in body
+    assert not any(s.has_interval for f in micro_findings(analysis).frameworks for s in f.series)
     table = micro_tables.micro_table(analysis.frame, analysis.speedups)
     assert not re.findall(r"\\textbf\{[0-9]", table), "nothing bold from one process"
     assert "CI within one process: one trial per cell" in section
@@ -878,9 +918,11 @@ def test_figure_and_section_in_degenerate_studies(tmp_path, case):
         assert "No framework besides NumPy was measured" in section and r"\cmidrule" not in table
         assert r"\multicolumn{2}{l}{\texttt{matmul}, fp32}" in table, "the operation heads its rows"
     if case == "one batch":
-        assert "JAX/Flax \\texttt{mlp} from $\\le$ 8" in section
+        assert "JAX overtakes NumPy on the MLP already at batch 8, the smallest measured." in section
     if case == "all failed":
-        assert "no successful pair of cells" in section and table.count(micro_tables.FAILED) == 3
+        assert "PyTorch has no successful pair of cells with NumPy on the matrix product." in section
+        assert "Two series have no successful pair of cells." in Path(outputs["detail"]).read_text()
+        assert table.count(micro_tables.FAILED) == 3
 
 
 def test_figure_marks_crossovers_and_reference_points(tmp_path, monkeypatch):
@@ -978,3 +1020,81 @@ def test_the_crossover_table_fits_the_page_at_its_widest_plain_numbers(tmp_path)
     pdf, log, tex = _build(tmp_path, "\n".join(body))
     report = _check(tmp_path, pdf, log, tex)
     assert report["problems"] == [], report["problems"]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The section's words (report/templates/micro.tex.j2, micro_detail.tex.j2) on the studies it must render for
+
+# A configuration identifier of the micro suite that must not reach the body's prose.
+IDENTIFIERS = re.compile(r"matmul|mlp|fp32|\\texttt|jax_jit|torch/|JAX/Flax|TensorFlow/Keras")
+
+
+def _studies(root: Path, case: str) -> list[Path]:
+    """The cells of one edge case: `resolved` (three trials each), `unresolved` (one trial), `failed` (a cell
+    failed), `one framework` (PyTorch alone against NumPy), `gpu` (the frameworks on a GPU)."""
+    if case == "resolved":
+        return _study(root, trials=3, spread=0.02)
+    if case == "unresolved":
+        return _study(root)
+    if case == "failed":
+        return _study(root, failed={("torch", 64): "out of memory"}, trials=3, spread=0.02)
+    frameworks = {"one framework": ("numpy", "torch"), "gpu": ("numpy", "torch", "jax")}[case]
+    paths = []
+    for batch in BATCHES:
+        for framework in frameworks:
+            ms = {"numpy": NUMPY_MS[batch], "torch": TORCH_MS[batch], "jax": NUMPY_MS[batch] * 5}[framework]
+            platform = "cuda" if case == "gpu" and framework != "numpy" else "cpu"
+            paths.append(_write(root, _result(framework, "matmul", batch, ms=ms, trials=3, platform=platform)))
+    return paths
+
+
+def _prose(section: str) -> tuple[str, str]:
+    """(body, appendix text): the two texts a reader reads, floats left out."""
+    body, _, detail = section.partition(DETAIL_MARK)
+    return body.partition(r"\begin{figure*}")[0], detail.partition(r"\begin{table*}")[0]
+
+
+@pytest.mark.parametrize("case", ["resolved", "unresolved", "failed", "one framework", "gpu"])
+def test_the_sections_render_short_sentences_in_display_names(tmp_path, case):
+    analysis = micro_analysis.analyse_micro(_studies(tmp_path, case), REFERENCE_CSV, resamples=RESAMPLES)
+    body, detail = _prose(micro_section(analysis))
+    for text in (body, detail):
+        assert long_sentences(text, "micro") == [], case
+    assert not IDENTIFIERS.search(body), IDENTIFIERS.search(body)
+    findings = micro_findings(analysis)
+    names = [f.name for f in findings.frameworks]
+    assert names == {"one framework": ["PyTorch"]}.get(case, ["PyTorch", "JAX"])
+    torch = findings.frameworks[0].series[0]
+    if case == "resolved":
+        assert (torch.kind, torch.batch, torch.low, torch.high) == ("crossover", 64, 64, 64)
+        assert "PyTorch overtakes NumPy on the matrix product from batch 64 (95\\% interval: 64 only)." in body
+    if case == "unresolved":
+        assert not torch.has_interval and "95\\% interval" not in body
+    if case == "failed":
+        assert findings.failed == 1 and "One of 15 cells failed." in body
+        # the crossover at 256 stands on the cell at 256 only, the cell below it failed
+        assert torch.batch == 256 and torch.unverified == ()
+    if case == "one framework":
+        assert "JAX" not in body and "PyTorch" in body
+    if case == "gpu":
+        assert findings.devices == ("NVIDIA Test GPU",)
+        assert "We ask the same of this study's NVIDIA Test GPU:" in body
+    else:
+        assert "We ask the same of this study's Test CPU:" in body
+
+
+def test_the_checks_of_the_sections_words_fail_the_old_wording():
+    """Negative controls: the f-string section's longest sentence and its identifiers are caught by the checks the
+    test above applies."""
+    old = (
+        "With several trials the process is the unit, as in the inference suite: the speedup is the geometric mean of "
+        "the per-round ratios of the trials' medians, NumPy's and the framework's trial of the same round paired, "
+        "with a Student-t 95\\% CI on their logs."
+    )
+    assert len(long_sentences(old, "micro")) == 1
+    assert IDENTIFIERS.search("JAX/Flax \\texttt{mlp} from 4096")
+
+
+def test_a_template_missing_a_value_names_itself():
+    with pytest.raises(TemplateValueError, match=r"micro\.tex\.j2"):
+        render("micro.tex.j2", {})

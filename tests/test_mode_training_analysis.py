@@ -14,10 +14,10 @@ from fwbench.analysis.common.partners import check_placement, flag_deviations
 from fwbench.analysis.fairness import ledger as lg
 from fwbench.analysis.fairness.rows import HELD, NOT_HELD, NOT_MEASURED
 from fwbench.analysis.inference.tidy import read_tidy
+from fwbench.analysis.micro.findings import micro_findings
 from fwbench.analysis.micro.macros import micro_macros
-from fwbench.analysis.micro.outputs import write_micro_outputs
-from fwbench.analysis.micro.section import micro_section
 from fwbench.analysis.micro.tables import micro_table
+from fwbench.analysis.paper.micro_section import micro_section, write_micro_outputs
 from fwbench.analysis.published.judgement import DIRECTION_ONLY, SAME, UNPAIRED_SCOPE
 from fwbench.analysis.published.matching import compare
 from fwbench.analysis.published.section import OTHER_MODE_MARK, comparison_table, modes_sentence
@@ -226,11 +226,15 @@ def test_micro_speedups_and_crossovers_per_mode(tmp_path):
     assert "fwbMicroCrossoverTorchCompileMatmulFpThreeTwoResident" in defs
     assert "fwbMicroCrossoverTorchMatmulFpThreeTwoResident" in defs, "the primary mode's name as before modes"
     section = micro_section(analysis)
-    assert "PyTorch (compiled) \\texttt{matmul}" in section and "(framework, mode, operation" in section
-    assert "Each framework runs in its execution mode: PyTorch eager (operator by operator)" in section
+    names = [f.name for f in micro_findings(analysis).frameworks]
+    assert names == ["eager PyTorch", "compiled PyTorch", "JAX"], "a mode named where its framework has several"
+    assert "compiled PyTorch never overtakes NumPy" in section or "compiled PyTorch overtakes NumPy" in section
+    assert "compiled PyTorch and JAX compile before the timed calls" in section
+    assert "(framework, mode, operation" in section
+    assert "Each framework runs in its execution mode: eager PyTorch eager (operator by operator)" in section
     assert "so the speedups of compiled modes include what their compiler gains" in section
     assert "PT-compiled for PyTorch compiled" in section and "Five caveats" in section
-    assert "compared with PyTorch (eager) and JAX/Flax; PyTorch (compiled) has no reference series." in section
+    assert "They are compared with eager PyTorch; compiled PyTorch has no reference series." in section
     compared = analysis.comparison.set_index(["framework", "mode"])
     assert compared.loc[("torch", "eager"), "reference"] == "torch_cpu"
     assert compared.loc[("torch", "compile"), "agreement"] == "not comparable"

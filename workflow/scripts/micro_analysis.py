@@ -1,5 +1,4 @@
-from fwbench.analysis.micro.outputs import write_micro_outputs
-from fwbench.analysis.micro.section import micro_section
+from fwbench.analysis.paper.micro_section import micro_section, write_micro_outputs
 from fwbench.io import atomic_write_text
 from fwbench.workflow.logs import redirect_to
 

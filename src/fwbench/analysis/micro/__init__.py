@@ -13,9 +13,13 @@ those above it in this list:
 - `crossovers`: the crossover batch size from the point estimates, its interval from resampling the whole series,
   and what the intervals show;
 - `reference`: the published reference and the comparison of its crossovers with ours;
-- `figure`, `tables`, `text`, `analysis`, `macros`, `results`, `section`: the figure, the LaTeX tables, every table
-  derived once, the macros and the paper's section;
-- `outputs`: `write_micro_outputs`, the one entry point the workflow calls.
+- `figure`, `tables`, `text`, `analysis`, `macros`, `section`: the figure, the LaTeX tables, every table derived
+  once, the macros and the section's floats;
+- `findings`, `details`: the values the section's templates word (report/templates/micro.tex.j2 for the body,
+  micro_detail.tex.j2 for the appendix), rendered by fwbench.analysis.paper.micro_section;
+- `outputs`: `write_micro_tables`, the files below the paper (fwbench.analysis.paper.micro_section
+  .write_micro_outputs is the entry point the workflow calls).
 
-Nothing in the section is typed by hand: every number and every comparison word comes from the data.
+Nothing in the section is typed by hand: every number and every comparison word comes from the data, and every
+sentence from a template.
 """

@@ -306,12 +306,12 @@ def micro_note(frame: pd.DataFrame, speedups: pd.DataFrame | None = None) -> str
     else:
         ci = r"[95\% CI over processes, paired by round]; bold: faster after the adjustment for multiple comparisons"
         if WITHIN in scopes:
-            ci += r"; $^{w}$: a CI within one process (one trial), never bold"
+            ci += r". A CI marked $^{w}$ is within one process (one trial), never bold"
     note = (
-        r"NumPy ms: NumPy's time per call, the baseline of every variant (the geometric mean of its trials' medians); "
-        r"under each framework, its time per call (ms) and speedup over NumPy "
+        r"NumPy ms: NumPy's time per call, the baseline of every variant (the geometric mean of its trials' medians). "
+        r"Under each framework, its time per call (ms) and speedup over NumPy "
         + ci
-        + r". failed$^\dagger$: the cell failed (its reason is in the suite's tidy table); ---: no cell, or no "
+        + r". A cell marked failed$^\dagger$ failed (its reason is in the suite's tidy table); ---: no cell, or no "
         r"speedup because a cell of the pair failed."
     )
     if set(frame["precision"]) - {"fp32"}:
@@ -324,13 +324,13 @@ CROSSOVER_CAPTION = (
     r"is faster than NumPy, our speedup at the largest batch size, the devices, and whether the two agree."
 )
 CROSSOVER_NOTE = (
-    r"Ours and the reference's crossovers alike come from point estimates: the smallest measured batch size "
-    r"from which the speedup stays above 1 ($\le b$: faster already at the smallest measured batch size $b$; "
-    r"$^{m}$: unverified, a cell at a larger batch size failed). Under ours, its 95\% interval from resampling the "
-    r"whole series (never: not within the measured batch sizes; no interval: one process per cell), and the "
-    rf"speedup at the largest batch size; the reference's ({REFERENCE_STUDY}) beside its device. Agreement: same "
-    r"when our interval lies inside the reference's bracket (from its last batch size below its crossover to its "
-    r"crossover); earlier or later when it lies entirely below or above; inconclusive when it overlaps but is "
-    r"wider; with ``no interval'', the same words for our point crossover's bracket (a comparison of point "
-    r"estimates only); not comparable without a series on either side."
+    r"Ours and the reference's crossovers alike come from point estimates: the smallest measured batch size from "
+    r"which the speedup stays above 1. A crossover $\le b$ is faster already at the smallest measured batch size "
+    r"$b$; $^{m}$ marks one unverified, since a cell at a larger batch size failed. Under ours, its 95\% interval "
+    r"from resampling the series (never: beyond the measured batch sizes; no interval: one process per cell) and the "
+    rf"speedup at the largest batch size. The reference's ({REFERENCE_STUDY}) stand beside its device. Agreement: "
+    r"same when our interval lies inside the reference's bracket, from its last batch size below its crossover to "
+    r"its crossover. Earlier or later when it lies entirely below or above; inconclusive when it overlaps but is "
+    r"wider; not comparable without a series on either side. With ``no interval'', the same words compare our point "
+    r"crossover's bracket: point estimates only."
 )

@@ -1,6 +1,5 @@
-"""The words and numbers the micro section's sentences and macros are written in: counts (in words up to ten at the
-start of a sentence), lists joined with "and", small numbers in scientific notation, a column's distinct values, and
-the counts of cells.
+"""The numbers the micro section's macros and values are read as: small numbers in scientific notation, a column's
+distinct values, and the counts of cells (the sentences are the templates', report/templates/micro*.tex.j2).
 """
 
 from __future__ import annotations
@@ -12,19 +11,6 @@ import pandas as pd
 
 from fwbench.analysis.common.latex import escape
 from fwbench.analysis.micro.vocabulary import is_measured, is_measured_text
-
-
-def plural(count: int, word: str, many: str | None = None) -> str:
-    return f"{count} {word if count == 1 else (many or word + 's')}"
-
-
-_WORDS = ("no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten")
-
-
-def counted(count: int, word: str, many: str | None = None) -> str:
-    """Like `plural`, with counts up to ten in words (for the start of a sentence)."""
-    text = plural(count, word, many)
-    return text.replace(str(count), _WORDS[count], 1) if 0 <= count < len(_WORDS) else text
 
 
 def sci(value: float) -> str:
@@ -53,10 +39,3 @@ def cell_counts(frame: pd.DataFrame) -> tuple[int, int, int]:
     cells = frame.drop_duplicates("path")
     ok = int((cells["status"] == "ok").sum())
     return len(cells), ok, len(cells) - ok
-
-
-def and_list(items: Sequence[str]) -> str:
-    items = list(items)
-    if len(items) <= 1:
-        return "".join(items)
-    return ", ".join(items[:-1]) + " and " + items[-1]
