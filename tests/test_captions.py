@@ -19,6 +19,7 @@ from fwbench.analysis.inference.tables import inference_table, ratios_table
 from fwbench.analysis.inference.tidy import read_tidy, write_tidy
 from fwbench.analysis.micro import analysis as micro_analysis
 from fwbench.analysis.paper.micro_section import micro_section
+from fwbench.analysis.paper.training_section import training_section
 from fwbench.analysis.profile.section import profile_section
 from fwbench.analysis.profile.tables import op_profile_table
 from fwbench.analysis.published.matching import compare
@@ -27,7 +28,6 @@ from fwbench.analysis.published.sources import read_sources
 from fwbench.analysis.time import study_time
 from fwbench.analysis.training.epochs import write_training_tables
 from fwbench.analysis.training.reference import read_published
-from fwbench.analysis.training.section import training_section
 from tests import test_deviations, test_ledger, test_micro_analysis, test_profile_analysis, test_published
 from tests.conftest import REPO
 from tests.test_multi_framework_analysis import PUBLISHED, THREE, _inference, _training_results, _write

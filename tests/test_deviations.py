@@ -14,9 +14,9 @@ from fwbench.analysis.inference.macros import macros
 from fwbench.analysis.inference.ratios import speedups, write_speedups
 from fwbench.analysis.inference.tables import inference_table
 from fwbench.analysis.inference.tidy import read_tidy, write_tidy
+from fwbench.analysis.paper.training_section import training_section
 from fwbench.analysis.training.epochs import epoch_rows
 from fwbench.analysis.training.macros import training_macros
-from fwbench.analysis.training.section import training_section
 from fwbench.analysis.training.step0 import step0_agreement
 from fwbench.io import atomic_write_json
 from fwbench.results import load_result
@@ -393,8 +393,8 @@ def test_training_tables_mark_and_exclude_deviating_pairs(tmp_path):
     assert r"small CNN & JAX/Flax$^{d}$ & 32" in section and r"small CNN & PyTorch & 32" in section
     assert r"small CNN$^{d}$ & fp32" in section, "the step-0 row of the deviating pair is marked"
     assert r"failed (host\_oom)" in section
-    assert "1 pair whose cells ran with different workarounds is left out" in section
-    assert "1 pair whose cells ran with different workarounds is counted in the figures" in training_section(
+    assert "One pair of cells with different workarounds is left out of the step-0 and top-1 figures" in section
+    assert "One pair of cells with different workarounds is counted in the figures" in training_section(
         frame, agreement, include_deviating=True
     )
 

@@ -18,6 +18,7 @@ from fwbench.analysis.micro.findings import micro_findings
 from fwbench.analysis.micro.macros import micro_macros
 from fwbench.analysis.micro.tables import micro_table
 from fwbench.analysis.paper.micro_section import micro_section, write_micro_outputs
+from fwbench.analysis.paper.training_section import compiled_step0_text, training_section
 from fwbench.analysis.published.judgement import DIRECTION_ONLY, SAME, UNPAIRED_SCOPE
 from fwbench.analysis.published.matching import compare
 from fwbench.analysis.published.section import OTHER_MODE_MARK, comparison_table, modes_sentence
@@ -27,9 +28,9 @@ from fwbench.analysis.time.study_time import breakdown, process_rows
 from fwbench.analysis.time.study_time import macros as time_macros
 from fwbench.analysis.training.epochs import write_training_tables
 from fwbench.analysis.training.figure import training_figure
+from fwbench.analysis.training.findings import section_values
 from fwbench.analysis.training.macros import training_macros
 from fwbench.analysis.training.reference import comparison_section, read_published
-from fwbench.analysis.training.section import training_section
 from fwbench.analysis.training.tables import step0_table, training_table
 from fwbench.workflow.jobtime import JobTime
 from tests.test_conclusions import _section, training_paragraph
@@ -116,20 +117,18 @@ def test_compiled_pytorch_step0_is_shown_against_eager_pytorch(modes_trained):
     assert defs["fwbStepZeroLossDiffTorchCompile"] == "0.0e+00"
     assert defs["fwbStepZeroMaxDiffTorchCompile"] == "9.1e-05" and defs["fwbNumTrainPairsTorchCompile"] == "1"
     assert defs["fwbStepZeroMaxDiffJax"] == "0.0e+00", "every other framework still against eager PyTorch"
-    sentence = defs["fwbStepZeroCompiledSentence"]
-    assert sentence.startswith(r"\texttt{torch.compile}'s step-0 loss agrees with eager PyTorch's to 0.0e+00")
-    assert "the loss after one step to 9.1e-05" in sentence and "over 1 pair, 0 flagged" in sentence
+    assert "fwbStepZeroCompiledSentence" not in defs, "the sentence is the template's (tests/test_training_section.py)"
     table = step0_table(agreement)
     assert "PyTorch (compiled) & 2.3000" in table and "(PyTorch eager)" in table
+    [compiled] = section_values(frame, agreement)["compiled"]
+    assert (compiled.pairs, compiled.flagged, compiled.loss) == (1, 0, 0.0)
+    assert compiled.loss_after_step == pytest.approx(9.1e-05, rel=0.01)
     section = training_section(frame, agreement)
-    assert sentence in section
-    assert (
-        "PyTorch trains in two modes, eager (operator by operator) and torch.compile (Dynamo + Inductor): each mode "
-        "is a cell of its own, named in every table and figure (``PyTorch (eager)'' and ``PyTorch (compiled)'')."
-    ) in section
-    assert "is 9.1e-05 (PyTorch (compiled): 9.1e-05; JAX/Flax: 0.0e+00; TensorFlow/Keras: 0.0e+00)." in section
-    assert "Compiled, PyTorch trained the small CNN at batch 32: 2.50~s against 5.00~s eagerly" in section
-    assert "2.00$\\times$ the eager speed, with 12.0~s of compilation apart" in section
+    assert compiled_step0_text(agreement) in section
+    assert "PyTorch trains in two modes, eager (operator by operator) and torch.compile (Dynamo + Inductor)" in section
+    assert "every other framework's loss equals eager PyTorch's" in section, "JAX and TensorFlow: 0 after the step"
+    assert "At batch 32, compiled PyTorch trained the small CNN 2.0$\\times$ as fast as eager PyTorch" in section
+    assert "(2.5~s against 5.0~s), after 12~s of compilation." in section
     assert "relative differences of each framework from PyTorch (compiled PyTorch: from eager PyTorch)" in section
 
 
@@ -162,8 +161,8 @@ def test_training_ratios_pair_compiled_with_compiled_and_say_when_not(modes_trai
     line = training_paragraph(frame, agreement)
     assert "Training the small CNN at batch 32, the last epoch took compiled PyTorch 1.50~s. " in line
     assert "JAX/Flax took 3.00~s, 0.500$\\times$ compiled PyTorch's speed." in line and "eager one" not in line
-    assert r"\texttt{torch.compile}'s step-0 loss agrees" in line
-    assert "Compiled, PyTorch trained" in line
+    assert "Compiled PyTorch's first optimiser step agrees with eager PyTorch's" in line, "the section's words"
+    assert "compiled PyTorch trained the small CNN 2.0$\\times$ as fast as eager PyTorch" in line
     eager = training_paragraph(frame, agreement, config={"ratio_modes": {"torch": "eager"}})
     assert "took eager PyTorch 3.00~s" in eager
     assert "1.00$\\times$ eager PyTorch's speed. This sets a compiled program against an eager one" in eager

@@ -19,12 +19,12 @@ from fwbench.analysis.inference.macros import macros
 from fwbench.analysis.inference.ratios import speedups, write_speedups
 from fwbench.analysis.inference.tables import inference_table, latency_table, throughput_table
 from fwbench.analysis.inference.tidy import read_tidy, write_tidy
+from fwbench.analysis.paper.training_section import training_section
 from fwbench.analysis.setup.provenance import study_environment
 from fwbench.analysis.training.epochs import write_training_tables
 from fwbench.analysis.training.figure import training_figure
 from fwbench.analysis.training.macros import training_macros
 from fwbench.analysis.training.reference import comparison, comparison_section, read_published
-from fwbench.analysis.training.section import training_section
 from fwbench.analysis.training.step0 import step0_agreement
 from fwbench.analysis.training.tables import step0_table
 from fwbench.io import atomic_write_json
@@ -462,8 +462,9 @@ def test_training_section_names_every_framework(trained):
     _, frame, agreement = trained
     section = training_section(frame, agreement)
     assert "All three frameworks train ResNet-50 and the small CNN from" in section
-    assert "(JAX/Flax: 0.0e+00; TensorFlow/Keras: 4.5e-03)" in section
-    assert "(NCHW for PyTorch, NHWC for JAX/Flax and TensorFlow/Keras)" in section
+    assert "loss agrees with PyTorch's to a relative 0.0045" in section, "the largest of JAX's and TensorFlow's"
+    assert "One pair is flagged: TensorFlow on the small CNN at batch 32" in section
+    assert "(NCHW for PyTorch, NHWC for JAX and TensorFlow)" in section
     assert "small CNN & TensorFlow/Keras & 32" in section
     assert "relative differences of each framework from PyTorch" in section
     assert "tab:l4" not in section, "no published reference given, no table beside it"
@@ -616,7 +617,7 @@ def test_a_study_of_pytorch_alone_still_writes_its_training_section(tmp_path):
     section = training_section(frame, agreement, published=read_published(PUBLISHED))
     assert (
         "PyTorch trains ResNet-50 and the small CNN from" in section
-        and "With one framework there is no pair to compare." in section
+        and "With one framework, there is no pair of frameworks to compare." in section
     )
     assert "No cell completed both in PyTorch and in another framework." in section
     assert section.count("published (NVIDIA L4)") == 1 and "JAX" not in section

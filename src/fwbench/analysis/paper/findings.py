@@ -38,9 +38,8 @@ from fwbench.analysis.inference.summary import (
     resolved_adjusted,
 )
 from fwbench.analysis.paper.templates import Latex
+from fwbench.analysis.paper.training_section import compiled_step0_text, mode_gain_text
 from fwbench.analysis.published.matching import training_times
-from fwbench.analysis.training.macros import compiled_step0_text
-from fwbench.analysis.training.section import mode_gain_text
 from fwbench.study.modes import is_compiled
 
 BASELINE = "torch"

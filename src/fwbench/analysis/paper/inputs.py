@@ -12,12 +12,12 @@ from fwbench.analysis.inference.macros import macros
 from fwbench.analysis.inference.ratio_macros import include_deviating
 from fwbench.analysis.inference.tables import inference_table, ratios_table
 from fwbench.analysis.inference.tidy import read_tidy
+from fwbench.analysis.paper.training_section import training_section
 from fwbench.analysis.setup.data_report import dataset_table, loader_macros, loader_table
 from fwbench.analysis.setup.provenance import study_environment
 from fwbench.analysis.setup.tables import environment_table, models_table
 from fwbench.analysis.training.macros import training_macros
 from fwbench.analysis.training.reference import read_published
-from fwbench.analysis.training.section import training_section
 from fwbench.io import atomic_write_text, read_json
 
 

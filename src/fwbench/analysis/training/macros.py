@@ -1,6 +1,6 @@
 """The training section's numbers as LaTeX macros (cells, epochs, training time, the step-0 and top-1 summaries over
-every pair and per compared variant), and the sentence on compiled PyTorch's step-0 agreement with eager PyTorch
-(fwbStepZeroCompiledSentence), which the conclusions repeat.
+every pair and per compared variant), for an author who quotes one in hand-written text. The section's own sentences
+are the templates' (report/templates/training.tex.j2, from fwbench.analysis.training.findings).
 
 Every summary is defined for every variant the study could train, so the paper compiles for any subset of them."""
 
@@ -61,8 +61,7 @@ def training_macros(frame: pd.DataFrame, agreement: pd.DataFrame, include_deviat
     step-0 and top-1 summaries unless `include_deviating` (`fallbacks.include_deviating_in_summary`). The step-0 and
     top-1 summaries cover every framework's pairs with PyTorch, and each framework's own under names ending in it
     (defined for every framework, so the paper compiles for any subset). Compiled PyTorch is one of them: its
-    summaries end in TorchCompile, and fwbStepZeroCompiledSentence says how its step-0 probe agrees with eager
-    PyTorch's."""
+    summaries (against eager PyTorch) end in TorchCompile."""
     ok = frame[frame["status"] == "ok"]
     cells = frame.drop_duplicates("path")
     deviating = (
@@ -86,22 +85,4 @@ def training_macros(frame: pd.DataFrame, agreement: pd.DataFrame, include_deviat
     defs |= _agreement_macros(agreement)
     for framework, mode in COMPARED_VARIANTS:
         defs |= _agreement_macros(agreement_for(agreement, framework, mode), *macro_parts(framework, mode))
-    defs["fwbStepZeroCompiledSentence"] = compiled_step0_text(agreement)
     return defs
-
-
-def compiled_step0_text(agreement: pd.DataFrame | None) -> str:
-    """How compiled PyTorch's step-0 probe agrees with eager PyTorch's (largest relative differences over their
-    pairs; fwbStepZeroCompiledSentence), or nothing without such a pair: the check that torch.compile changed
-    nothing the step computes, before its speed is compared."""
-    rows = agreement_for(agreement, BASELINE, "compile") if agreement is not None else pd.DataFrame()
-    if rows.empty:
-        return ""
-    flagged = int((rows["flagged"].astype(str) == "True").sum())
-    count = len(rows)
-    return (
-        f"\\texttt{{torch.compile}}'s step-0 loss agrees with eager PyTorch's to {rows['rel_diff_loss'].max():.1e} "
-        f"(the loss after one step to {rows['rel_diff_loss_after_step'].max():.1e}, the gradient norm to "
-        f"{rows['rel_diff_grad_norm'].max():.1e}; largest relative differences over {count} "
-        f"pair{'' if count == 1 else 's'}, {flagged} flagged)."
-    )

@@ -16,6 +16,8 @@ from fwbench.analysis.training.step0 import agreement_variant, denominator_tag, 
 from fwbench.study.modes import primary
 
 DEVIATION_MARK = r"$^{d}$"  # a cell that ran with a workaround; a pair whose cells ran with different ones
+# A cell that spent more than this share of its step time waiting for data is marked $^w$.
+DATA_WAIT_FRACTION = 0.05
 
 # The two training tables' columns after Model, Framework and Batch: time and cost (tab:training), then loss and
 # accuracy (tab:training-accuracy). Split in two, each fits the page at 8 pt with nothing scaled.
@@ -48,7 +50,7 @@ def _training_values(ok: pd.DataFrame, part: str) -> list[str]:
             _percent(last.get("top1_running_statistics")),
             _percent(last.get("top1_batch_statistics")),
         ]
-    wait = r"$^w$" if (ok["data_wait_frac"] > 0.05).any() else ""
+    wait = r"$^w$" if (ok["data_wait_frac"] > DATA_WAIT_FRACTION).any() else ""
     energy = number(ok["energy_j"].mean()) if ok["energy_j"].notna().any() else "---"
     return [
         number(ok["time_s"].mean()),

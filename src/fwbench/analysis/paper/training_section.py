@@ -1,0 +1,61 @@
+"""The paper's training section as the paper \\inputs it: the body's prose (report/templates/training.tex.j2) and
+the curves figure, then, after the detail mark, the appendix's paragraph on how training was measured
+(training_detail.tex.j2) and the full tables (fwbench.analysis.training.section). The values come from
+fwbench.analysis.training.findings and method; the words are the templates', which an author rewords without touching
+Python.
+
+It sits on the paper's floor because rendering a template is the paper's job (fwbench.analysis.paper.templates): the
+training package hands numbers, verdicts and display names up, never sentences. The conclusions repeat two of its
+sentences, on compiled PyTorch (`compiled_step0_text`, `mode_gain_text`), in the same words (training.j2).
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from fwbench.analysis.common.detail import DETAIL_MARK
+from fwbench.analysis.paper.templates import render
+from fwbench.analysis.training.findings import counted_pairs, mode_agreements, mode_gain_values, section_values
+from fwbench.analysis.training.method import method_values
+from fwbench.analysis.training.section import curves_figure, detail_floats
+
+
+def training_section(
+    frame: pd.DataFrame | None,
+    agreement: pd.DataFrame | None,
+    include_deviating: bool = False,
+    published: pd.DataFrame | None = None,
+) -> str:
+    """The paper's training section, or one sentence when the study has no training suite (so the paper compiles
+    for any config without stale figures). Pairs whose cells ran with different workarounds are left out of the
+    step-0 and top-1 findings unless `include_deviating`; with `published` (the reference's L4 rows,
+    `reference.read_published`) the appendix sets the small-CNN cells beside them."""
+    if frame is None:
+        return render("training.tex.j2", {"trained": False}) + "\n"
+    agreement = agreement if agreement is not None else pd.DataFrame()
+    body = render("training.tex.j2", {"trained": True, **section_values(frame, agreement, include_deviating)})
+    method = render("training_detail.tex.j2", method_values(frame))
+    lines = [
+        body,
+        "",
+        *curves_figure(wide=frame["model"].nunique() > 2),
+        DETAIL_MARK,
+        method,
+        "",
+        *detail_floats(frame, agreement, published),
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def compiled_step0_text(agreement: pd.DataFrame | None) -> str:
+    """How each compiled PyTorch mode's step-0 probe agrees with eager PyTorch's, in the training section's words
+    (empty without such a pair): the conclusions say it before they compare speeds."""
+    compiled = mode_agreements(counted_pairs(agreement, include_deviating=True))
+    return render("training_modes.tex.j2", {"compiled": compiled, "gains": ()}) if compiled else ""
+
+
+def mode_gain_text(frame: pd.DataFrame) -> str:
+    """How much faster each framework trained compiled than eagerly, in the training section's words (empty
+    without a framework trained in both)."""
+    gains = mode_gain_values(frame)
+    return render("training_modes.tex.j2", {"compiled": (), "gains": gains}) if gains else ""
