@@ -224,3 +224,37 @@ def test_the_section_is_generated_from_its_inputs(trained):
         assert took in text
         assert "This sets a compiled program against an eager one, for want of a cell in the ratio mode." in text
         assert "reached by PyTorch in 2.00~s and JAX/Flax not within the run" in text
+
+
+def test_the_conclusions_count_the_published_comparison_as_its_section_does(tmp_path):
+    """The conclusions and the published section say the verdicts and the modes through the same macros
+    (published_macros.tex.j2): the same sentence in both, from the same rows; a study whose cells ran in another mode
+    than the published one says how many rows, in both."""
+    from fwbench.analysis.paper.published_section import published_section
+    from fwbench.analysis.published.matching import compare
+    from tests.test_published import _cell, _published_row, _sources
+    from tests.test_published import _ratio as _published_ratio
+
+    sources = _sources(
+        tmp_path, [_published_row("resnet50", "pytorch", 1, 500.0), _published_row("resnet50", "jax", 1, 750.0)]
+    )
+    cells = [_cell("torch", "resnet50", 1, 80.0) | {"mode": "compile"}, _cell("jax", "resnet50", 1, 100.0)]
+    speedups = pd.DataFrame([_published_ratio("resnet50", 1, 1.25, 1.2, 1.3, df=2) | {"denominator_mode": "compile"}])
+    rows = compare(sources, inference=pd.DataFrame(cells), speedups=speedups, training=None, image_size=32)
+    text = conclusions_section(
+        ratios=RATIOS,
+        inference=_inference(),
+        epochs=None,
+        agreement=None,
+        published=rows,
+        ledger=LEDGER,
+        config=CONFIG,
+    )
+    said = text.split("\\paragraph{Against published figures}")[1].split("\\paragraph")[0]
+    section = published_section(rows, sources, None)
+    counted = "The one published ratio that matches cells of this study differs (ours lower)."
+    modes = "This study's cells ran in the same modes, except in one row (marked $^{\\ddagger}$ in the tables)"
+    for where in (said, section):
+        assert counted in where and modes in where and "It compares ratios across device classes" in where
+    assert "Reproduced means equivalent within a factor of 1.1" in said
+    assert "No published figure matches" not in said and "No published figure matches" in _section(RATIOS)

@@ -24,10 +24,10 @@ from fwbench.analysis.inference.macros import macros
 from fwbench.analysis.inference.ratios import write_ratio_tables
 from fwbench.analysis.inference.tidy import read_tidy, write_tidy
 from fwbench.analysis.paper.conclusions import conclusions_section
+from fwbench.analysis.paper.published_section import published_section
 from fwbench.analysis.paper.training_section import training_section
 from fwbench.analysis.published import figure as published_figures
 from fwbench.analysis.published.matching import COLUMNS as PUBLISHED_COLUMNS
-from fwbench.analysis.published.section import section as published_section
 from fwbench.analysis.setup.provenance import study_environment
 from fwbench.analysis.setup.tables import models_table
 from fwbench.analysis.training.epochs import write_training_tables

@@ -18,10 +18,12 @@ from fwbench.analysis.micro.findings import micro_findings
 from fwbench.analysis.micro.macros import micro_macros
 from fwbench.analysis.micro.tables import micro_table
 from fwbench.analysis.paper.micro_section import micro_section, write_micro_outputs
+from fwbench.analysis.paper.published_section import published_section
 from fwbench.analysis.paper.training_section import compiled_step0_text, training_section
+from fwbench.analysis.published.counts import PublishedModes, published_modes
 from fwbench.analysis.published.judgement import DIRECTION_ONLY, SAME, UNPAIRED_SCOPE
 from fwbench.analysis.published.matching import compare
-from fwbench.analysis.published.section import OTHER_MODE_MARK, comparison_table, modes_sentence
+from fwbench.analysis.published.table import OTHER_MODE_MARK, comparison_table
 from fwbench.analysis.setup.data_report import fastest_consumer
 from fwbench.analysis.setup.provenance import study_environment
 from fwbench.analysis.time.study_time import breakdown, process_rows
@@ -337,9 +339,10 @@ def test_published_ratios_are_matched_in_the_published_modes(tmp_path):
     assert (row["ours_torch_mode"], row["ours_other_mode"], bool(row["modes_match"])) == ("eager", "jit", True)
     assert row["ratio"] == pytest.approx(100.0 / 80.0) and row["ci_scope"] == UNPAIRED_SCOPE
     assert (row["verdict"], row["direction"]) == (DIRECTION_ONLY, SAME)
-    sentence = modes_sentence(unstated)
-    assert sentence.startswith("The published figures are taken as PyTorch eager and JAX/Flax jit (no source states")
-    assert "compared with this study's cells in those modes." in sentence
+    assert published_modes(unstated) == PublishedModes(variants=("eager PyTorch", "jitted JAX"), stated="none", other=0)
+    said = published_section(unstated, _sources(tmp_path, rows), None)
+    assert "No source states a mode, so the published figures are taken in each framework's primary one" in said
+    assert "eager PyTorch and jitted JAX. This study's cells ran in the same modes." in said
     assert (
         "Modes of the published figures (not stated by the source, so each framework's primary one): PT eager; JAX jit"
         in comparison_table(unstated, _sources(tmp_path, rows)[0])
@@ -355,7 +358,12 @@ def test_published_ratios_are_matched_in_the_published_modes(tmp_path):
     other = compare(_sources(tmp_path, rows), inference=only_compiled, speedups=speedups, training=None, image_size=32)
     row = other.iloc[0]
     assert row["ours_torch_mode"] == "compile" and not bool(row["modes_match"]), "no eager cell: compiled stands in"
-    assert "except in 1 row (marked" in modes_sentence(other)
+    assert published_modes(other).other == 1 and published_modes(unstated).other == 0
+    said = published_section(other, _sources(tmp_path, rows), None)
+    assert f"except in one row (marked {OTHER_MODE_MARK} in the tables)" in said
+    assert published_modes(compare(stated, inference=inference, speedups=speedups, training=None, image_size=32)) == (
+        PublishedModes(variants=("compiled PyTorch", "jitted JAX"), stated="all", other=0)
+    )
     table = comparison_table(other, _sources(tmp_path, rows)[0])
     assert "ResNet-50" + OTHER_MODE_MARK in table and "so the cells here ran PT compiled, JAX jit." in table
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
+import re
 
 import numpy as np
 import pandas as pd
@@ -11,6 +13,11 @@ import yaml
 from scipy import stats
 
 from fwbench.analysis.common import verdicts
+from fwbench.analysis.common.names import identifiers
+from fwbench.analysis.paper.abstract import words
+from fwbench.analysis.paper.published_section import published_section
+from fwbench.analysis.paper.structure_check import MAX_SENTENCE_WORDS, sentences
+from fwbench.analysis.published.counts import published_counts
 from fwbench.analysis.published.figure import published_figure
 from fwbench.analysis.published.judgement import (
     DEFAULT_MARGIN,
@@ -32,14 +39,9 @@ from fwbench.analysis.published.judgement import (
 )
 from fwbench.analysis.published.matching import COLUMNS as PUBLISHED_COLUMNS
 from fwbench.analysis.published.matching import compare
-from fwbench.analysis.published.section import (
-    comparison_table,
-    published_counts,
-    rule_sentence,
-    section,
-    summary_sentence,
-)
+from fwbench.analysis.published.section import Sides, floats, section_values
 from fwbench.analysis.published.sources import read_published, read_sources
+from fwbench.analysis.published.table import comparison_table
 from tests.conftest import REPO
 from tests.test_pdf_check import TEXT, _build, _check, needs_latex
 
@@ -216,15 +218,16 @@ def test_only_matching_cells_are_compared_and_absolute_numbers_are_labelled(tmp_
     assert not resnet["absolute_comparable"]
     assert "NVIDIA H100 NVL there, AMD EPYC (CPU) here" in resnet["absolute_note"]
     assert "224 px there, 32 px here" in resnet["absolute_note"]
-    sentence = summary_sentence(rows)
-    assert sentence.startswith("Of the 2 published ratios that match a pair of cells of this study, none is reproduced")
-    assert "1 is different (outside this study's 95\\% CI: ours lower in 1)" in sentence
-    assert "1 has a failed cell here" in sentence
-    assert sentence.endswith("All of them compare ratios across device classes (GPU there, CPU here).")
-    # the same counts for the conclusions' template
+    # the counts the section and the conclusions say, and the section's words for them
     counts = published_counts(rows)
     assert (counts.total, counts.reproduced, counts.different, counts.lower, counts.failed) == (2, 0, 1, 1, 1)
-    assert (counts.across, counts.classes, counts.margin) == (2, "GPU there, CPU here", "1.1")
+    assert (counts.across, counts.classes, counts.margin) == (2, (("GPU", "CPU"),), "1.1")
+    text = published_section(rows, sources, "published_vs_reproduced")
+    assert (
+        "Of the two published ratios that match cells of this study, none is reproduced, one differs (ours lower in "
+        "one) and one met a failed cell here." in text
+    )
+    assert "Both compare ratios across device classes (GPU there, CPU here)." in text
     table = comparison_table(rows, sources[0])
     assert r"\label{tab:published-gpu-inference}" in table and "not comparable" in table
     assert "different: ours lower" in table and "ratios across device classes (GPU there, CPU here)" in table
@@ -239,7 +242,8 @@ def test_only_matching_cells_are_compared_and_absolute_numbers_are_labelled(tmp_
     same = compare(cpu, inference=inference, speedups=speedups, training=None, image_size=32).iloc[0]
     # 1.25 [1.1, 1.4] from 3 rounds: its 90% CI (x/÷ 1.085) inside the published 1.25 x/÷ 1.1
     assert same["verdict"] == REPRODUCED and bool(same["agrees"]) and "device classes" not in same["verdict_text"]
-    assert "device classes" not in summary_sentence(pd.DataFrame([same]))
+    assert published_counts(pd.DataFrame([same])).classes == ()
+    assert "device classes" not in published_section(pd.DataFrame([same]), cpu, None)
 
 
 def _epochs(times: dict[str, tuple[float, ...]], **columns: dict[str, object]) -> pd.DataFrame:
@@ -320,9 +324,17 @@ def test_the_section_says_what_matches_and_what_does_not(tmp_path):
         training=None,
         image_size=32,
     )
-    text = section(empty, sources, "published_vs_reproduced")
-    assert "none of it is shown" in text and r"\begin{table" not in text and "includegraphics" not in text
-    assert "No published figure matches" in text
+    values = section_values(empty, sources, "published_vs_reproduced")
+    assert [source.matched for source in values["sources"]] == [0] and values["counts"].total == 0
+    assert (values["departures"], values["modes"], values["machine"], values["figure"]) == ((), None, None, "")
+    assert floats(empty, sources, "published_vs_reproduced") == ""
+    text = published_section(empty, sources, "published_vs_reproduced")
+    assert "A study measured inference on the NVIDIA H100 NVL at 224~px." in text
+    assert "none of its ratios matches a cell here" in text
+    assert r"\begin{table" not in text and "includegraphics" not in text and "The source notes" not in text
+    assert "No published figure matches a cell of this study" in text and "reproduced when" not in text
+    # no source at all: the section still stands
+    assert "No published figure matches" in published_section(empty, [], None)
 
 
 def _one_comparison(tmp_path, published_ratio=1.5):
@@ -397,15 +409,15 @@ def test_the_summary_never_counts_direction_only_rows_as_agreement(tmp_path):
     }
     assert back["agrees"].astype(str).tolist() == ["True", "False", "False", "False", "False", "False"]
     assert agreeing(back).sum() == 1
-    sentence = summary_sentence(back)
-    assert sentence == (
-        "Of the 6 published ratios that match a pair of cells of this study, 1 is reproduced (shown equivalent within "
-        "a factor of 1.1 by two one-sided tests at 5\\%), 1 is different (outside this study's 95\\% CI: ours higher "
-        "in 1), 1 is inconclusive (inside this study's 95\\% CI, which is too wide to show equivalence) and 3 have no "
-        "paired interval here and are compared by direction only (2 in the same direction, 1 in the opposite "
-        "direction), which never counts as agreement."
+    counts = published_counts(back)
+    assert (counts.reproduced, counts.different, counts.higher, counts.inconclusive) == (1, 1, 1, 1)
+    assert (counts.direction_only, counts.same, counts.opposite) == (3, 2, 1)
+    text = published_section(back, sources, None)
+    assert (
+        "Of the six published ratios that match cells of this study, one is reproduced, one differs (ours higher in "
+        "one), one is inconclusive and three can be compared by direction only." in text
     )
-    assert "agree in" not in sentence and "agrees" not in sentence
+    assert "By direction, two agree and one runs the other way, which never counts as agreement." in text
 
 
 def test_published_csv_never_claims_agreement_for_an_interval_wider_than_its_margin(tmp_path):
@@ -465,13 +477,14 @@ def test_the_margin_is_checked_recorded_and_printed(tmp_path):
             compare(sources, inference=inference, speedups=speedups, training=None, image_size=32, margin=margin)
     rows = compare(sources, inference=inference, speedups=speedups, training=None, image_size=32, margin=0.2)
     assert rows.iloc[0]["margin"] == 0.2 and rows.iloc[0]["verdict"] == REPRODUCED
-    text = section(rows, sources, "published_vs_reproduced")
-    rule = rule_sentence(0.2)
-    assert rule in text and "within a factor of 1.2" in rule and "equivalence margin 0.2" in rule
-    assert rule.startswith("A published ratio counts as reproduced only when two one-sided tests at the 5\\% level")
-    assert rule.count(". ") == 0 and rule.endswith(".")  # one sentence
-    assert "never as agreement" in rule and "within a factor of 1.2 by two one-sided tests" in text
-    assert rule_sentence(0.1) in section(rows, sources, None, margin=0.1)
+    rule = (
+        "A published ratio is reproduced when two one-sided tests at 5\\% place this study's ratio within a factor of"
+    )
+    text = published_section(rows, sources, "published_vs_reproduced")
+    assert f"{rule} 1.2 of it either way." in text and "1.1" not in text.split(r"\begin{table")[0]
+    assert "only the direction is compared, which never counts as agreement" in text
+    # the study's margin where given, whatever the rows record
+    assert f"{rule} 1.1 of it either way." in published_section(rows, sources, None, margin=0.1)
 
 
 def test_the_figure_draws_tested_and_direction_only_ratios(tmp_path):
@@ -535,11 +548,18 @@ def test_the_published_default_arithmetic_is_matched_like_for_like_and_set_besid
     assert (row.precision, row.our_precision, row.arithmetic_match) == ("default", "default", True)
     assert row.ratio == pytest.approx(1.5) and row.ours_torch == pytest.approx(3000.0)
     assert (row.ratio_true_fp32, row.ci_low_true_fp32, row.ci_high_true_fp32) == pytest.approx((1.2, 1.1, 1.3))
-    text = section(rows, sources, figure=None)
-    assert "in each framework's default float32 arithmetic (TF32 not pinned)" in text
-    assert "JAX on ResNet-50 at batch 128 from 1.50 to 1.20 [1.10, 1.30]" in text
-    assert "This study's cells ran on the NVIDIA H200" in text and "driver, CUDA and framework versions" in text
-    assert "4.8 TB/s of memory bandwidth against 3.9 TB/s (H100 NVL)" in text
+    values = section_values(rows, sources, figure=None)
+    shift = values["true_fp32"]
+    assert (shift.shifts, shift.low, shift.high) == (1, pytest.approx(0.8), pytest.approx(0.8))
+    assert (shift.largest.framework, shift.largest.model, shift.largest.batch) == ("JAX", "ResNet-50", 128)
+    machine = values["machine"]
+    assert (machine.device, machine.gpu, machine.bandwidth.ours_tb_s) == ("NVIDIA H200", True, 4.8)
+    assert machine.bandwidth.theirs == (("H100 NVL", 3.9),)
+    text = published_section(rows, sources, figure=None)
+    assert "It ran in each framework's default float32 arithmetic (TF32 not pinned)" in text
+    assert "JAX on ResNet-50 at batch 128 moves from 1.5$\\times$ to 1.2$\\times$ [1.1, 1.3]." in text
+    assert "This study's cells ran on the NVIDIA H200 (driver, CUDA and framework versions in" in text
+    assert "The H200 has the compute of the H100 NVL but 4.8~TB/s of memory bandwidth against 3.9~TB/s." in text
     assert "This study's cells: each framework's default float32 arithmetic (TF32 not pinned) too." in text
 
 
@@ -693,3 +713,111 @@ def test_the_published_table_fits_the_page_with_every_column_at_its_widest(tmp_p
     pdf, log, tex = _build(tmp_path, body)
     report = _check(tmp_path, pdf, log, tex)
     assert report["problems"] == [], report["problems"]
+
+
+# --- the section's prose on every kind of study -----------------------------------------------------------------
+
+_FLOATS = re.compile(r"\\begin\{(table\*?|figure\*?)\}.*?\\end\{\1\}", re.S)
+
+
+def _prose(text: str) -> str:
+    """The section without its tables and figure: the sentences the template writes."""
+    return _FLOATS.sub(" ", text)
+
+
+def _longest(text: str) -> int:
+    """The longest sentence of the section's prose in words, as the paper check counts them."""
+    return max(words(sentence) for sentence in sentences(_prose(text)))
+
+
+def _leaked(text: str) -> list[str]:
+    """Configuration identifiers (resnet50, vit_b_16, ...) in the section's prose."""
+    prose = _prose(text).replace("\\_", "_")
+    return sorted(name for name in identifiers() if re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", prose))
+
+
+def _study(kind: str, tmp_path):
+    """(the matched rows, the sources) of a study of `kind`."""
+    published = [_published_row("resnet50", "pytorch", 1, 500.0), _published_row("resnet50", "jax", 1, 750.0)]
+    if kind == "gpu":
+        return _default_arithmetic_beside_true_fp32(tmp_path)[::-1]
+    sources = _sources(tmp_path, published)
+    inference = pd.DataFrame([_cell("torch", "resnet50", 1, 80.0), _cell("jax", "resnet50", 1, 100.0)])
+    speedups = {
+        "one framework": pd.DataFrame(),
+        "no rows": pd.DataFrame(),
+        "nothing resolved": pd.DataFrame([_ratio("resnet50", 1, 1.4, 0.7, 2.8, df=2)]),
+        "failed cell": pd.DataFrame(),
+    }[kind]
+    if kind == "one framework":
+        inference = inference[inference["framework"] == "torch"]
+    if kind == "no rows":
+        inference = pd.DataFrame([_cell("torch", "small_cnn", 1, 1.0), _cell("jax", "small_cnn", 1, 1.0)])
+    if kind == "failed cell":
+        inference = pd.DataFrame([_cell("torch", "resnet50", 1, 80.0), _cell("jax", "resnet50", 1, None, "failed")])
+    rows = compare(sources, inference=inference, speedups=speedups, training=None, image_size=32)
+    return rows, sources
+
+
+@pytest.mark.parametrize("kind", ["one framework", "no rows", "nothing resolved", "failed cell", "gpu"])
+def test_the_section_renders_short_sentences_for_every_kind_of_study(kind, tmp_path):
+    rows, sources = _study(kind, tmp_path)
+    values = section_values(rows, sources, "published_vs_reproduced")
+    text = published_section(rows, sources, "published_vs_reproduced")
+    assert text.startswith("\\section{Published vs reproduced}") and r"\label{sec:published}" in text
+    assert _longest(text) <= MAX_SENTENCE_WORDS, [s for s in sentences(_prose(text)) if words(s) > 35]
+    assert _leaked(text) == []
+    counts = values["counts"]
+    if kind in ("one framework", "no rows"):
+        assert counts.total == 0 and "No published figure matches a cell of this study" in text
+        assert r"\begin{table" not in text and values["sources"][0].matched == 0
+    elif kind == "nothing resolved":
+        # 1.4 [0.7, 2.8] around the published 1.5: inconclusive, on neither side of 1, and no departure to name
+        assert (counts.inconclusive, counts.different, values["departures"]) == (1, 0, ())
+        assert values["sides"] == Sides(same=0, other=0, unresolved=1)
+        assert "matches cells of this study is inconclusive." in text and "This study's interval contains 1." in text
+        assert "largest departure" not in text and "Figure~\\ref{fig:published}" in text
+    elif kind == "failed cell":
+        assert (counts.failed, counts.total, values["sides"]) == (1, 1, Sides(0, 0, 0))
+        assert "matches cells of this study met a failed cell here." in text and "lies" not in text
+    else:
+        assert values["machine"].gpu and values["true_fp32"].shifts == 1
+        assert "TB/s" in text and "compare ratios across device classes" not in text
+
+
+def test_the_section_names_the_largest_departures_and_the_sides_of_one(tmp_path):
+    """Three ratios that differ from the published ones: the two farthest on the log scale are named, the
+    framework once; the sides of 1 are counted; the source's notes are listed one item each, flags as typed."""
+    published, cells, ratios = [], [], []
+    for model, (theirs, ours) in {"resnet50": (1.5, 0.5), "vit_b_16": (1.2, 1.5), "small_cnn": (0.5, 2.0)}.items():
+        published += [_published_row(model, "pytorch", 1, 100.0), _published_row(model, "jax", 1, 100.0 * theirs)]
+        cells += [_cell("torch", model, 1, 10.0), _cell("jax", model, 1, 10.0 * ours)]
+        ratios.append(_ratio(model, 1, ours, ours * 0.95, ours * 1.05, df=4))
+    sources = _sources(
+        tmp_path, published, notes="Warm-up first; JAX ran with --flag=0 (after a crash). TF32 not pinned."
+    )
+    rows = compare(sources, inference=pd.DataFrame(cells), speedups=pd.DataFrame(ratios), training=None, image_size=32)
+    values = section_values(rows, sources, None)
+    assert [(d.model, d.ours, d.published) for d in values["departures"]] == [
+        ("the small CNN", 2.0, 0.5),
+        ("ResNet-50", 0.5, 1.5),
+    ]
+    assert values["sides"] == Sides(same=1, other=2, unresolved=0)
+    assert values["sources"][0].notes == ("Warm-up first", "JAX ran with --flag=0 (after a crash)", "TF32 not pinned")
+    text = published_section(rows, sources, None)
+    assert (
+        "The largest departures are JAX on the small CNN at batch 1 (2.0$\\times$ here, 0.50$\\times$ published) and "
+        "on ResNet-50 at batch 1 (0.50$\\times$ here, 1.5$\\times$ published)." in text
+    )
+    assert "This study's ratio lies on the published side of 1 in one and on the other side in two." in text
+    assert r"\item JAX ran with -{}-flag=0 (after a crash);" in text
+    assert "ViT-B/16 at batch 1 (" not in text, "the nearest difference is left to the table"
+
+
+def test_the_sentence_check_catches_a_long_sentence(tmp_path):
+    """The negative control: a source whose name runs long makes a sentence over the limit, and the count says so."""
+    rows, sources = _study("nothing resolved", tmp_path)
+    long_name = "a study " + " ".join(["of many things"] * 12)
+    text = published_section(rows, [dataclasses.replace(sources[0], source=long_name)], None)
+    assert _longest(text) > MAX_SENTENCE_WORDS
+    assert _leaked("resnet50 beside ResNet-50") == ["resnet50"], "an identifier in the prose is caught"

@@ -25,9 +25,8 @@ from fwbench.analysis.inference.summary import multiplicity_of, refused
 from fwbench.analysis.paper.findings import batch_effects, placement, training_findings
 from fwbench.analysis.paper.headline import headline
 from fwbench.analysis.paper.limitations import limitations
-from fwbench.analysis.paper.templates import Latex, render
-from fwbench.analysis.published.section import modes_sentence as published_modes
-from fwbench.analysis.published.section import published_counts
+from fwbench.analysis.paper.templates import render
+from fwbench.analysis.published.counts import published_counts, published_modes
 
 
 def conclusions_section(
@@ -59,7 +58,7 @@ def conclusions_section(
         "training": training,
         "trained_nothing": trained and training is None,
         "published": published_counts(published),
-        "published_modes": Latex(published_modes(published)),
+        "published_modes": published_modes(published),
         # the controls that did not hold, by name (the full ledger is an appendix)
         "ledger": ledger_counts(ledger),
         "limits": limitations(inference, epochs, published, ledger, config),
