@@ -19,6 +19,7 @@ from fwbench.analysis.inference.ratios import speedups, write_speedups
 from fwbench.analysis.inference.summary import geometric_summary, quoted_interval
 from fwbench.analysis.inference.tables import inference_table
 from fwbench.analysis.inference.tidy import write_tidy
+from fwbench.analysis.paper.failures import failure_summary
 from fwbench.analysis.setup.provenance import study_environment
 from fwbench.analysis.setup.tables import environment_table
 from fwbench.io import atomic_write_json
@@ -149,10 +150,11 @@ def test_inference_and_failure_tables(cell_files, tmp_path):
     assert r"failed$^\dagger$" in table and "---" in table
     # One trial per cell: the ratio's CI is within-process only, so it is marked and never bold (never "resolved").
     assert r"1.50$\times$ {\scriptsize[1.50, 1.50]}$^{w}$" in table and r"\textbf{1.50" not in table
-    failures = failures_table(frame)
+    failures = failures_table(frame, summary=failure_summary(frame))
     assert r"SIGSEGV \& more\_stuff\_50\%" in failures and r"\texttt{crash}" in failures
     assert "1 cell failed (1 crash)" in failures
-    assert failures_table(frame[frame["status"] == "ok"]).startswith("No cell failed and none needed a workaround.\n")
+    ok = frame[frame["status"] == "ok"]
+    assert failures_table(ok, summary=failure_summary(ok)).startswith("No cell failed and none needed a workaround.\n")
 
 
 def test_macros_and_environment(cell_files, tmp_path, tiny_config):

@@ -18,6 +18,7 @@ from fwbench.analysis.inference.ratios import write_speedups
 from fwbench.analysis.inference.tables import inference_table, ratios_table
 from fwbench.analysis.inference.tidy import read_tidy, write_tidy
 from fwbench.analysis.micro import analysis as micro_analysis
+from fwbench.analysis.paper.failures import failure_summary
 from fwbench.analysis.paper.micro_section import micro_section
 from fwbench.analysis.paper.published_section import published_section
 from fwbench.analysis.paper.training_section import training_section
@@ -194,7 +195,7 @@ def test_inference_tables_with_failures_deviations_and_out_of_memory(tmp_path):
     text = inference_table(frame, ["torch", "jax"], ratios)
     assert r"$^{d}$" in text.split(_NOTE)[0], "a deviating cell is marked"
     _assert_short(text, {"tab:inference", "tab:inference-latency"})
-    _assert_short(failures_table(frame), {"tab:failures", "tab:largest_batch"})
+    _assert_short(failures_table(frame, summary=failure_summary(frame)), {"tab:failures", "tab:largest_batch"})
 
 
 def test_training_section(tmp_path):

@@ -15,6 +15,7 @@ from fwbench.analysis.common.latex import number
 from fwbench.analysis.common.partners import check_placement
 from fwbench.analysis.fairness import ledger as lg
 from fwbench.analysis.fairness.rows import HELD, NOT_HELD, NOT_MEASURED
+from fwbench.analysis.inference.findings import inference_results
 from fwbench.analysis.inference.macros import macros
 from fwbench.analysis.inference.ratios import SPEEDUP_COLUMNS, write_speedups
 from fwbench.analysis.inference.tables import inference_table
@@ -196,12 +197,18 @@ def test_summary_macros_never_count_a_refused_ratio(tmp_path, tiny_config):
     batch8 = _by(ratios).loc[("jax", 8), "ratio"]
     assert _macro(text, "fwbNumPairsJax") == "1" and _macro(text, "fwbSpeedupGeomeanJax") == number(batch8)
     assert _macro(text, "fwbNumRatios") == "2" and _macro(text, "fwbNumPairsAll") == "2"
-    assert _macro(text, "fwbNumPairsExcludedDeviating") == "0" and _macro(text, "fwbAbstractLeftOutSentence") == ""
-    assert f"is {number(batch8)} for JAX/Flax (one pair: its own 95\\% CI [" in _macro(text, "fwbAbstractRatioSentence")
-    assert "1 pair)" in _macro(text, "fwbAbstractRatioSentence"), "the refused ratio is in no summary"
-    across = macros(frame, _ratios(tmp_path / "across", _cluster(jax_node="gpu02"))[2], {}, config)
+    assert _macro(text, "fwbNumPairsExcludedDeviating") == "0"
+    # the Results' findings count the kept ratio alone: the refused one is in no summary
+    results = inference_results(frame, read_tidy(tmp_path / "speedups.csv"), None, config)
+    (jax,) = [f for group in results.groups for f in group.findings if f.framework == "JAX"]
+    assert jax.tally.comparisons == 1 and jax.tally.typical == pytest.approx(batch8)
+    assert results.deviating == 0 and results.stand_ins_left_out == 0
+    kept = _ratios(tmp_path / "across", _cluster(jax_node="gpu02"))[2]
+    across = macros(frame, kept, {}, config)
     assert _macro(across, "fwbNumRatiosRefused") == "0" and _macro(across, "fwbNumRatiosNodeDiffer") == "1"
     assert _macro(across, "fwbNumPairsJax") == "2", "a ratio across nodes is kept"
+    groups = inference_results(frame, kept, None, config).groups
+    assert [f.tally.comparisons for g in groups for f in g.findings if f.framework == "JAX"] == [2], "and counted"
 
 
 CONFIG = {

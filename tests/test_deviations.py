@@ -10,10 +10,13 @@ import pytest
 
 from fwbench.analysis.common.partners import deviation_set, deviations_differ
 from fwbench.analysis.failures.report import failure_macros, failures_table, largest_batch_table
+from fwbench.analysis.inference.findings import inference_results
 from fwbench.analysis.inference.macros import macros
 from fwbench.analysis.inference.ratios import speedups, write_speedups
 from fwbench.analysis.inference.tables import inference_table
 from fwbench.analysis.inference.tidy import read_tidy, write_tidy
+from fwbench.analysis.paper.failures import failure_summary
+from fwbench.analysis.paper.inference import inference_results_section
 from fwbench.analysis.paper.training_section import training_section
 from fwbench.analysis.training.epochs import epoch_rows
 from fwbench.analysis.training.macros import training_macros
@@ -247,7 +250,7 @@ def test_failures_table_lists_kinds_workarounds_and_training_cells(study):
             },
         ]
     )
-    text = failures_table(frame, training)
+    text = failures_table(frame, training, summary=failure_summary(frame, training))
     assert text.startswith(
         "Over all suites, 5 cells failed (3 device out of memory, 1 crash, 1 timeout) and 2 cells ran with a "
         "workaround from the fallback ladder."
@@ -269,7 +272,7 @@ def test_failures_table_lists_kinds_workarounds_and_training_cells(study):
 def test_failures_table_says_so_when_nothing_failed_or_deviated(study):
     _, frame, _ = study
     clean = frame[(frame["status"] == "ok") & frame["deviations"].isna()]
-    text = failures_table(clean)
+    text = failures_table(clean, summary=failure_summary(clean))
     assert text.splitlines()[0] == "No cell failed and none needed a workaround."
     assert r"\begin{table" not in text
     assert "No inference cell ran out of memory; the largest batch size measured was 64." in text
@@ -296,7 +299,8 @@ def test_failure_macros_count_every_kind(study):
     assert defs["fwbNumFailedDeviceOom"] == "3" and defs["fwbNumFailedCrash"] == "1"
     assert defs["fwbNumFailedHostOom"] == "0" and defs["fwbNumFailedNoResult"] == "0"
     assert defs["fwbNumFailedCells"] == "4" and defs["fwbNumDeviatingCells"] == "1"
-    assert defs["fwbFailureSummary"] == (
+    assert "fwbFailureSummary" not in defs, "the sentence is the template's (report/templates/failure_summary.tex.j2)"
+    assert failure_summary(frame) == (
         "Over all suites, 4 cells failed (3 device out of memory, 1 crash) and 1 cell ran with a workaround from "
         "the fallback ladder."
     )
@@ -316,9 +320,10 @@ def test_macros_leave_deviating_pairs_out_unless_configured(study, tiny_config):
     assert _macro(text, "fwbNumPairsAll") == "2" and _macro(text, "fwbNumPairsDeviating") == "1"
     assert _macro(text, "fwbNumPairs") == "1" and _macro(text, "fwbNumPairsExcludedDeviating") == "1"
     assert _macro(text, "fwbSpeedupGeomean") == "1.50" and _macro(text, "fwbSpeedupMin") == "1.50"
-    assert "left out" in _macro(text, "fwbDeviatingPairsSentence")
-    assert _macro(text, "fwbAbstractLeftOutSentence") == (
-        "One further pair, whose cells ran with different workarounds, is left out of these figures."
+    results = inference_results(frame, ratios, None, config)
+    assert (results.deviating, results.deviating_counted) == (1, False)
+    assert "One ratio compares cells that ran with different workarounds (marked $^{d}$) and is left out" in (
+        inference_results_section(frame, ratios, None, config)
     )
     assert r"\texttt{xla\_autotune\_off}" in _macro(text, "fwbFallbackLadder")
 
@@ -327,7 +332,7 @@ def test_macros_leave_deviating_pairs_out_unless_configured(study, tiny_config):
     assert _macro(text, "fwbNumPairs") == "2" and _macro(text, "fwbNumPairsExcludedDeviating") == "0"
     # the geometric mean of 1.5 and 0.5 (the arithmetic median, 1.00, is gone)
     assert _macro(text, "fwbSpeedupGeomean") == "0.866" and _macro(text, "fwbSpeedupMin") == "0.500"
-    assert _macro(text, "fwbAbstractLeftOutSentence") == ""
+    assert "the study's configuration counts them here" in inference_results_section(frame, ratios, None, config)
 
     config["fallbacks"]["enabled"] = False
     assert _macro(macros(frame, ratios, {}, config), "fwbFallbackLadder") == "disabled in this study's configuration"
@@ -399,7 +404,8 @@ def test_training_tables_mark_and_exclude_deviating_pairs(tmp_path):
     )
 
     # the failures table reads the same training tidy rows
-    text = failures_table(read_inference_frame(tmp_path), frame)
+    inference = read_inference_frame(tmp_path)
+    text = failures_table(inference, frame, summary=failure_summary(inference, frame))
     assert r"training & PyTorch & ResNet-50 & fp32 & 32 & failed & \texttt{host\_oom}" in text
     assert (
         r"training & JAX/Flax & small CNN & fp32 & 32 & ok$^{d}$ & \texttt{crash} & \texttt{triton\_gemm\_off}" in text

@@ -19,11 +19,13 @@ import pytest
 from fwbench.analysis.common.names import identifiers, model_in_text, model_name, models_in_text, with_display_names
 from fwbench.analysis.fairness.ledger import ledger_table
 from fwbench.analysis.inference import figures as inference_figures
+from fwbench.analysis.inference import findings as inference_findings
 from fwbench.analysis.inference import mode_macros, ratio_macros
 from fwbench.analysis.inference.macros import macros
 from fwbench.analysis.inference.ratios import write_ratio_tables
 from fwbench.analysis.inference.tidy import read_tidy, write_tidy
 from fwbench.analysis.paper.conclusions import conclusions_section
+from fwbench.analysis.paper.inference import inference_results_section, modes_sentence
 from fwbench.analysis.paper.published_section import published_section
 from fwbench.analysis.paper.training_section import training_section
 from fwbench.analysis.published import figure as published_figures
@@ -96,23 +98,31 @@ def mode_study(tmp_path):
     return paths, write_tidy(paths, tmp_path / "inference.csv"), ratios, gains
 
 
-def _macros(mode_study, tiny_config) -> str:
+def _results_text(mode_study, tiny_config) -> str:
+    """The Results' macros, their inference findings (inference_results.tex) and the method's modes sentence."""
     paths, frame, ratios, gains = mode_study
     config = validate_config({**tiny_config, "frameworks": THREE})
-    return macros(frame, ratios, study_environment(paths), config, gains=gains)
+    return "\n".join(
+        [
+            macros(frame, ratios, study_environment(paths), config, gains=gains),
+            inference_results_section(frame, ratios, gains, config),
+            modes_sentence(frame),
+        ]
+    )
 
 
-def test_the_results_macros_name_models_by_their_display_names(mode_study, tiny_config):
-    text = _macros(mode_study, tiny_config)
+def test_the_results_name_models_by_their_display_names(mode_study, tiny_config):
+    text = _results_text(mode_study, tiny_config)
     assert leaked(text) == []
-    assert "compiled for the small CNN only" in text and "(on ResNet-50 and the small CNN)" in text
+    assert "compiled for the small CNN only" in text and "on ResNet-50 and the small CNN" in text
 
 
-def test_the_check_fails_the_macros_where_the_identifiers_come_back(mode_study, tiny_config, monkeypatch):
-    """Negative control: the same macros with the names undone (each model by its identifier) fail the check."""
+def test_the_check_fails_the_results_where_the_identifiers_come_back(mode_study, tiny_config, monkeypatch):
+    """Negative control: the same text with the names undone (each model by its identifier) fails the check."""
     monkeypatch.setattr(ratio_macros, "model_in_text", str)
-    monkeypatch.setattr(mode_macros, "models_in_text", lambda models: sorted(set(models)))
-    hits = leaked(_macros(mode_study, tiny_config))
+    monkeypatch.setattr(mode_macros, "model_name", str)
+    monkeypatch.setattr(inference_findings, "model_name", str)
+    hits = leaked(_results_text(mode_study, tiny_config))
     assert {hit.split(":")[0] for hit in hits} == {"resnet50", "small_cnn"}, hits
 
 

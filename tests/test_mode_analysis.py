@@ -14,6 +14,7 @@ import pytest
 
 from fwbench.analysis.common.names import model_name
 from fwbench.analysis.inference.figures import mode_gain_figure, throughput_figure
+from fwbench.analysis.inference.findings import inference_results
 from fwbench.analysis.inference.macros import macros
 from fwbench.analysis.inference.ratios import (
     MODE_GAIN_COLUMNS,
@@ -26,6 +27,7 @@ from fwbench.analysis.inference.ratios import (
 from fwbench.analysis.inference.summary import off_pairing, pairings
 from fwbench.analysis.inference.tables import inference_table, throughput_table
 from fwbench.analysis.inference.tidy import KEY_COLUMNS, read_tidy, write_tidy
+from fwbench.analysis.paper.inference import inference_results_section, modes_sentence
 from fwbench.analysis.setup.provenance import study_environment
 from fwbench.analysis.setup.tables import environment_table
 from fwbench.io import atomic_write_json
@@ -305,35 +307,34 @@ def test_macros_for_the_mode_axis(study, tiny_config):
     assert _macro(text, "fwbCompilationCache") == "cold", "as the setup table gives it"
     # the summaries speak for the columns' pairing: compiled over compiled only, stand-ins left out and counted
     assert _macro(text, "fwbNumPairsJax") == "1" and _macro(text, "fwbSpeedupGeomeanJax") == "0.750"
-    sentence = _macro(text, "fwbAbstractRatioSentence")
-    assert sentence.startswith("Against compiled PyTorch, the throughput ratio's geometric mean over the model and")
-    assert "is 0.750 for JAX/Flax (one pair: its own 95\\% CI [0.750, 0.750]; 1 pair)" in sentence
-    # the stand-ins set a compiled program against eager PyTorch (no compiled PyTorch cell): summarised as a family of
-    # their own, never left out
-    assert _macro(text, "fwbAbstractLeftOutSentence") == ""
-    assert _macro(text, "fwbEagerFamilySentence") == (
-        r"Against eager PyTorch, in the pairs without a compiled PyTorch cell to pair with (on ResNet-50 and "
-        r"the small CNN), the throughput ratio's geometric mean is 1.24 for JAX/Flax (95\% CI [0.114, 13.6] across 2 "
-        "models; faster in 1 and slower in 0 of 2 model and batch-size pairs) and 0.671 for TensorFlow/Keras "
-        "(95\\% CI [0.0160, 28.1] across 2 models; faster in 0 and slower in 2 of 2 model and batch-size pairs), "
-        "counted after Holm's adjustment within each framework pair."
-    )
-    assert "of 1 comparable cells (JAX/PyTorch-compiled), JAX/Flax is faster in 0" in _macro(text, "fwbFasterSentence")
-    gain = _macro(text, "fwbModeGainSentence")
-    assert "the compiled/eager throughput ratio has a geometric mean of 2.00 (one pair: its own 95\\% CI" in gain
-    assert "after Holm's adjustment within each framework, compiled is faster in 1 and eager in 0" in gain
-    assert "took a median of 14.0~s per process" in _macro(text, "fwbModeGainSentence")
-    assert "pair JAX/PyTorch-compiled and TF/PyTorch-compiled" in _macro(text, "fwbRatioPairingSentence")
-    assert "In 4 ratios another mode stands in" in _macro(text, "fwbRatioPairingSentence")
-    assert _macro(text, "fwbModesSentence") == (
-        r"In this study, PyTorch ran eagerly for every model and compiled for the small CNN only; JAX/Flax and "
-        "TensorFlow/Keras ran compiled for every model."
+    # the Results' findings (report/templates/inference_results.tex.j2): the column's ratios against compiled PyTorch,
+    # the stand-ins against eager PyTorch (no compiled PyTorch cell) as a family of their own, never left out
+    results = inference_results(frame, ratios, gains, config)
+    compiled, eager = results.groups
+    assert compiled.baseline == "compiled PyTorch" and [f.framework for f in compiled.findings] == ["JAX", "TensorFlow"]
+    assert (compiled.findings[0].tally.comparisons, compiled.findings[0].tally.typical) == (1, pytest.approx(0.75))
+    assert eager.stand_in and eager.mixed and eager.models == ("ResNet-50", "small CNN")
+    assert [(f.framework, f.tally.comparisons, f.tally.faster, f.tally.slower) for f in eager.findings] == [
+        ("JAX", 2, 1, 0),
+        ("TensorFlow", 2, 0, 2),
+    ]
+    assert results.stand_ins_left_out == 0 and results.deviating == 0
+    assert (results.gain.tally.comparisons, results.gain.tally.faster, results.gain.tally.typical) == (1, 1, 2.0)
+    assert results.gain.compile_median == 14.0
+    section = inference_results_section(frame, ratios, gains, config)
+    assert "on the small CNN, JAX was slower on the one comparison (0.75$\\times$)." in section
+    assert "Against eager PyTorch, on ResNet-50 and the small CNN, where PyTorch has no compiled cell" in section
+    assert "Compiling was faster on the one comparison (2.0$\\times$)." in section
+    assert "took 14~s per process in the median" in section
+    assert modes_sentence(frame) == (
+        "In this study, PyTorch ran eagerly for every model and compiled for the small CNN only; JAX and "
+        "TensorFlow ran compiled for every model."
     )
     assert _macro(text, "fwbPeakTorchCell") == r"the small CNN at batch 8, eager", "PyTorch ran in two modes: named"
-    # without gains every macro is still defined, and the sentence says none was measured
+    # without gains every macro is still defined, and the section says none was measured
     none = macros(frame, ratios, {}, config)
     assert _macro(none, "fwbNumModeGains") == "0" and _macro(none, "fwbModeGainGeomean") == "---"
-    assert _macro(none, "fwbModeGainSentence").startswith("No framework ran both eagerly and compiled")
+    assert "No framework ran both eagerly and compiled" in inference_results_section(frame, ratios, None, config)
 
 
 # --- figures ----------------------------------------------------------------------------------------------------

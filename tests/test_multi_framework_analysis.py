@@ -15,10 +15,12 @@ import pytest
 
 from fwbench.analysis.common.latex import number, stacked_header
 from fwbench.analysis.inference.figures import throughput_figure
+from fwbench.analysis.inference.findings import inference_results
 from fwbench.analysis.inference.macros import macros
 from fwbench.analysis.inference.ratios import speedups, write_speedups
 from fwbench.analysis.inference.tables import inference_table, latency_table, throughput_table
 from fwbench.analysis.inference.tidy import read_tidy, write_tidy
+from fwbench.analysis.paper.inference import inference_results_section
 from fwbench.analysis.paper.training_section import training_section
 from fwbench.analysis.setup.provenance import study_environment
 from fwbench.analysis.training.epochs import write_training_tables
@@ -238,26 +240,16 @@ def test_macros_for_every_framework(three, tiny_config):
     assert _macro(text, "fwbPeakTensorflow") == number(
         float(frame.query("framework == 'tensorflow'")["throughput_img_s"].max())
     )
-    assert _macro(text, "fwbFrameworkList") == "PyTorch, JAX/Flax and TensorFlow/Keras"
-    # the abstract: each framework's geometric mean with its interval, then the adjusted verdicts, one sentence each
-    jax = _macro(text, "fwbSpeedupGeomeanJax")
-    assert _macro(text, "fwbAbstractRatioSentence") == (
-        "Against eager PyTorch, the throughput ratio's geometric mean over the model and batch-size pairs where both "
-        f"frameworks succeeded is {jax} for JAX/Flax (one model: range {_macro(text, 'fwbSpeedupMinJax')}--"
-        f"{_macro(text, 'fwbSpeedupMaxJax')}, no interval; 2 pairs) and 0.500 for TensorFlow/Keras (one pair: its "
-        "own 95\\% CI [0.500, 0.500]; 1 pair)."
-    )
-    assert _macro(text, "fwbAbstractVerdictSentence") == (
-        "After Holm's adjustment within each framework pair, JAX/Flax is faster than PyTorch in 1 and slower in 0 of "
-        "2 pairs and TensorFlow/Keras faster in 0 and slower in 1 of 1; the rest are not resolved."
-    )
-    assert _macro(text, "fwbAbstractLeftOutSentence") == "", "nothing left out"
-    assert "TensorFlow/Keras is faster in 0 and PyTorch in 1" in _macro(text, "fwbFasterSentence")
-    assert _macro(text, "fwbFasterSentence").startswith(
-        "After Holm's adjustment within each framework pair (paired $t$ tests over interleaved rounds), of 2"
-    )
     assert _macro(text, "fwbMultiplicity") == "holm"
-    assert f"TensorFlow/Keras's is {_macro(text, 'fwbPeakTensorflow')}~img/s" in _macro(text, "fwbPeakSentence")
+    # the Results' findings, one sentence per framework against the PyTorch both pair (eager, the study's only mode)
+    (group,) = inference_results(frame, ratios, None, config).groups
+    assert group.baseline == "eager PyTorch" and group.mixed and group.every_model
+    jax, tf = group.findings
+    assert (jax.framework, jax.tally.comparisons, jax.tally.faster, jax.tally.slower) == ("JAX", 2, 1, 0)
+    assert (tf.framework, tf.tally.comparisons, tf.tally.faster, tf.tally.slower) == ("TensorFlow", 1, 0, 1)
+    section = inference_results_section(frame, ratios, None, config)
+    assert "JAX was faster on one of two comparisons, with one unresolved" in section
+    assert "TensorFlow was slower on the one comparison (0.50$\\times$)." in section
 
 
 def test_two_framework_macros_keep_their_meaning(two, tiny_config):
@@ -266,29 +258,23 @@ def test_two_framework_macros_keep_their_meaning(two, tiny_config):
     assert _macro(text, "fwbNumPairs") == "2" and _macro(text, "fwbNumRatios") == "2"
     assert _macro(text, "fwbSpeedupMax") == "1.50" and _macro(text, "fwbJaxFasterPairs") == "1"
     assert _macro(text, "fwbNumPairsTensorflow") == "0" and _macro(text, "fwbSpeedupGeomeanTensorflow") == "---"
-    assert _macro(text, "fwbTensorflowVersion") == "---" and _macro(text, "fwbFrameworkList") == "PyTorch and JAX/Flax"
-    assert _macro(text, "fwbAbstractRatioSentence").startswith(
-        "Over the 2 model and batch-size pairs where both frameworks succeeded, JAX/Flax's throughput is "
-    )
-    assert "TensorFlow" not in _macro(text, "fwbAbstractRatioSentence") + _macro(text, "fwbAbstractVerdictSentence")
-    # with the configuration's multiplicity none, the counts say they are each ratio's own
-    none = macros(frame, ratios.assign(multiplicity="none"), {}, validate_config(tiny_config))
-    assert _macro(none, "fwbAbstractVerdictSentence").startswith(
-        "By their own 95\\% intervals, without adjustment for multiple comparisons, JAX/Flax is faster"
-    )
-    assert "TensorFlow" not in _macro(text, "fwbFasterSentence") + _macro(text, "fwbPeakSentence")
+    assert _macro(text, "fwbTensorflowVersion") == "---"
+    config = validate_config(tiny_config)
+    assert "TensorFlow" not in inference_results_section(frame, ratios, None, config)
 
 
-def test_a_study_of_pytorch_alone_has_an_abstract_without_ratios(two, tiny_config):
+def test_a_study_of_pytorch_alone_has_no_ratio_to_report(two, tiny_config):
     paths, frame, ratios = two
     alone = frame[frame["framework"] == "torch"]
     config = validate_config({**tiny_config, "frameworks": ["torch"]})
     text = macros(alone, ratios.iloc[0:0], study_environment(paths), config)
-    assert _macro(text, "fwbAbstractRatioSentence") == (
-        "The study has no framework to compare with PyTorch, so it reports no throughput ratio."
-    )
-    assert _macro(text, "fwbAbstractVerdictSentence") == "" and _macro(text, "fwbAbstractLeftOutSentence") == ""
     assert _macro(text, "fwbMultiplicity") == "holm", "the configuration's setting where no ratio carries one"
+    assert inference_results(alone, ratios.iloc[0:0], None, config).groups == ()
+    section = inference_results_section(alone, ratios.iloc[0:0], None, config)
+    assert section.startswith("No framework is compared with PyTorch in this study.")
+    # negative control: the same study with JAX has a ratio to report
+    with_jax = validate_config(tiny_config)
+    assert not inference_results_section(frame, ratios, None, with_jax).startswith("No framework is compared")
 
 
 def test_setup_table_lists_tensorflow_only_when_the_study_has_it(three, two):

@@ -14,6 +14,7 @@ from fwbench.analysis.common.latex import literal
 from fwbench.analysis.failures.report import failures_table
 from fwbench.analysis.inference.tables import inference_table
 from fwbench.analysis.paper import pdf_check
+from fwbench.analysis.paper.failures import failure_summary
 from fwbench.analysis.paper.pdf_check import Problem
 from fwbench.analysis.setup.tables import environment_table
 
@@ -357,7 +358,7 @@ def test_the_generated_tables_fit_the_page_at_8_pt(tmp_path):
     table, at their widest, in the paper's document class: nothing overfull, nothing below 7 pt, nothing scaled."""
     frame, ratios = _frame()
     (tmp_path / "inference.tex").write_text(inference_table(frame, ["torch", "jax", "tensorflow"], ratios))
-    (tmp_path / "failures.tex").write_text(failures_table(frame))
+    (tmp_path / "failures.tex").write_text(failures_table(frame, summary=failure_summary(frame)))
     (tmp_path / "environment.tex").write_text(environment_table(WIDE_ENVIRONMENT))
     body = rf"""
 \section{{Results}}

@@ -403,6 +403,8 @@ def test_the_papers_tables_macros_and_figures_take_a_third_torch_mode(three_mode
     from fwbench.analysis.inference.tables import inference_table, throughput_table
     from fwbench.analysis.paper.abstract import abstract
     from fwbench.analysis.paper.conclusions import conclusions_section
+    from fwbench.analysis.paper.failures import failure_summary
+    from fwbench.analysis.paper.inference import inference_results_section, modes_sentence
     from fwbench.analysis.published.matching import COLUMNS as PUBLISHED_COLUMNS
     from fwbench.analysis.setup.provenance import study_environment
     from fwbench.analysis.setup.tables import environment_table
@@ -428,8 +430,12 @@ def test_the_papers_tables_macros_and_figures_take_a_third_torch_mode(three_mode
     text = macros(frame, ratios, env, config, gains=gains)
     # the compiled/eager summary speaks for mode compile alone (three gains, not five pooled with CUDA graphs')
     assert r"\newcommand{\fwbNumModeGains}{3}" in text and r"\newcommand{\fwbModeGainMax}{2.00}" in text
-    assert "PyTorch ran eagerly, compiled and compiled with CUDA graphs for every model" in text
-    failures_table(frame, None), failure_macros(frame, None)
+    assert "PyTorch ran eagerly, compiled and compiled with CUDA graphs for every model" in modes_sentence(frame)
+    failures_table(frame, None, summary=failure_summary(frame)), failure_macros(frame, None)
+    # the Results' gain paragraph speaks for torch.compile alone too
+    assert "Fig.~\\ref{fig:mode-gain} sets compiled against eager PyTorch" in inference_results_section(
+        frame, ratios, gains, config
+    )
     throughput_figure(frame, tmp_path / "t.pdf", tmp_path / "t.png")
     mode_gain_figure(gains, tmp_path / "g.pdf", tmp_path / "g.png")
     assert abstract(ratios, frame, None, frameworks).startswith(("Against compiled PyTorch, ", "Against PyTorch, "))

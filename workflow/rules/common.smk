@@ -77,8 +77,10 @@ PAPER_TABLES = {
     name: f"{RESULTS}/tables/{name}.tex"
     for name in (
         "inference",
-        # the ratios a column wide, for the body's results
+        # the ratios a column wide, for the body's results, and the findings that follow them
+        # (fwbench.analysis.paper.inference, report/templates/inference_results.tex.j2)
         "ratios",
+        "inference_results",
         "failures",
         "environment",
         "macros",

@@ -1,13 +1,14 @@
 """The generated body of the paper's "Deviations and failures" section (`failures_table`): a sentence counting
-failed cells by kind and cells that ran with a workaround (`failure_summary`, also as macros: `failure_macros`),
-the table of every such cell of every suite (`deviations_table`), and the largest batch size that fit
-(`largest_batch_table`).
+failed cells by kind and cells that ran with a workaround (its values `FailureCounts`, its counts also as macros:
+`failure_macros`), the table of every such cell of every suite (`deviations_table`), and the largest batch size
+that fit (`largest_batch_table`).
 
 It reads the inference tidy table and the training one alike (`study_cells`: one row per cell, with the failure and
 deviation columns), so it is a section of its own rather than part of either suite's."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
@@ -68,30 +69,30 @@ def _plural(count: int, word: str) -> str:
     return f"{count} {word}" + ("" if count == 1 else "s")
 
 
-def failure_summary(cells: pd.DataFrame) -> str:
-    """One sentence: how many cells failed, by kind, and how many ran with a workaround."""
+@dataclass(frozen=True)
+class FailureCounts:
+    """What the failure summary says (its words are report/templates/failure_summary.tex.j2's, rendered by
+    fwbench.analysis.paper.failures): failed cells, per kind that occurred (the kind in words, in the closed set's
+    order), and successful cells that ran with a workaround."""
+
+    failed: int
+    kinds: tuple[tuple[str, int], ...]
+    deviating: int
+
+
+def failure_tally(cells: pd.DataFrame) -> FailureCounts:
     counts, deviating = failure_counts(cells)
-    failed = sum(counts.values())
-    if failed == 0 and deviating == 0:
-        return "No cell failed and none needed a workaround."
-    parts = []
-    if failed:
-        kinds = ", ".join(f"{n} {KIND_LABELS.get(kind, kind)}" for kind, n in counts.items() if n)
-        parts.append(f"{_plural(failed, 'cell')} failed ({kinds})")
-    if deviating:
-        parts.append(f"{_plural(deviating, 'cell')} ran with a workaround from the fallback ladder")
-    elif failed:
-        parts.append("no cell needed a workaround")
-    return "Over all suites, " + " and ".join(parts) + "."
+    kinds = tuple((KIND_LABELS.get(kind, kind), n) for kind, n in counts.items() if n)
+    return FailureCounts(sum(counts.values()), kinds, deviating)
 
 
 def failure_macros(frame: pd.DataFrame, training: pd.DataFrame | None = None) -> dict[str, str]:
-    """Macros counting failures and deviations over every suite: fwbFailureSummary (a sentence),
-    fwbNumFailedCells, fwbNumDeviatingCells and fwbNumFailed<Kind> for each kind (e.g. fwbNumFailedDeviceOom)."""
+    """Macros counting failures and deviations over every suite: fwbNumFailedCells, fwbNumDeviatingCells and
+    fwbNumFailed<Kind> for each kind (e.g. fwbNumFailedDeviceOom). The sentence that says them, fwbFailureSummary,
+    is a template's (`FailureCounts`)."""
     cells = study_cells(frame, training)
     counts, deviating = failure_counts(cells)
     defs = {
-        "fwbFailureSummary": escape(failure_summary(cells)),
         "fwbNumFailedCells": str(sum(counts.values())),
         "fwbNumDeviatingCells": str(deviating),
     }
@@ -217,21 +218,20 @@ def largest_batch_table(frame: pd.DataFrame) -> str:
     return "\n".join(lines) + "\n"
 
 
-def failures_table(frame: pd.DataFrame, training: pd.DataFrame | None = None) -> str:
-    """The generated body of the paper's "Deviations and failures" section: a sentence counting failed cells by
-    kind and cells that ran with a workaround; the table of every such cell of every suite (suite, framework,
-    model, precision, batch; status; the failure's kind, or for a deviation the kind of the failure that made the
-    workaround apply; the workarounds applied or tried; the recorded reason, or why each workaround applied); and
-    the largest batch size that fit (`largest_batch_table`). When no cell failed or deviated the first part is
-    the single sentence "No cell failed and none needed a workaround."
+def failures_table(frame: pd.DataFrame, training: pd.DataFrame | None = None, *, summary: str) -> str:
+    """The generated body of the paper's "Deviations and failures" section: `summary`, the sentence counting failed
+    cells by kind and cells that ran with a workaround (LaTeX, from `FailureCounts`); the table of every such cell
+    of every suite (suite, framework, model, precision, batch; status; the failure's kind, or for a deviation the
+    kind of the failure that made the workaround apply; the workarounds applied or tried; the recorded reason, or
+    why each workaround applied); and the largest batch size that fit (`largest_batch_table`). When no cell failed
+    or deviated the first part is the sentence alone.
     """
     cells = study_cells(frame, training)
-    summary = failure_summary(cells)
     listed = (cells["status"] != "ok") | _deviating(cells)
     if not listed.any():
         return summary + "\n\n" + largest_batch_table(frame)
     lines = [
-        escape(summary) + r" Table~\ref{tab:failures} lists every such cell.",
+        summary + r" Table~\ref{tab:failures} lists every such cell.",
         "",
         *table_float(
             "Deviations and failures: every cell, of every suite, that failed or succeeded only with a workaround "

@@ -3,9 +3,9 @@ stand-in ratios left out, and counted), each framework's summary against PyTorch
 mean with its interval over models, extremes, resolved counts), and how the counts of resolved ratios were adjusted
 for multiple comparisons, in words.
 
-Part of the numbers quoted in the paper's prose (fwbench.analysis.inference.macros), apart because the sentences
-(fwbench.analysis.inference.sentences), the mode axis (fwbench.analysis.inference.mode_macros), the inference
-tables' legend and the paper's conclusions all summarise ratios this same way."""
+Part of the numbers quoted in the paper's prose (fwbench.analysis.inference.macros), apart because the Results'
+findings (fwbench.analysis.inference.findings), the mode axis (fwbench.analysis.inference.mode_macros), the inference
+tables' legend and the paper's abstract and conclusions all summarise ratios this same way."""
 
 from __future__ import annotations
 
@@ -69,7 +69,7 @@ def summary_ratios(ratios: pd.DataFrame, config: dict[str, Any]) -> tuple[pd.Dat
     always (`computed_ratios`; counted by `placement_macros`), then fwbNumPairsAll (every computed ratio),
     fwbNumPairsDeviating (ratios whose cells ran with different workarounds, marked in the table),
     fwbNumPairsExcludedDeviating (those left out of the summary: all of them, or none when
-    `fallbacks.include_deviating_in_summary` is set) and fwbDeviatingPairsSentence (one sentence for the text).
+    `fallbacks.include_deviating_in_summary` is set; the Results say so, fwbench.analysis.inference.findings).
     Ratios that pair other modes than their column (a stand-in, `stand_ins`) are left out as well: a summary of
     compiled-over-compiled ratios must not mix in an eager program (`mode_ratio_macros` counts them)."""
     placement = placement_macros(ratios)
@@ -79,24 +79,10 @@ def summary_ratios(ratios: pd.DataFrame, config: dict[str, Any]) -> tuple[pd.Dat
     kept = ratios if include else ratios[~differing]
     kept = kept[~stand_ins(ratios).loc[kept.index]]
     count, excluded = int(differing.sum()), 0 if include else int(differing.sum())
-    if count == 0:
-        sentence = "No ratio compares cells that ran with different workarounds."
-    elif include:
-        sentence = (
-            f"{count} of these ratios compare{'s' if count == 1 else ''} cells that ran with different workarounds "
-            "(marked $^{d}$); the study's configuration counts them in these figures."
-        )
-    else:
-        one = count == 1
-        sentence = (
-            f"{count} further ratio{'' if one else 's'} compare{'s' if one else ''} cells that ran with different "
-            f"workarounds (marked $^{{d}}$) and {'is' if one else 'are'} left out of these figures."
-        )
     defs = placement | {
         "fwbNumPairsAll": str(len(ratios)),
         "fwbNumPairsDeviating": str(count),
         "fwbNumPairsExcludedDeviating": str(excluded),
-        "fwbDeviatingPairsSentence": sentence,
     }
     return kept, defs
 
@@ -224,7 +210,7 @@ def ratio_totals(ratios: pd.DataFrame) -> dict[str, str]:
 
 
 # How each multiplicity setting (analysis.multiplicity) reads: the method in the paper's method text, and the phrase
-# a count of resolved ratios carries ("after Holm's adjustment within each framework pair").
+# the ratio table's note gives its verdicts ("after Holm's adjustment within each framework pair").
 MULTIPLICITY_METHODS = {
     "holm": "Holm's step-down method, which holds each family's family-wise error rate at 5\\%",
     "bh": "the Benjamini--Hochberg method, which holds each family's false discovery rate at 5\\%",

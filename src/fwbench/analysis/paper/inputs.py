@@ -12,6 +12,8 @@ from fwbench.analysis.inference.macros import macros
 from fwbench.analysis.inference.ratio_macros import include_deviating
 from fwbench.analysis.inference.tables import inference_table, ratios_table
 from fwbench.analysis.inference.tidy import read_tidy
+from fwbench.analysis.paper.failures import failure_summary
+from fwbench.analysis.paper.inference import inference_results_section, modes_sentence
 from fwbench.analysis.paper.training_section import training_section
 from fwbench.analysis.setup.data_report import dataset_table, loader_macros, loader_table
 from fwbench.analysis.setup.provenance import study_environment
@@ -64,8 +66,11 @@ def write_paper_inputs(
     atomic_write_text(outputs["training"], body)
     atomic_write_text(outputs["training_detail"], detail)
     # Deviations and failures of every suite (the training table has one row per epoch, a failed cell one row).
-    atomic_write_text(outputs["failures"], failures_table(frame, epochs))
-    extra |= failure_macros(frame, epochs)
+    failures = failure_summary(frame, epochs)
+    atomic_write_text(outputs["failures"], failures_table(frame, epochs, summary=failures))
+    extra |= failure_macros(frame, epochs) | {"fwbFailureSummary": failures, "fwbModesSentence": modes_sentence(frame)}
+    # the Results' inference findings, after Table ratios
+    atomic_write_text(outputs["inference_results"], inference_results_section(frame, ratios, gains, config))
     atomic_write_text(outputs["macros"], macros(frame, ratios, env, dict(config), extra, gains))
     atomic_write_text(outputs["dataset"], dataset_table(read_json(manifest), read_json(preprocess)))
     atomic_write_text(outputs["loader"], loader_table(loader_result, frame))
