@@ -4,6 +4,7 @@ the cells' own records and the study's parity table."""
 from __future__ import annotations
 
 import copy
+import re
 
 import pandas as pd
 import pytest
@@ -13,6 +14,9 @@ from fwbench.analysis.fairness.input_checks import blas_core_row
 from fwbench.analysis.fairness.outcome_checks import noise_row
 from fwbench.analysis.fairness.placement_checks import order_row
 from fwbench.analysis.fairness.rows import HELD, NOT_HELD, NOT_MEASURED
+from fwbench.analysis.paper.abstract import words
+from fwbench.analysis.paper.ledger_section import ledger_section
+from fwbench.analysis.paper.structure_check import MAX_SENTENCE_WORDS, sentences
 from fwbench.running import order as trial_order
 from fwbench.scenarios.parity import PARITY_COLUMNS
 
@@ -246,8 +250,9 @@ def test_the_table_escapes_and_bolds_what_did_not_hold():
     rows = lg.ledger(CELLS, _parity(errors={"jax": 1.0}), INFERENCE)
     table = lg.ledger_table(rows)
     assert r"\textbf{did not hold}" in table and "10\\% of its median" in table
-    section = lg.ledger_section(rows)
-    assert section.count(r"\label{tab:ledger}") == 1 and "did not: same weights in every framework;" in section
+    section = ledger_section(rows)
+    assert section.count(r"\label{tab:ledger}") == 1 and "One did not: same weights in every framework." in section
+    assert section.index("One did not") < section.index(r"\begin{table*}"), "the prose, then the table"
 
 
 def test_the_lead_sentence_escapes_the_controls_it_names():
@@ -256,9 +261,78 @@ def test_the_lead_sentence_escapes_the_controls_it_names():
     noisy = rows["control"].str.startswith("Not noisy")
     rows.loc[noisy, "status"] = NOT_HELD
     rows.loc[rows["control"] == "CI target reached", "status"] = NOT_MEASURED
-    sentence = lg.ledger_sentence(rows)
-    assert "did not: not noisy (each trial's IQR at most 10\\% of its median);" in sentence, sentence
-    assert "could not be measured here: CI target reached and" in sentence, sentence
+    counts = lg.ledger_counts(rows)
+    assert counts.not_held == ("not noisy (each trial's IQR at most 10% of its median)",)
+    assert counts.missing == ("CI target reached", "device to itself"), "in the table's order, abbreviations kept"
+    section = ledger_section(rows)
+    assert "One did not: not noisy (each trial's IQR at most 10\\% of its median)." in section, section
+    assert "Two could not be measured here: CI target reached and device to itself." in section, section
+
+
+# --- the section's prose on every kind of study ---------------------------------------------------------------
+
+
+def _prose(text: str) -> str:
+    """The section without its table."""
+    return re.sub(r"\\begin\{table\*\}.*?\\end\{table\*\}", " ", text, flags=re.S)
+
+
+def _study(kind: str) -> pd.DataFrame:
+    """The ledger of a study of `kind`."""
+    cells = copy.deepcopy(CELLS)
+    if kind == "one framework":
+        return lg.ledger(cells[:1], _parity().iloc[:0], INFERENCE.iloc[:1])
+    if kind == "failed cell":
+        cells[1].update(status="failed", failure={"kind": "timeout"})
+    if kind == "nothing resolved":  # one trial each: no ratio can be resolved
+        for r in cells:
+            r["metrics"]["trials"] = r["metrics"]["trials"][:1]
+    if kind == "gpu":
+        for r in cells:
+            r["provenance"]["framework"]["device"] = {"name": "NVIDIA H200", "platform": "cuda"}
+            r["metrics"]["missing"] = {}
+            r["metrics"]["isolation"] = {"other_processes": 0}
+    if kind == "many failed":
+        for r in cells:
+            r["metrics"]["flags"]["noisy"] = True
+            r["metrics"]["input_sha256"] = r["cell"]["framework"]
+        cells[1].update(status="failed", failure={"kind": "timeout"})
+    rows = lg.ledger(cells, _parity(errors={"jax": 1.0} if kind == "many failed" else None), INFERENCE)
+    return rows.iloc[:0] if kind == "no rows" else rows
+
+
+@pytest.mark.parametrize("kind", ["one framework", "failed cell", "nothing resolved", "gpu", "many failed", "no rows"])
+def test_the_section_renders_short_sentences_for_every_kind_of_study(kind):
+    rows = _study(kind)
+    counts = lg.ledger_counts(rows)
+    assert counts.total == len(rows) and counts.held + len(counts.not_held) + len(counts.missing) == len(rows)
+    text = ledger_section(rows)
+    assert text.startswith("\\section{Fairness ledger}") and r"\label{tab:ledger}" in text
+    prose = _prose(text)
+    assert max(words(sentence) for sentence in sentences(prose)) <= MAX_SENTENCE_WORDS
+    if kind == "no rows":
+        assert "The ledger has no control to report" in prose
+    else:
+        assert "fairness controls (Table~\\ref{tab:ledger})," in prose and " held." in prose
+    if kind == "failed cell":
+        assert "every cell measured" in counts.not_held and "every cell measured" in prose
+    if kind == "many failed":
+        assert len(counts.not_held) > 2 and prose.count(r"\item") == len(counts.not_held), "a list, one item each"
+    else:
+        assert len(counts.not_held) > 2 or r"\item" not in prose.split("could not be measured")[0]
+
+
+def test_the_sentence_check_catches_a_long_list_said_in_one_sentence():
+    """The negative control: the controls that did not hold said in one sentence, as the section said them before
+    it listed three or more, run over the limit; listed one an item, no sentence does."""
+    counts = lg.ledger_counts(_study("many failed"))
+    one_sentence = (
+        f"Of the {counts.total} controls in Table~\\ref{{tab:ledger}}, {counts.held} held in this study; "
+        f"{len(counts.not_held)} did not: {', '.join(counts.not_held)}; "
+        f"{len(counts.missing)} could not be measured here: {', '.join(counts.missing)}."
+    )
+    assert words(one_sentence) > MAX_SENTENCE_WORDS
+    assert max(words(s) for s in sentences(_prose(ledger_section(_study("many failed"))))) <= MAX_SENTENCE_WORDS
 
 
 # --- trial order and noise ------------------------------------------------------------------------------------------

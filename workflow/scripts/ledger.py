@@ -1,7 +1,9 @@
-"""The fairness ledger from the cells' own records and the study's parity table (fwbench.analysis.fairness.ledger)."""
+"""The fairness ledger from the cells' own records and the study's parity table (fwbench.analysis.fairness.ledger), and
+its section in its template's words (fwbench.analysis.paper.ledger_section)."""
 
-from fwbench.analysis.fairness.ledger import ledger, ledger_section
+from fwbench.analysis.fairness.ledger import ledger
 from fwbench.analysis.inference.tidy import read_tidy
+from fwbench.analysis.paper.ledger_section import ledger_section
 from fwbench.io import atomic_write_text
 from fwbench.results import load_result, read_cell_index
 from fwbench.workflow.logs import redirect_to

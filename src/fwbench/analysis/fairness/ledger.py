@@ -13,19 +13,20 @@ compiled cell recompiled or broke its graph while timed.
 
 The rows are checked by the kind of control, each kind in a module of its own (`input_checks`, `mode_checks`,
 `cache_checks`, `placement_checks`, `block_checks`, `outcome_checks`, on the words of `rows`); this module gathers
-them in the order the paper prints them and writes the ledger as the paper's table and section, so that how the
-ledger is shown changes here without touching what any row checks.
+them in the order the paper prints them, writes the ledger as the paper's table and counts it for the prose
+(`ledger_counts`), so that how the ledger is shown changes here without touching what any row checks. The prose is
+report/templates/ledger.tex.j2's, rendered by fwbench.analysis.paper.ledger_section.
 """
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
 
-from fwbench.analysis.common.latex import escape, join_words, table_float
+from fwbench.analysis.common.latex import escape, table_float
 from fwbench.analysis.common.names import with_display_names
 from fwbench.analysis.fairness.block_checks import block_order_row, idle_row, load_row, steal_row
 from fwbench.analysis.fairness.cache_checks import launch_cache_row
@@ -127,54 +128,33 @@ def _shortened(where: str, limit: int = WHERE_CHARS) -> str:
     return (where[:cut] if cut > 0 else where[:limit]) + "; more in ledger.csv"
 
 
-def ledger_counts(rows: pd.DataFrame) -> dict[str, object]:
-    """The ledger as the conclusions' template says it: how many controls, how many held, and the names of those that
-    did not hold and that could not be measured (`control_in_sentence`, unescaped)."""
+@dataclass(frozen=True)
+class LedgerCounts:
+    """The ledger as the prose says it (report/templates/ledger_macros.tex.j2, in the ledger's section and the
+    conclusions): how many controls, how many held, and the names of those that did not hold and of those that could
+    not be measured, each as it reads inside a sentence (`control_in_sentence`)."""
 
-    def names(status: str) -> list[str]:
-        return [control_in_sentence(c) for c in rows[rows["status"] == status]["control"].tolist()]
-
-    return {
-        "total": len(rows),
-        "held": int((rows["status"] == HELD).sum()),
-        "not_held": names(NOT_HELD),
-        "missing": names(NOT_MEASURED),
-    }
+    total: int
+    held: int
+    not_held: tuple[str, ...]
+    missing: tuple[str, ...]
 
 
-def ledger_sentence(rows: pd.DataFrame) -> str:
-    """The section's lead: how many controls held, which did not, which could not be measured."""
-    counts = Counter(rows["status"])
-    not_held = rows[rows["status"] == NOT_HELD]["control"].tolist()
-    missing = rows[rows["status"] == NOT_MEASURED]["control"].tolist()
-    text = f"Of the {len(rows)} controls in Table~\\ref{{tab:ledger}}, {counts[HELD]} held in this study"
-    if not_held:
-        text += f"; {len(not_held)} did not: {_in_sentence(not_held)}"
-    if missing:
-        text += f"; {len(missing)} could not be measured here: {_in_sentence(missing)}"
-    return text + "."
+def ledger_counts(rows: pd.DataFrame) -> LedgerCounts:
+    """The ledger's rows counted by status, in the table's order."""
+
+    def names(status: str) -> tuple[str, ...]:
+        return tuple(control_in_sentence(c) for c in rows[rows["status"] == status]["control"].tolist())
+
+    return LedgerCounts(
+        total=len(rows),
+        held=int((rows["status"] == HELD).sum()),
+        not_held=names(NOT_HELD),
+        missing=names(NOT_MEASURED),
+    )
 
 
 def control_in_sentence(control: str) -> str:
     """A control's name inside a sentence: its first letter lowered unless it begins an abbreviation ("CI target
     reached" stays)."""
     return control[:1].lower() + control[1:] if control[1:2].islower() else control
-
-
-def _in_sentence(controls: list[str]) -> str:
-    """Control names inside a sentence (`control_in_sentence`), escaped (a name may hold "%", which would end the
-    line in LaTeX)."""
-    return join_words([escape(control_in_sentence(c)) for c in controls])
-
-
-def ledger_section(rows: pd.DataFrame) -> str:
-    return "\n\n".join(
-        [
-            r"\section{Fairness ledger}",
-            r"\label{sec:ledger}",
-            "Each claim of fairness is checked in the study itself, from what every cell recorded and from a rule "
-            "that runs every model's study weights in every framework on the same validation images and compares "
-            "the logits with PyTorch's. " + ledger_sentence(rows),
-            ledger_table(rows),
-        ]
-    )
