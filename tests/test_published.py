@@ -821,3 +821,18 @@ def test_the_sentence_check_catches_a_long_sentence(tmp_path):
     text = published_section(rows, [dataclasses.replace(sources[0], source=long_name)], None)
     assert _longest(text) > MAX_SENTENCE_WORDS
     assert _leaked("resnet50 beside ResNet-50") == ["resnet50"], "an identifier in the prose is caught"
+
+
+def test_a_value_the_template_is_not_handed_stops_the_build_naming_the_template(tmp_path, monkeypatch):
+    """The negative control of the values: a section handed no `sides` fails naming published.tex.j2 and the value,
+    never a gap in the paper; handed them, the same rows render."""
+    from fwbench.analysis.paper import published_section as module
+    from fwbench.analysis.paper.templates import TemplateValueError
+
+    rows, sources = _study("nothing resolved", tmp_path)
+    assert "This study's interval contains 1." in published_section(rows, sources, None)
+    monkeypatch.setattr(
+        module, "section_values", lambda *args: {k: v for k, v in section_values(*args).items() if k != "sides"}
+    )
+    with pytest.raises(TemplateValueError, match=r"published\.tex\.j2.*sides"):
+        published_section(rows, sources, None)

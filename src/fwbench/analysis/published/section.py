@@ -18,12 +18,10 @@ import pandas as pd
 
 from fwbench.analysis.common.latex import figure_float
 from fwbench.analysis.common.names import framework_name, model_in_text, precision_name
-from fwbench.analysis.published.counts import PublishedCounts, PublishedModes, published_counts, published_modes
+from fwbench.analysis.published.counts import published_counts, published_modes
 from fwbench.analysis.published.judgement import DIFFERENT, OPPOSITE, SAME, UNRESOLVED, factor, margin_of
 from fwbench.analysis.published.sources import Source
 from fwbench.analysis.published.table import comparison_table
-
-__all__ = ["PublishedCounts", "PublishedModes", "published_counts", "published_modes", "section_values"]
 
 DEPARTURES_SHOWN = 2  # the largest departures the prose names (the table holds every ratio)
 FIGURE_LABEL = "fig:published"
