@@ -20,9 +20,9 @@ from fwbench.analysis.inference.tidy import read_tidy, write_tidy
 from fwbench.analysis.micro import analysis as micro_analysis
 from fwbench.analysis.paper.failures import failure_summary
 from fwbench.analysis.paper.micro_section import micro_section
+from fwbench.analysis.paper.profile_section import profile_section
 from fwbench.analysis.paper.published_section import published_section
 from fwbench.analysis.paper.training_section import training_section
-from fwbench.analysis.profile.section import profile_section
 from fwbench.analysis.profile.tables import op_profile_table
 from fwbench.analysis.published.matching import compare
 from fwbench.analysis.published.sources import read_sources

@@ -1,6 +1,6 @@
-"""Where the time goes: the op-profile tables, figure and section (fwbench.analysis.profile.outputs)."""
+"""Where the time goes: the op-profile tables, figure and section (fwbench.analysis.paper.profile_section)."""
 
-from fwbench.analysis.profile.outputs import write_profile_outputs
+from fwbench.analysis.paper.profile_section import write_profile_outputs
 from fwbench.results import read_cell_index
 from fwbench.workflow.logs import redirect_to
 

@@ -138,16 +138,17 @@ def profiled_cells(cells: Iterable[Any]) -> list[Profiled]:
     return sorted(found, key=lambda p: (p.model, p.precision, p.batch_size, order[(p.framework, p.mode)]))
 
 
-def failed_profiles(cells: Iterable[Any]) -> list[tuple[str, str]]:
-    """(cell label, reason) of every ok inference cell whose profiling process failed (fwbench.running.profiling
-    records why instead of a profile): the section names them, so a missing breakdown is never silent."""
+def failed_profiles(cells: Iterable[Any]) -> list[tuple[dict[str, Any], str]]:
+    """(cell, reason) of every ok inference cell whose profiling process failed (fwbench.running.profiling records
+    why instead of a profile), in the order of the cells' labels: the section names them, so a missing breakdown is
+    never silent."""
     failed = []
     for item in cells:
         _, result = _source_and_result(item)
         profile = (result.get("metrics") or {}).get("op_profile") or {}
         if result.get("status") == "ok" and profile.get("status") == "failed":
-            failed.append((cell_label(result["cell"]), str(profile.get("reason") or "no reason recorded")))
-    return sorted(failed)
+            failed.append((dict(result["cell"]), str(profile.get("reason") or "no reason recorded")))
+    return sorted(failed, key=lambda pair: cell_label(pair[0]))
 
 
 def timed_medians(tidy: pd.DataFrame | None) -> dict[Key, float]:
