@@ -32,7 +32,8 @@ from fwbench.analysis.training.epochs import write_training_tables
 from fwbench.analysis.training.figure import training_figure
 from fwbench.analysis.training.findings import section_values
 from fwbench.analysis.training.macros import training_macros
-from fwbench.analysis.training.reference import comparison_section, read_published
+from fwbench.analysis.training.reference import comparison_float, read_published
+from fwbench.analysis.training.reference_findings import reference_values
 from fwbench.analysis.training.tables import step0_table, training_table
 from fwbench.workflow.jobtime import JobTime
 from tests.test_conclusions import _section, training_paragraph
@@ -171,12 +172,15 @@ def test_training_ratios_pair_compiled_with_compiled_and_say_when_not(modes_trai
 
 
 def test_the_l4_table_names_both_pytorch_modes(modes_trained):
-    _, frame, _ = modes_trained
-    text = comparison_section(frame, read_published(PUBLISHED))
+    _, frame, agreement = modes_trained
+    text = "\n".join(comparison_float(frame, read_published(PUBLISHED)))
     assert "PyTorch & this study (eager, fp32, batch 32, 2 epochs)" in text
     assert " & this study (compiled, fp32, batch 32, 2 epochs)" in text
     assert "JAX/Flax & this study (fp32, batch 32, 2 epochs)" in text, "one mode: not named"
-    assert "does not state whether it compiled any framework" in text and "(PyTorch eager and compiled)" in text
+    beside = reference_values(frame, read_published(PUBLISHED))
+    assert [(m.framework, m.modes) for m in beside.modes] == [("PyTorch", ("eager", "compiled"))] and not beside.stated
+    said = training_section(frame, agreement, published=read_published(PUBLISHED))
+    assert "does not state whether it compiled any framework" in said and "(PyTorch eager and compiled)." in said
 
 
 def test_partners_keep_two_modes_of_one_framework_apart(modes_trained):

@@ -26,7 +26,8 @@ from fwbench.analysis.setup.provenance import study_environment
 from fwbench.analysis.training.epochs import write_training_tables
 from fwbench.analysis.training.figure import training_figure
 from fwbench.analysis.training.macros import training_macros
-from fwbench.analysis.training.reference import comparison, comparison_section, read_published
+from fwbench.analysis.training.reference import comparison, comparison_float, read_published
+from fwbench.analysis.training.reference_findings import reference_values
 from fwbench.analysis.training.step0 import step0_agreement
 from fwbench.analysis.training.tables import step0_table
 from fwbench.io import atomic_write_json
@@ -534,23 +535,29 @@ def test_l4_table_sets_measured_beside_published_rows(trained):
 
 
 def test_l4_notes_are_read_from_the_published_figures(trained):
-    _, frame, _ = trained
+    _, frame, agreement = trained
     published = read_published(PUBLISHED)
-    text = comparison_section(frame, published)
     values = published["accuracy"].unique()
     assert len(values) == 1, "the reference's accuracies, as shipped"
+    beside = reference_values(frame, published)
+    assert (beside.accuracy, beside.classes, beside.frameworks) == (values[0], 10, ("PyTorch", "JAX", "TensorFlow"))
+    assert [(i.framework, i.kind, i.peak, i.initial) for i in beside.inconsistent] == [("JAX", "RAM", 3.29, 4.42)]
+    text = training_section(frame, agreement, published=published)
     assert (
-        f"The published accuracy is {values[0]:g} for every framework shown (PyTorch, JAX/Flax and TensorFlow/Keras), "
-        "chance level on 10 classes (1/10)" in text
+        f"The published accuracy is {values[0]:g} for every framework shown (PyTorch, JAX and TensorFlow), "
+        "chance level on 10 classes (1/10)." in text
     )
-    assert "JAX/Flax's maximum RAM (3.29~GB) is below its initial RAM (4.42~GB)" in text
+    assert "JAX's maximum RAM (3.29~GB) is below its initial RAM (4.42~GB)" in text
     # other figures, other notes: nothing about chance or the RAM is typed in
     other = published.assign(accuracy=[0.25, 0.25, 0.25], max_ram_gb=published["initial_ram_gb"] + 1)
-    text = comparison_section(frame, other)
+    assert (reference_values(frame, other).classes, reference_values(frame, other).inconsistent) == (4, ())
+    text = training_section(frame, agreement, published=other)
     assert "0.25 for every framework shown" in text and "chance level on 4 classes (1/4)" in text
     assert "below its initial" not in text
-    mixed = comparison_section(frame, published.assign(accuracy=[0.3, 0.5, 0.7]))
-    assert "The published accuracy" not in mixed and "chance" not in mixed
+    mixed = published.assign(accuracy=[0.3, 0.5, 0.7])
+    assert (reference_values(frame, mixed).accuracy, reference_values(frame, mixed).classes) == (None, None)
+    text = training_section(frame, agreement, published=mixed)
+    assert "The published accuracy" not in text and "chance" not in text
 
 
 def test_l4_table_shows_only_the_study_frameworks_and_is_omitted_without_small_cnn(trained):
@@ -559,10 +566,10 @@ def test_l4_table_shows_only_the_study_frameworks_and_is_omitted_without_small_c
     two = frame[frame["framework"] != "tensorflow"]
     section = training_section(two, step0_agreement(two), published=published)
     assert "TensorFlow" not in section and section.count("published (NVIDIA L4)") == 2
-    assert "for every framework shown (PyTorch and JAX/Flax)" in section
+    assert "for every framework shown (PyTorch and JAX)" in section
     no_small = frame[frame["model"] != "small_cnn"]
     text = training_section(no_small, step0_agreement(no_small), published=published)
-    assert "no small CNN training cell, so there is no table" in text and "tab:l4" not in text
+    assert "no training cell of the small CNN, so there is no table" in text and "tab:l4" not in text
 
 
 def test_l4_table_marks_a_failed_small_cnn_cell(trained):
@@ -571,7 +578,7 @@ def test_l4_table_marks_a_failed_small_cnn_cell(trained):
     row = {"framework": "jax", "model": "small_cnn", "precision": "fp32", "batch_size": 32, "status": "failed"}
     row |= {"reason": "host out of memory: killed", "failure_kind": "host_oom", "path": "x.json"}
     frame = pd.concat([failed, pd.DataFrame([row])], ignore_index=True)
-    section = comparison_section(frame, read_published(PUBLISHED))
+    section = "\n".join(comparison_float(frame, read_published(PUBLISHED)))
     assert r"JAX/Flax & this study (fp32, batch 32) & \multicolumn{6}{l}{failed (host\_oom)" in section
 
 
@@ -603,7 +610,7 @@ def test_a_study_of_pytorch_alone_still_writes_its_training_section(tmp_path):
     section = training_section(frame, agreement, published=read_published(PUBLISHED))
     assert (
         "PyTorch trains ResNet-50 and the small CNN from" in section
-        and "With one framework, there is no pair of frameworks to compare." in section
+        and "With one framework, there is no pair of frameworks to compare" in section
     )
     assert "No cell completed both in PyTorch and in another framework." in section
     assert section.count("published (NVIDIA L4)") == 1 and "JAX" not in section

@@ -8,6 +8,7 @@ runs."""
 from __future__ import annotations
 
 import copy
+import re
 
 import pytest
 
@@ -21,9 +22,10 @@ from fwbench.analysis.paper.training_section import compiled_step0_text, mode_ga
 from fwbench.analysis.training.epochs import write_training_tables
 from fwbench.analysis.training.findings import section_values
 from fwbench.analysis.training.method import method_values
+from fwbench.analysis.training.reference import read_published
 from tests.test_deviations import _failed
 from tests.test_mode_training_analysis import _compiled_torch, _in_mode, _trained_results
-from tests.test_multi_framework_analysis import _provenance, _training, _write
+from tests.test_multi_framework_analysis import PUBLISHED, _provenance, _training, _write
 
 
 def _tables(tmp_path, results):
@@ -47,6 +49,13 @@ def _readable(text: str) -> None:
     assert long_sentences(text, "training") == [], text
     plain = text.replace("\\_", "_")
     assert identifiers_in_prose([plain], identifiers() | OTHER_IDENTIFIERS) == [], plain
+
+
+def _referenced(section: str) -> None:
+    """Every float the section sets is referenced in it (the paper check fails an unreferenced float)."""
+    labels = re.findall(r"\\label\{((?:tab|fig):[^}]+)\}", section)
+    unreferenced = [label for label in labels if f"{{{label}}}" not in section.replace(f"\\label{{{label}}}", "")]
+    assert labels and unreferenced == [], unreferenced
 
 
 def _targeted(result, seconds, target=0.5):
@@ -86,9 +95,11 @@ def test_the_values_say_who_reached_the_target_when(modes):
 
 def test_the_section_reads_as_findings(modes):
     frame, agreement = modes
-    body, detail = _parts(frame, agreement)
+    body, detail = _parts(frame, agreement, published=read_published(PUBLISHED))
     _readable(body)
     _readable(detail)
+    _referenced(training_section(frame, agreement, published=read_published(PUBLISHED)))
+    assert "Table~\\ref{tab:l4} sets this study's training cells of the small CNN beside published ones" in detail
     assert "All three frameworks train the small CNN from the same converted weights." in body
     assert "All four training cells completed two epochs, 18~s of training in all." in body
     assert "Compiled PyTorch reached the 50\\% top-1 target first, in 1.5~s." in body
@@ -148,7 +159,8 @@ def test_a_study_of_one_framework(tmp_path):
     body, detail = _parts(frame, agreement)
     _readable(body + detail)
     assert "PyTorch trains ResNet-50 and the small CNN from the same converted weights." in body
-    assert "With one framework, there is no pair of frameworks to compare." in body
+    assert "With one framework, there is no pair of frameworks to compare (Table~\\ref{tab:step0})." in body
+    _referenced(training_section(frame, agreement))
     assert "On ResNet-50 at batch 32, PyTorch took 2.5~s per epoch." in body
     assert "flagged" not in body and "JAX" not in body + detail and "compilers" not in detail
 
@@ -183,9 +195,10 @@ def test_a_study_whose_every_cell_failed(tmp_path):
     frame, agreement = _tables(tmp_path, results)
     values = section_values(frame, agreement)
     assert values["runs"] == () and values["cells"].seconds is None
+    _referenced(training_section(frame, agreement).replace(r"\label{fig:training}", ""))  # no figure to draw
     body, detail = _parts(frame, agreement)
     _readable(body + detail)
-    assert "None of the two training cells completed (Appendix~\\ref{sec:failures})." in body
+    assert "None of the two training cells completed; Table~\\ref{tab:training} and Appendix" in body
     assert "Fig.~\\ref" not in body
 
 

@@ -1,8 +1,8 @@
 """The paper's training section as the paper \\inputs it: the body's prose (report/templates/training.tex.j2) and
-the curves figure, then, after the detail mark, the appendix's paragraph on how training was measured
-(training_detail.tex.j2) and the full tables (fwbench.analysis.training.section). The values come from
-fwbench.analysis.training.findings and method; the words are the templates', which an author rewords without touching
-Python.
+the curves figure, then, after the detail mark, the appendix's paragraphs on how training was measured and on the
+published figures beside this study's (training_detail.tex.j2), and the full tables
+(fwbench.analysis.training.section). The values come from fwbench.analysis.training.findings, method and
+reference_findings; the words are the templates', which an author rewords without touching Python.
 
 It sits on the paper's floor because rendering a template is the paper's job (fwbench.analysis.paper.templates): the
 training package hands numbers, verdicts and display names up, never sentences. The conclusions repeat two of its
@@ -17,6 +17,7 @@ from fwbench.analysis.common.detail import DETAIL_MARK
 from fwbench.analysis.paper.templates import render
 from fwbench.analysis.training.findings import counted_pairs, mode_agreements, mode_gain_values, section_values
 from fwbench.analysis.training.method import method_values
+from fwbench.analysis.training.reference_findings import reference_values
 from fwbench.analysis.training.section import curves_figure, detail_floats
 
 
@@ -34,7 +35,8 @@ def training_section(
         return render("training.tex.j2", {"trained": False}) + "\n"
     agreement = agreement if agreement is not None else pd.DataFrame()
     body = render("training.tex.j2", {"trained": True, **section_values(frame, agreement, include_deviating)})
-    method = render("training_detail.tex.j2", method_values(frame))
+    beside = reference_values(frame, published) if published is not None else None
+    method = render("training_detail.tex.j2", {**method_values(frame), "reference": beside})
     lines = [
         body,
         "",

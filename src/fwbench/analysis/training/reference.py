@@ -22,7 +22,6 @@ import pandas as pd
 
 from fwbench.analysis.common.latex import (
     escape,
-    join_words,
     label,
     mode_label,
     number,
@@ -217,78 +216,13 @@ def missing_legend(rows: pd.DataFrame) -> str:
     return f"Device memory missing: {legend}."
 
 
-def _chance_level(accuracy: float) -> str:
-    """ "chance level on k classes (1/k)" where the accuracy is 1/k for a whole k, else nothing."""
-    if not 0 < accuracy < 1:
-        return ""
-    classes = round(1 / accuracy)
-    return f"chance level on {classes} classes (1/{classes})" if abs(classes * accuracy - 1) < 1e-9 else ""
-
-
-def accuracy_note(published: pd.DataFrame) -> str:
-    """What the published accuracies say, read from them: when every shown row has the same value, that value, and
-    where it is 1/k that it is chance level, so those runs cannot be compared with ours on accuracy."""
-    values = published["accuracy"].dropna().unique()
-    if len(values) != 1:
-        return ""
-    value = float(values[0])
-    names = join_words([label(f) for f in ordered_frameworks(published["framework"])])
-    text = f"The published accuracy is {value:g} for every framework shown ({names})"
-    chance = _chance_level(value)
-    if chance:
-        text += (
-            f", {chance}: the published runs show no sign of learning, so their accuracy says nothing about "
-            "training quality and cannot be compared with this study's"
-        )
-    return text + ". "
-
-
-def inconsistency_note(published: pd.DataFrame) -> str:
-    """Published maxima below their own initial values, read from the reference: a maximum cannot be below the
-    initial value of the same run, so those figures cannot both be taken as they stand."""
-    parts = []
-    for _, row in published.iterrows():
-        for kind, initial, peak in (
-            ("RAM", "initial_ram_gb", "max_ram_gb"),
-            ("VRAM", "initial_vram_gb", "max_vram_gb"),
-        ):
-            if row[peak] < row[initial]:
-                parts.append(
-                    f"{label(row['framework'])}'s maximum {kind} ({number(row[peak])}~GB) is below its initial "
-                    f"{kind} ({number(row[initial])}~GB)"
-                )
-    if not parts:
-        return ""
-    return "In the published figures " + "; ".join(parts) + ", so they cannot both be taken as they stand. "
-
-
-def modes_note(rows: pd.DataFrame) -> str:
-    """What the table says about execution modes: nothing where every framework trained in one mode; otherwise
-    that the reference's modes are what REFERENCE_MODES says, or unknown, and which of ours stand beside it."""
-    ours = rows[rows["source"] == "measured"]
-    ours = ours.dropna(subset=["mode_shown"]) if "mode_shown" in ours else ours.iloc[0:0]
-    if ours.empty:
-        return ""
-    if REFERENCE_MODES:
-        stated = join_words([f"{label(f)} {mode_label(m)}" for f, m in REFERENCE_MODES.items()])
-        return f"The reference ran {stated}; this study's cells in those modes stand beside it. "
-    modes = {f: dict.fromkeys(ours.loc[ours["framework"] == f, "mode"]) for f in ordered_frameworks(ours["framework"])}
-    named = join_words([f"{label(f)} {join_words([mode_label(m) for m in found])}" for f, found in modes.items()])
-    return (
-        "The reference does not state whether it compiled any framework, so this study's cells in every mode stand "
-        f"beside it, each named with its mode ({named}). "
-    )
-
-
-def comparison_section(frame: pd.DataFrame, published: pd.DataFrame) -> str:
-    """The training section's part on the published L4 figures: a paragraph and the table, or one sentence saying
-    why there is no table (no small-CNN training cell in the study)."""
+def comparison_float(frame: pd.DataFrame, published: pd.DataFrame) -> list[str]:
+    """The table of the study's small-CNN training cells beside the published L4 figures, line by line (none where
+    the study has no small-CNN training cell). What the appendix says about it is the template's
+    (fwbench.analysis.training.reference_findings)."""
     rows = comparison(frame, published)
     if rows.empty:
-        return (
-            f"The study has no {escape(model_name(REFERENCE_MODEL))} training cell, so there is no table beside the "
-            f"published small-CNN training figures on an {REFERENCE_GPU} (\\texttt{{{escape(REFERENCE_FILE)}}}).\n"
-        )
+        return []
     shown = rows[rows["source"] == "published"]
     uncovered = [label(f) for f in ordered_frameworks(rows["framework"]) if f not in set(shown["framework"])]
     missing_rows = f" The reference has no row for {', '.join(uncovered)}." if uncovered else ""
@@ -310,11 +244,4 @@ def comparison_section(frame: pd.DataFrame, published: pd.DataFrame) -> str:
         "and the blog's own model definition, epoch count and batch size, none of which the reference records, so "
         f"its figures are not comparable one to one with this study's. GB = $10^9$ bytes.{missing_rows}"
     )
-    notes = accuracy_note(shown) + inconsistency_note(shown) + modes_note(rows)
-    lines = [
-        f"Table~\\ref{{tab:l4}} sets the small-CNN training cells beside published small-CNN training figures from "
-        f"an {REFERENCE_GPU}, in the published table's shape. {notes}".rstrip(),
-        "",
-        *table_float(caption, "tab:l4", comparison_table(rows), [note, missing_legend(rows)]),
-    ]
-    return "\n".join(lines) + "\n"
+    return table_float(caption, "tab:l4", comparison_table(rows), [note, missing_legend(rows)])

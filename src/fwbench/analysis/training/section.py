@@ -12,7 +12,7 @@ from __future__ import annotations
 import pandas as pd
 
 from fwbench.analysis.common.latex import BASELINE, figure_float, ordered_frameworks, others, table_float, variant_short
-from fwbench.analysis.training.reference import comparison_section
+from fwbench.analysis.training.reference import comparison_float
 from fwbench.analysis.training.step0 import agreement_variants
 from fwbench.analysis.training.tables import step0_table, training_table
 from fwbench.study.modes import primary
@@ -89,7 +89,7 @@ def detail_floats(frame: pd.DataFrame, agreement: pd.DataFrame, published: pd.Da
             [ACCURACY_NOTE],
         ),
         "",
-        *([comparison_section(frame, published).rstrip(), ""] if published is not None else []),
+        *([*table, ""] if published is not None and (table := comparison_float(frame, published)) else []),
         *table_float(
             _step0_caption(compared or [(f, primary(f)) for f in others(frameworks)]),
             "tab:step0",
