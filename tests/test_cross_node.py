@@ -11,7 +11,6 @@ import math
 import pandas as pd
 import pytest
 
-from fwbench.analysis.common.latex import number
 from fwbench.analysis.common.partners import check_placement
 from fwbench.analysis.fairness import ledger as lg
 from fwbench.analysis.fairness.rows import HELD, NOT_HELD, NOT_MEASURED
@@ -195,7 +194,6 @@ def test_summary_macros_never_count_a_refused_ratio(tmp_path, tiny_config):
     text = macros(frame, read_tidy(tmp_path / "speedups.csv"), study_environment(paths), config)
     assert _macro(text, "fwbNumRatiosRefused") == "1" and _macro(text, "fwbNumRatiosNodeDiffer") == "0"
     batch8 = _by(ratios).loc[("jax", 8), "ratio"]
-    assert _macro(text, "fwbNumPairsJax") == "1" and _macro(text, "fwbSpeedupGeomeanJax") == number(batch8)
     assert _macro(text, "fwbNumRatios") == "2" and _macro(text, "fwbNumPairsAll") == "2"
     assert _macro(text, "fwbNumPairsExcludedDeviating") == "0"
     # the Results' findings count the kept ratio alone: the refused one is in no summary
@@ -206,9 +204,8 @@ def test_summary_macros_never_count_a_refused_ratio(tmp_path, tiny_config):
     kept = _ratios(tmp_path / "across", _cluster(jax_node="gpu02"))[2]
     across = macros(frame, kept, {}, config)
     assert _macro(across, "fwbNumRatiosRefused") == "0" and _macro(across, "fwbNumRatiosNodeDiffer") == "1"
-    assert _macro(across, "fwbNumPairsJax") == "2", "a ratio across nodes is kept"
     groups = inference_results(frame, kept, None, config).groups
-    assert [f.tally.comparisons for g in groups for f in g.findings if f.framework == "JAX"] == [2], "and counted"
+    assert [f.tally.comparisons for g in groups for f in g.findings if f.framework == "JAX"] == [2], "it is kept"
 
 
 CONFIG = {

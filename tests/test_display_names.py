@@ -20,7 +20,7 @@ from fwbench.analysis.common.names import identifiers, model_in_text, model_name
 from fwbench.analysis.fairness.ledger import ledger_table
 from fwbench.analysis.inference import figures as inference_figures
 from fwbench.analysis.inference import findings as inference_findings
-from fwbench.analysis.inference import mode_macros, ratio_macros
+from fwbench.analysis.inference import mode_macros
 from fwbench.analysis.inference.macros import macros
 from fwbench.analysis.inference.ratios import write_ratio_tables
 from fwbench.analysis.inference.tidy import read_tidy, write_tidy
@@ -104,7 +104,7 @@ def _results_text(mode_study, tiny_config) -> str:
     config = validate_config({**tiny_config, "frameworks": THREE})
     return "\n".join(
         [
-            macros(frame, ratios, study_environment(paths), config, gains=gains),
+            macros(frame, ratios, study_environment(paths), config),
             inference_results_section(frame, ratios, gains, config),
             modes_sentence(frame),
         ]
@@ -119,7 +119,6 @@ def test_the_results_name_models_by_their_display_names(mode_study, tiny_config)
 
 def test_the_check_fails_the_results_where_the_identifiers_come_back(mode_study, tiny_config, monkeypatch):
     """Negative control: the same text with the names undone (each model by its identifier) fails the check."""
-    monkeypatch.setattr(ratio_macros, "model_in_text", str)
     monkeypatch.setattr(mode_macros, "model_name", str)
     monkeypatch.setattr(inference_findings, "model_name", str)
     hits = leaked(_results_text(mode_study, tiny_config))

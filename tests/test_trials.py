@@ -10,6 +10,7 @@ from collections import Counter
 import numpy as np
 import pytest
 
+from fwbench.analysis.inference.findings import inference_results
 from fwbench.analysis.inference.macros import macros
 from fwbench.analysis.inference.ratios import speedups
 from fwbench.analysis.inference.tables import inference_table, throughput_table
@@ -211,8 +212,10 @@ def test_a_single_trial_never_resolves_a_ratio(tmp_path):
     assert r"\textbf{" not in table.split(r"\midrule")[1] and r"$\times$ {\scriptsize[" in table and "$^{w}$" in table
     config = _config(batch_sizes=[8])
     text = macros(frame, ratios, {}, config)
-    assert r"\newcommand{\fwbJaxFasterPairs}{0}" in text and r"\newcommand{\fwbNumPairsUnresolvable}{1}" in text
-    assert r"\newcommand{\fwbTrials}{1}" in text
+    assert r"\newcommand{\fwbNumRatiosUnresolvable}{1}" in text and r"\newcommand{\fwbTrials}{1}" in text
+    (group,) = inference_results(frame, ratios, None, config).groups
+    tally = group.findings[0].tally
+    assert (tally.comparisons, tally.unresolvable, tally.faster, tally.slower) == (1, 1, 0, 0)
 
 
 def test_resolved_counts_and_bold_use_the_paired_interval(tmp_path):
@@ -228,8 +231,10 @@ def test_resolved_counts_and_bold_use_the_paired_interval(tmp_path):
     assert table.count(r"\textbf{1.50$\times$") == 1 and "$^{w}$" not in table
     config = _config(batch_sizes=[1, 8], trials=3)
     text = macros(frame, ratios, {}, config)
-    assert r"\newcommand{\fwbJaxFasterPairs}{1}" in text and r"\newcommand{\fwbTorchFasterPairs}{0}" in text
-    assert r"\newcommand{\fwbNumPairsUnresolvable}{0}" in text and r"\newcommand{\fwbTrials}{3}" in text
+    assert r"\newcommand{\fwbNumRatiosUnresolvable}{0}" in text and r"\newcommand{\fwbTrials}{3}" in text
+    (group,) = inference_results(frame, ratios, None, config).groups
+    tally = group.findings[0].tally
+    assert (tally.comparisons, tally.unresolvable, tally.faster, tally.slower) == (2, 0, 1, 0)
 
 
 # A measuring child that appends its framework to ORDER, fails where FAIL says so (framework, its trial number),

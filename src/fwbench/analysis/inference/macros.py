@@ -1,8 +1,8 @@
 """Numbers quoted in the paper's prose, as LaTeX macros computed from the results (never typed by hand).
 
 `macros` writes the one macro file the paper reads: the study's setup and cells, the burst checks, the environment,
-each framework's peak, and, from the modules beside it, the ratio summaries (fwbench.analysis.inference.ratio_macros)
-and the execution-mode axis (fwbench.analysis.inference.mode_macros). Sentences are no macros: the Results' findings
+and, from the modules beside it, which ratios the summaries count (fwbench.analysis.inference.ratio_macros) and the
+execution-mode axis (fwbench.analysis.inference.mode_macros). Sentences are no macros: the Results' findings
 are a template's (fwbench.analysis.inference.findings, report/templates/inference_results.tex.j2)."""
 
 from __future__ import annotations
@@ -12,15 +12,11 @@ from typing import Any
 import pandas as pd
 
 from fwbench.analysis.common.latex import (
-    FRAMEWORK_LABELS,
     default_title,
     define_macros,
     escape,
     join_words,
-    macro_name,
-    mode_label,
     number,
-    others,
     variant_label,
 )
 from fwbench.analysis.common.names import model_in_text
@@ -29,13 +25,10 @@ from fwbench.analysis.common.verdicts import multiplicity_setting
 from fwbench.analysis.inference.mode_macros import mode_macros
 from fwbench.analysis.inference.ratio_macros import (
     computed_ratios,
-    eager_family,
     multiplicity_macros,
-    ratio_macros,
     ratio_totals,
     summary_ratios,
 )
-from fwbench.analysis.inference.summary import ratios_for
 from fwbench.scenarios.blocks import STEAL_FLAG
 
 
@@ -49,11 +42,6 @@ def fallback_ladder(config: dict[str, Any]) -> str:
         return "empty in this study's configuration"
     names = ", ".join(rf"\texttt{{{escape(name)}}}" for name in rungs)
     return f"{len(rungs)} rung{'' if len(rungs) == 1 else 's'} in this study: {names}"
-
-
-def _mode_suffix(row: pd.Series, several: set[str]) -> str:
-    """ ", compiled" after a cell's name where its framework ran in several modes ("" otherwise)."""
-    return f", {mode_label(row['mode'])}" if row["framework"] in several else ""
 
 
 def burst_macros(ok: pd.DataFrame) -> dict[str, str]:
@@ -90,28 +78,20 @@ def macros(
     env: dict[str, Any],
     config: dict[str, Any],
     extra: dict[str, str] | None = None,
-    gains: pd.DataFrame | None = None,
 ) -> str:
-    """`extra`: macros computed elsewhere (the data section's), defined in the same file. `gains`: the
-    compiled-over-eager gains (`ratios.mode_gains`) summarised by `mode_macros`; without them the mode-gain
-    macros say that none was measured.
+    """`extra`: macros computed elsewhere (the data section's, the templates' sentences), defined in the same file.
 
     Refused ratios (cells on different device models) are in no summary (fwbNumRatiosRefused counts them). Ratios
     whose two cells ran with different workarounds from the fallback ladder (`deviation_differs`) are left
-    out of every summary of the ratios (geometric mean, range, pair counts, resolved tallies) unless
-    `fallbacks.include_deviating_in_summary` is set; fwbNumPairsExcludedDeviating counts them.
-
-    Every framework's ratios against PyTorch are summarised under its own names (`ratio_names`), JAX's also under
-    the names the paper used when it was the only one. Ratios with another mode standing in for their column's are
-    left out of the summaries too (`stand_ins`; fwbNumRatiosStandIn), except those against eager PyTorch where the
-    study has no compiled PyTorch cell (`ratio_macros.eager_family`), which are summarised as a family of their own
-    (`ratio_names(framework, "eager")`)."""
+    out of every summary of the ratios unless `fallbacks.include_deviating_in_summary` is set;
+    fwbNumPairsExcludedDeviating counts them, fwbNumRatiosStandIn the ratios with another mode standing in for their
+    column's. The summaries themselves are the Results' (fwbench.analysis.inference.findings), in a template's
+    words."""
     frame = with_modes(frame)
     ok = frame[frame["status"] == "ok"]
     several = multi_mode(zip(frame["framework"], frame["mode"], strict=True))
     every_ratio = computed_ratios(ratios)  # beyond refusals, the summary leaves out deviating pairs and stand-ins
-    eager = eager_family(ratios, config)  # stand-ins against eager PyTorch: summarised as a family of their own
-    mode_defs = mode_macros(frame, ratios, gains, config, env)
+    mode_defs = mode_macros(ratios, env)
     ratios, deviation_defs = summary_ratios(ratios, config)
     defs = {
         "fwbStudyName": escape(config["study"]),
@@ -173,23 +153,8 @@ def macros(
         ("fwbench commit", "fwbCommit"),
     ):
         defs[name] = escape(env.get(key) if env.get(key) is not None else "---")
-    for framework, text in FRAMEWORK_LABELS.items():  # every framework defined, so the paper compiles for any subset
-        mine = ok[ok["framework"] == framework]
-        best = mine.sort_values("throughput_img_s").iloc[-1] if not mine.empty else None
-        defs[macro_name("peak", framework)] = number(best["throughput_img_s"]) if best is not None else "---"
-        defs[macro_name("peak", framework, "cell")] = (
-            escape(f"{model_in_text(best['model'])} at batch {best['batch_size']}{_mode_suffix(best, several)}")
-            if best is not None
-            else "no successful cell"
-        )
-        defs[macro_name("label", framework)] = text
     defs.update(deviation_defs)
     defs["fwbFallbackLadder"] = fallback_ladder(config)
-    for framework in others(FRAMEWORK_LABELS):  # every framework defined, so the paper compiles for any subset
-        defs |= ratio_macros(ratios_for(ratios, framework), framework)
-    defs |= ratio_macros(ratios_for(ratios, "jax"))  # the names the paper used when JAX was the only ratio
-    for framework in others(FRAMEWORK_LABELS):
-        defs |= ratio_macros(ratios_for(eager, framework), framework, family="eager")
     defs |= ratio_totals(ratios)
     setting = multiplicity_setting(config.get("analysis"))
     defs |= multiplicity_macros(every_ratio, setting)

@@ -1,8 +1,8 @@
-"""The macros of the execution-mode axis (`mode_macros`): the gain of compiling within a framework (the
-compiled-over-eager ratios, summarised like the ratios between frameworks), torch.compile's compile times, the
-ratios that set an eager against a compiled program or pair another mode than their column and the settings that
-decide what a compiled number includes; and what ran in which mode (`mode_uses`), the values of the method's
-sentence, whose words are report/templates/modes.tex.j2's.
+"""The execution-mode axis for the paper: the macros its method and table notes quote (`mode_macros`: the ratios
+that pair another mode than their column, the settings that decide what a compiled number includes), the gains of
+each framework's first compiled mode (`first_compiled`) and torch.compile's compile times (`compile_seconds`) that
+the Results summarise (fwbench.analysis.inference.findings), and what ran in which mode (`mode_uses`), the values of
+the method's sentence, whose words are report/templates/modes.tex.j2's.
 
 Every macro is defined for every study, so the paper compiles without a second mode; apart from the rest of the
 prose's numbers (fwbench.analysis.inference.macros) because the mode axis changes on its own."""
@@ -14,36 +14,11 @@ from typing import Any
 
 import pandas as pd
 
-from fwbench.analysis.common.latex import escape, number, ordered_frameworks, ordered_variants
+from fwbench.analysis.common.latex import escape, ordered_frameworks, ordered_variants
 from fwbench.analysis.common.names import framework_name, model_name
 from fwbench.analysis.common.partners import with_modes
-from fwbench.analysis.inference.ratio_macros import computed_ratios, ratio_summary, stand_ins, summary_gains
-from fwbench.analysis.inference.summary import mixed_modes
+from fwbench.analysis.inference.ratio_macros import computed_ratios, stand_ins
 from fwbench.study.modes import MODES, is_compiled
-
-# The summary roles of `ratio_macros.ratio_summary`, as the mode-gain macros name them (fwbModeGainGeomean,
-# fwbNumModeGains, ...).
-GAIN_NAMES = {
-    "geomean": "fwbModeGainGeomean",
-    "geomean_ci": "fwbModeGainGeomeanCI",
-    "summary": "fwbModeGainSummary",
-    "interval": "fwbModeGainGeomeanInterval",
-    "min": "fwbModeGainMin",
-    "min_cell": "fwbModeGainMinCell",
-    "max": "fwbModeGainMax",
-    "max_cell": "fwbModeGainMaxCell",
-    "pairs": "fwbNumModeGains",
-    "models": "fwbNumModeGainModels",
-    "faster": "fwbModeGainFaster",
-    "slower": "fwbModeGainSlower",
-    "faster_unadjusted": "fwbModeGainFasterUnadjusted",
-    "slower_unadjusted": "fwbModeGainSlowerUnadjusted",
-    "unresolvable": "fwbModeGainUnresolvable",
-}
-
-
-def _seconds(values: pd.Series, how: str) -> str:
-    return number(float(getattr(values, how)())) if len(values) else "---"
 
 
 def compile_seconds(frame: pd.DataFrame) -> pd.Series:
@@ -52,20 +27,6 @@ def compile_seconds(frame: pd.DataFrame) -> pd.Series:
     frame = with_modes(frame)
     mine = frame[(frame["status"] == "ok") & (frame["framework"] == "torch") & (frame["mode"] == "compile")]
     return mine["compile_s"].dropna().astype(float) if "compile_s" in mine else pd.Series(dtype=float)
-
-
-def compile_seconds_macros(frame: pd.DataFrame) -> dict[str, str]:
-    """fwbTorchCompileSecondsMedian and fwbTorchCompileSecondsMax (`compile_seconds`), "---" without a compiled
-    PyTorch cell; fwbNumGraphBreakCells: those cells whose compilation broke the graph."""
-    frame = with_modes(frame)
-    mine = frame[(frame["status"] == "ok") & (frame["framework"] == "torch") & (frame["mode"] == "compile")]
-    seconds = compile_seconds(frame)
-    breaks = mine["graph_breaks"].fillna(0).astype(float) if "graph_breaks" in mine else pd.Series(dtype=float)
-    return {
-        "fwbTorchCompileSecondsMedian": _seconds(seconds, "median"),
-        "fwbTorchCompileSecondsMax": _seconds(seconds, "max"),
-        "fwbNumGraphBreakCells": str(int((breaks > 0).sum())),
-    }
 
 
 @dataclass(frozen=True)
@@ -132,29 +93,14 @@ def first_compiled(gains: pd.DataFrame) -> pd.DataFrame:
     return gains[keep]
 
 
-def mode_macros(
-    frame: pd.DataFrame,
-    ratios: pd.DataFrame,
-    gains: pd.DataFrame | None,
-    config: dict[str, Any],
-    env: dict[str, Any] | None = None,
-) -> dict[str, str]:
-    """Macros of the execution-mode axis: the compiled-over-eager gains' summary (GAIN_NAMES; each framework's first
-    compiled mode, `first_compiled`), torch.compile's compile times (`compile_seconds_macros`), the ratios that set
-    an eager against a compiled program (fwbNumRatiosMixedModes) or pair another mode than their column
-    (fwbNumRatiosStandIn), and the settings that decide what a compiled number includes as the setup table gives
-    them (`env`, fwbench.analysis.setup.provenance: fwbTorchCompileMode, fwbAutotune, fwbCompilationCache). Every
-    macro is defined for every study, so the paper compiles without a second mode."""
+def mode_macros(ratios: pd.DataFrame, env: dict[str, Any] | None = None) -> dict[str, str]:
+    """Macros of the execution-mode axis: the ratios that pair another mode than their column
+    (fwbNumRatiosStandIn, quoted by the ratio table's note) and the settings that decide what a compiled number
+    includes as the setup table gives them (`env`, fwbench.analysis.setup.provenance: fwbTorchCompileMode,
+    fwbAutotune). Every macro is defined for every study, so the paper compiles without a second mode."""
     env = env or {}
-    kept = first_compiled(summary_gains(gains, config))
-    defs = {GAIN_NAMES[role]: value for role, value in ratio_summary(kept).items()}
-    defs |= compile_seconds_macros(frame)
-    computed = computed_ratios(ratios)
-    defs |= {
-        "fwbNumRatiosMixedModes": str(int(mixed_modes(computed).sum())),
-        "fwbNumRatiosStandIn": str(int(stand_ins(computed).sum())),
+    return {
+        "fwbNumRatiosStandIn": str(int(stand_ins(computed_ratios(ratios)).sum())),
         "fwbTorchCompileMode": escape(env.get("torch.compile mode") or "not used"),
         "fwbAutotune": escape(env.get("Kernel autotuning") or "not recorded"),
-        "fwbCompilationCache": escape(env.get("Compilation cache") or "not recorded"),
     }
-    return defs

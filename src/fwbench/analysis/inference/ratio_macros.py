@@ -1,7 +1,6 @@
-"""The macros that summarise the ratio tables: which ratios a summary is taken over (refused, deviating and
-stand-in ratios left out, and counted), each framework's summary against PyTorch under its macro names (geometric
-mean with its interval over models, extremes, resolved counts), and how the counts of resolved ratios were adjusted
-for multiple comparisons, in words.
+"""Which ratios a summary of the ratio tables is taken over (refused, deviating and stand-in ratios left out, and
+counted as macros the paper's method and table notes quote), the family against eager PyTorch, the totals, and how
+the counts of resolved ratios were adjusted for multiple comparisons, in words.
 
 Part of the numbers quoted in the paper's prose (fwbench.analysis.inference.macros), apart because the Results'
 findings (fwbench.analysis.inference.findings), the mode axis (fwbench.analysis.inference.mode_macros), the inference
@@ -13,20 +12,15 @@ from typing import Any
 
 import pandas as pd
 
-from fwbench.analysis.common.latex import escape, macro_name, number
-from fwbench.analysis.common.names import model_in_text
+from fwbench.analysis.common.latex import escape
 from fwbench.analysis.common.verdicts import DEFAULT_MULTIPLICITY
 from fwbench.analysis.inference.summary import (
-    Summary,
     against_eager_baseline,
-    geometric_summary,
     multiplicity_of,
     node_differs,
     off_pairing,
     paired,
     refused,
-    resolved_adjusted,
-    resolved_unadjusted,
 )
 
 
@@ -95,109 +89,6 @@ def eager_family(ratios: pd.DataFrame, config: dict[str, Any]) -> pd.DataFrame:
     if not include_deviating(config):
         ratios = ratios[~deviating(ratios)]
     return ratios[against_eager_baseline(ratios)]
-
-
-# The families of ratios a summary speaks of: the column's pairing (compiled over compiled by default), and the pairs
-# for which the study has no compiled PyTorch cell, against eager PyTorch (`eager_family`).
-FAMILIES = {"": (), "eager": ("against", "eager")}
-
-
-def ratio_names(framework: str = "", family: str = "") -> dict[str, str]:
-    """The macro names of one framework's ratio summary, by role. Names end in the framework
-    (fwbSpeedupGeomeanTensorflow, fwbNumPairsTensorflow, fwbTensorflowFasterPairs, fwbTorchFasterThanTensorflowPairs);
-    without one they are the names the paper used when JAX was the only framework compared (fwbSpeedupGeomean,
-    fwbNumPairs, fwbJaxFasterPairs, fwbTorchFasterPairs). The counts of resolved ratios are the adjusted verdicts
-    (`summary.resolved_adjusted`); the ...Unadjusted ones count each ratio's own 95% interval. The family against
-    eager PyTorch (`family="eager"`) has the same names with "AgainstEager" before the framework
-    (fwbSpeedupGeomeanAgainstEagerJax, fwbJaxFasterPairsAgainstEager)."""
-    suffix = FAMILIES[family]
-    if suffix and not framework:
-        raise ValueError("a family's macro names need the framework")
-
-    def name(*parts: str) -> str:
-        return macro_name(*parts, *suffix, framework)
-
-    faster = macro_name(framework or "jax", "faster", "pairs", *suffix)
-    slower = macro_name("torch", "faster", "than", framework, "pairs", *suffix) if framework else "fwbTorchFasterPairs"
-    return {
-        "geomean": name("speedup", "geomean"),
-        "geomean_ci": name("speedup", "geomean", "CI"),
-        "summary": name("speedup", "summary"),
-        "interval": name("speedup", "geomean", "interval"),
-        "min": name("speedup", "min"),
-        "min_cell": name("speedup", "min", "cell"),
-        "max": name("speedup", "max"),
-        "max_cell": name("speedup", "max", "cell"),
-        "pairs": name("num", "pairs"),
-        "models": name("num", "pair", "models"),
-        "faster": faster,
-        "slower": slower,
-        "faster_unadjusted": faster + "Unadjusted",
-        "slower_unadjusted": slower + "Unadjusted",
-        "unresolvable": name("num", "pairs", "unresolvable"),
-    }
-
-
-def summary_interval(summary: Summary) -> str:
-    """What a summary's interval is, in words: "95\\% CI [0.553, 1.20] across 5 models" (the model as the unit),
-    a single model's range (descriptive, "no interval"), or a single ratio's own interval."""
-    if summary.kind == "models":
-        return f"95\\% CI [{number(summary.low)}, {number(summary.high)}] across {summary.models} models"
-    if summary.kind == "range":
-        return f"one model: range {number(summary.low)}--{number(summary.high)}, no interval"
-    if summary.kind == "one":
-        if pd.notna(summary.low) and pd.notna(summary.high):
-            return f"one pair: its own 95\\% CI [{number(summary.low)}, {number(summary.high)}]"
-        return "one pair, no interval"
-    return "no ratio"
-
-
-def summary_text(summary: Summary) -> str:
-    """A summary in prose: "0.814 (95\\% CI [0.553, 1.20] across 5 models)", "---" without a ratio."""
-    if summary.kind == "none":
-        return "---"
-    return f"{number(summary.estimate)} ({summary_interval(summary)})"
-
-
-def ratio_summary(ratios: pd.DataFrame) -> dict[str, str]:
-    """One framework's ratios against PyTorch by role (see `ratio_names`): the geometric mean with its interval over
-    models (`summary.geometric_summary`), the extremes and their cells (a descriptive range), the number of pairs
-    and of models, how many resolve each way after the adjustment and by their own interval, and how many cannot
-    resolve."""
-    summary = geometric_summary(ratios)
-    if ratios.empty:
-        return (
-            dict.fromkeys(("geomean", "geomean_ci", "summary", "interval", "min", "max"), "---")
-            | {"min_cell": "no cell pair", "max_cell": "no cell pair"}
-            | dict.fromkeys(("pairs", "models", "faster", "slower", "faster_unadjusted", "slower_unadjusted"), "0")
-            | {"unresolvable": "0"}
-        )
-    lo, hi = ratios.loc[ratios["ratio"].idxmin()], ratios.loc[ratios["ratio"].idxmax()]
-    adjusted, own = resolved_adjusted(ratios), resolved_unadjusted(ratios)
-    above = ratios["ratio"] > 1
-    return {
-        "geomean": number(summary.estimate),
-        "geomean_ci": f"[{number(summary.low)}, {number(summary.high)}]" if summary.kind == "models" else "---",
-        "summary": summary_text(summary),
-        "interval": summary_interval(summary),
-        "min": number(float(lo["ratio"])),
-        "min_cell": escape(f"{model_in_text(lo['model'])} at batch {lo['batch_size']}"),
-        "max": number(float(hi["ratio"])),
-        "max_cell": escape(f"{model_in_text(hi['model'])} at batch {hi['batch_size']}"),
-        "pairs": str(len(ratios)),
-        "models": str(summary.models),
-        "faster": str(int((adjusted & above).sum())),
-        "slower": str(int((adjusted & ~above).sum())),
-        "faster_unadjusted": str(int((own & above).sum())),
-        "slower_unadjusted": str(int((own & ~above).sum())),
-        "unresolvable": str(int((~paired(ratios)).sum())),
-    }
-
-
-def ratio_macros(ratios: pd.DataFrame, framework: str = "", family: str = "") -> dict[str, str]:
-    """One framework's ratio summary (deviating ratios already left out) under its macro names (of `family`)."""
-    names = ratio_names(framework, family)
-    return {names[role]: value for role, value in ratio_summary(ratios).items()}
 
 
 def ratio_totals(ratios: pd.DataFrame) -> dict[str, str]:

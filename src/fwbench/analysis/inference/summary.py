@@ -134,11 +134,6 @@ def resolved_adjusted(ratios: pd.DataFrame) -> pd.Series:
     return _flag(ratios, column) & paired(ratios)
 
 
-def resolved_unadjusted(ratios: pd.DataFrame) -> pd.Series:
-    """Each ratio's own verdict: its paired 95% interval excludes 1."""
-    return _flag(ratios, "resolved") & paired(ratios)
-
-
 def multiplicity_of(ratios: pd.DataFrame, default: str = DEFAULT_MULTIPLICITY) -> str:
     """The adjustment a ratio table's verdicts were made with (its `multiplicity` column); "none" for a table from
     before the column, whose only verdicts are each ratio's own; `default` (the config's) for a table without rows."""

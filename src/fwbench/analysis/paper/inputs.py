@@ -71,7 +71,7 @@ def write_paper_inputs(
     extra |= failure_macros(frame, epochs) | {"fwbFailureSummary": failures, "fwbModesSentence": modes_sentence(frame)}
     # the Results' inference findings, after Table ratios
     atomic_write_text(outputs["inference_results"], inference_results_section(frame, ratios, gains, config))
-    atomic_write_text(outputs["macros"], macros(frame, ratios, env, dict(config), extra, gains))
+    atomic_write_text(outputs["macros"], macros(frame, ratios, env, dict(config), extra))
     atomic_write_text(outputs["dataset"], dataset_table(read_json(manifest), read_json(preprocess)))
     atomic_write_text(outputs["loader"], loader_table(loader_result, frame))
     starts = {record["model"]: record["description"] for record in map(read_json, weights)}
