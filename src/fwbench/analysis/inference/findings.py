@@ -86,7 +86,8 @@ class RatioGroup:
     """The ratios that stand against one PyTorch: the column's (compiled PyTorch by default), or, apart, those
     against eager PyTorch where the study has no compiled PyTorch cell to pair with (`stand_in`). `mixed`: the
     group's ratios set a compiled program against an eager one. `models`: the models its ratios cover (display
-    names), `every_model` where that is every model with a ratio."""
+    names), `every_model` where that is every model with a ratio (the template names the models of the family
+    against eager PyTorch always, and the column's where they are not every model)."""
 
     baseline: str  # "compiled PyTorch", "eager PyTorch", "PyTorch" (a table from before modes)
     stand_in: bool
