@@ -328,3 +328,150 @@ def test_an_archive_is_read_as_its_results_for_comparing_runs(archived, tmp_path
     assert (results / "tables" / "inference.csv").read_text() == (study / "results/tables/inference.csv").read_text()
     with pytest.raises(ArchiveError, match="not an empty directory"):
         extract_results(out, tmp_path / "a")
+
+
+# --- fwbench restore --report-only: results measured by other code, written up by this checkout's -----------------
+
+REPORT_FILES = {"results/tables/inference.csv": "aggregate_inference", "results/tables/study_time.json": "study_time"}
+
+
+@pytest.fixture(scope="module")
+def written_up(tmp_path_factory) -> tuple[Path, Path]:
+    """(the study's checkout, an archive of it whose report files name the rules that wrote them, as the measuring
+    checkout's Snakemake recorded, and whose code differs from this checkout's in workflow/Snakefile)."""
+    tmp_path = tmp_path_factory.mktemp("written_up")
+    study = _study(tmp_path / "measured")
+    for name, rule in REPORT_FILES.items():
+        record = snakemake_record_path(study, name)
+        record.parent.mkdir(parents=True, exist_ok=True)
+        record.write_text(json.dumps({"rule": rule, "record_format_version": 6}))
+    out = tmp_path / "study.tar.xz"
+    write_archive(study, out, [STUDY_FILE])
+    other = _rewrite(out, tmp_path, lambda m: _tampered_manifest(m, **{"code.files.workflow/Snakefile": "0" * 64}))
+    return study, other
+
+
+def test_a_report_only_restore_keeps_what_was_measured_and_leaves_the_report_to_this_code(written_up, tmp_path):
+    study, out = written_up
+    refused = _fresh(tmp_path, "refused")
+    with pytest.raises(ArchiveError, match=r"workflow/Snakefile \(changed\) \(or restore it with --report-only"):
+        restore(out, refused)
+    assert _written(refused) == []
+
+    fresh = _fresh(tmp_path)
+    with tarfile.open(out) as tar:
+        manifest = json.load(tar.extractfile(MANIFEST))
+    record = restore(out, fresh, report_only=True)
+    measured = [name for name in manifest["files"] if name not in REPORT_FILES]
+    for name in measured:
+        assert (fresh / name).read_bytes() == (study / name).read_bytes(), name
+    assert not any((fresh / name).exists() for name in REPORT_FILES)
+    # the measured files' Snakemake records keep their rule but not the other code's params, the study's time is kept
+    first = next(
+        n for n in manifest["files"] if (manifest["files"][n]["snakemake"] or {}).get("rule") == "inference_group"
+    )
+    kept = json.loads(snakemake_record_path(fresh, first).read_text())
+    assert kept == {"rule": "inference_group", "record_format_version": 6}, kept
+    assert record["measured_time"]["wall_s"] == 665.7 and record["files"] == len(measured)
+    newest_code = max(p.stat().st_mtime for d in ("workflow", "config", "report") for p in (fresh / d).rglob("*"))
+    assert min((fresh / name).stat().st_mtime for name in measured) > newest_code
+    # the archive's own study, for the printed command; the code's difference recorded, with no advice to check out
+    assert yaml.safe_load((fresh / "results" / "archived-study.yaml").read_text()) == manifest["study"]["config"]
+    assert record["report_only"]["left_out"] == len(REPORT_FILES)
+    [difference] = record["report_only"]["differences"]
+    assert difference.startswith("the code differs from the archive's") and "workflow/Snakefile (changed)" in difference
+    assert "check out" not in difference
+    assert json.loads((fresh / "results" / RESTORE_RECORD).read_text())["report_only"]["left_out"] == 2
+
+
+def test_a_report_only_restore_writes_each_measured_file_after_what_it_was_made_from():
+    """Snakemake judges a report-only restore's files by time: an archive whose dataset record was rewritten after
+    the weights were written from it (the first GPU study's, run in two commands) is put back in the data's order,
+    logs last; a full restore keeps the archived order (its records' checksums judge it)."""
+    from fwbench.workflow.restore import _archived_order, _made_from_order
+
+    files = {
+        "results/logs/cells/x.log": {"mtime": 1, "snakemake": None},
+        "results/parity/torch.json": {"mtime": 2, "snakemake": {"rule": "parity_logits"}},
+        "results/cells/inference/a.json": {"mtime": 3, "snakemake": {"rule": "inference_group"}},
+        "results/weights/m.json": {"mtime": 4, "snakemake": {"rule": "init_weights"}},
+        "results/data/manifest.json": {"mtime": 5, "snakemake": {"rule": "prepare_dataset"}},
+    }
+    assert _made_from_order(files, list(files)) == [
+        "results/data/manifest.json",
+        "results/weights/m.json",
+        "results/cells/inference/a.json",
+        "results/parity/torch.json",
+        "results/logs/cells/x.log",
+    ]
+    assert _archived_order(files, list(files)) == list(files)
+
+
+def test_a_report_only_restore_names_what_it_left_out_and_what_to_run(written_up, tmp_path, capsys):
+    _, out = written_up
+    fresh = _fresh(tmp_path)
+    assert main(["restore", str(out), "--into", str(fresh), "--report-only"]) == 0
+    printed = capsys.readouterr().out
+    assert "snakemake --cores all --resources gpu=1 --configfile results/archived-study.yaml" in printed
+    assert "2 files the report rules wrote are left out and written again by this checkout's code" in printed
+    assert "  differs: the code differs from the archive's" in printed and "workflow/Snakefile (changed)" in printed
+
+
+def test_a_report_only_restore_records_how_a_named_study_differs(written_up, tmp_path):
+    _, out = written_up
+    fresh = _fresh(tmp_path)
+    study = yaml.safe_load((fresh / STUDY_FILE).read_text())
+    study["inference"]["batch_sizes"] = [1, 2, 4]
+    (fresh / STUDY_FILE).write_text(yaml.safe_dump(study))
+    record = restore(out, fresh, [STUDY_FILE], report_only=True)
+    assert any(
+        "study.yaml: the study differs" in d and "inference.batch_sizes" in d
+        for d in record["report_only"]["differences"]
+    )
+    assert not (fresh / "results" / "archived-study.yaml").exists()
+
+
+def test_a_report_only_restore_that_cannot_tell_the_report_or_read_the_study_is_refused(archived, written_up, tmp_path):
+    """An archive whose records name no report rule (here only a cell's), and one whose study this code rejects: each
+    refused with its reason, nothing written (no scratch copy of the study left either)."""
+    _, plain = archived
+    fresh = _fresh(tmp_path)
+    with pytest.raises(ArchiveError, match="no file of it names a report rule"):
+        restore(plain, fresh, report_only=True)
+    assert _written(fresh) == []
+    _, out = written_up
+    foreign = _rewrite(out, tmp_path, lambda m: _tampered_manifest(m, **{"study.config.precisions": "fp64"}))
+    with pytest.raises(ArchiveError, match="the archive's study does not resolve here: .*precisions"):
+        restore(foreign, fresh, report_only=True)
+    assert _written(fresh) == [] and not list(fresh.glob(".fwbench-*"))
+
+
+def _rule_names(text: str) -> set[str]:
+    """The rules a rule file defines: `rule NAME:` and the comparison rules fwbench.study.grid.comparison_rules names
+    (`comparison_rules(config, SUITE, RULE)`: RULE and RULE_primary)."""
+    import re
+
+    names = set(re.findall(r"^\s*rule (\w+):", text, flags=re.M))
+    for rule in re.findall(r'comparison_rules\(\s*config,\s*"\w+",\s*"(\w+)"', text):
+        names |= {rule, f"{rule}_primary"}
+    return names
+
+
+def test_every_rule_of_the_workflow_either_measures_or_writes_the_report():
+    """A report-only restore leaves out what report rules wrote: a new rule must be placed in one of the sets
+    (fwbench.workflow.rule_kinds) before an archive is written up around it; the sets do not overlap."""
+    from fwbench.workflow.rule_kinds import MEASURING_RULES, REPORT_RULES, TARGET_RULES
+
+    repo = Path(__file__).resolve().parents[1]
+    found = set().union(
+        *(
+            _rule_names(p.read_text())
+            for p in [repo / "workflow" / "Snakefile", *(repo / "workflow" / "rules").glob("*.smk")]
+        )
+    )
+    known = MEASURING_RULES | REPORT_RULES | TARGET_RULES
+    assert {"inference_group", "inference_group_primary", "paper", "training_cell"} <= found
+    assert found - known == set() and not MEASURING_RULES & REPORT_RULES
+    assert known - found == set(), "a rule the workflow no longer has"
+    # negative control: a rule file with a rule in neither set is caught
+    assert _rule_names("rule brand_new:\n    output: 'x'\n") - known == {"brand_new"}

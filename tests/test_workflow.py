@@ -14,6 +14,7 @@ import pytest
 import yaml
 
 from fwbench.results import load_result
+from fwbench.workflow.rule_kinds import MEASURING_RULES
 from tests import background
 from tests.conftest import REPO, STUDY_ARGS, STUDY_FILE, copy_workflow, write_study
 
@@ -233,23 +234,8 @@ def test_the_paper_has_its_ledger_published_comparison_and_conclusions(workdir):
 
 
 # The jobs that measure or compute with a framework (and the data and weights they read): none runs where restored
-# results build the paper.
-MEASURING_JOBS = {
-    "device_check",
-    "device_peak",
-    "download_dataset",
-    "prepare_dataset",
-    "init_weights",
-    "model_facts",
-    "loader_throughput",
-    "micro_operands",
-    "parity_logits",
-    "parity",
-    "inference_group",
-    "inference_group_primary",
-    "training_cell",
-    "micro_group",
-}
+# results build the paper (the workflow's own list, which a report-only restore also relies on).
+MEASURING_JOBS = MEASURING_RULES
 FRAMEWORK_MODULES = ("torch", "torchvision", "jax", "jaxlib", "flax", "optax", "tensorflow", "keras")
 
 
@@ -261,14 +247,7 @@ def test_archived_results_build_the_paper_in_a_fresh_checkout_where_no_framework
     weights, in an environment where no framework can be imported (tests/hidden_frameworks): the usual snakemake
     command plans and runs no measuring job, builds the paper, and its tables are the measuring checkout's byte for
     byte (the study's timing tables aside, which add the jobs run here)."""
-    env = {
-        **os.environ,
-        "PATH": f"{venv_bin}{os.pathsep}{os.environ['PATH']}",
-        "PYTHONPATH": os.pathsep.join(
-            filter(None, [str(REPO / "tests" / "hidden_frameworks"), os.environ.get("PYTHONPATH")])
-        ),
-        "FWBENCH_TESTS_HIDE": ",".join(FRAMEWORK_MODULES),
-    }
+    env = _hidden_frameworks_env(venv_bin)
     archive = tmp_path / "study.tar.xz"
     fwbench = [str(venv_bin / "fwbench")]
     made = subprocess.run([*fwbench, "archive", str(workdir), str(archive), "--config", STUDY_FILE], **_quietly(env))
@@ -294,6 +273,49 @@ def test_archived_results_build_the_paper_in_a_fresh_checkout_where_no_framework
     (fresh / STUDY_FILE).write_text(yaml.safe_dump(config))
     refused = subprocess.run([str(venv_bin / "snakemake"), *STUDY_ARGS, "-n"], cwd=fresh, **_quietly(env))
     assert refused.returncode != 0 and "fwbench: results/ holds results restored from" in refused.stderr
+
+
+def _hidden_frameworks_env(venv_bin) -> dict[str, str]:
+    """An environment in which no framework can be imported (tests/hidden_frameworks)."""
+    return {
+        **os.environ,
+        "PATH": f"{venv_bin}{os.pathsep}{os.environ['PATH']}",
+        "PYTHONPATH": os.pathsep.join(
+            filter(None, [str(REPO / "tests" / "hidden_frameworks"), os.environ.get("PYTHONPATH")])
+        ),
+        "FWBENCH_TESTS_HIDE": ",".join(FRAMEWORK_MODULES),
+    }
+
+
+GPU_SMOKE_ARCHIVE = REPO / "docs" / "runs" / "2026-11-27-gpu-smoke-h200" / "study.tar.xz"
+
+
+@pytest.mark.slow
+def test_the_first_gpu_study_is_written_up_by_this_code_from_its_archive(venv_bin, tmp_path):
+    """The H200 smoke study's archive was made by older code: `fwbench restore --report-only` restores what was
+    measured there, and the printed command plans no measuring job (no framework can be imported here) and writes
+    the tables, figures and paper with this checkout's code, the paper check clean."""
+    env = _hidden_frameworks_env(venv_bin)
+    fresh = copy_workflow(tmp_path / "fresh")
+    refused = subprocess.run(
+        [str(venv_bin / "fwbench"), "restore", str(GPU_SMOKE_ARCHIVE), "--into", str(fresh)], **_quietly(env)
+    )
+    assert refused.returncode != 0 and "--report-only" in refused.stderr, refused.stderr
+    restored = subprocess.run(
+        [str(venv_bin / "fwbench"), "restore", str(GPU_SMOKE_ARCHIVE), "--into", str(fresh), "--report-only"],
+        **_quietly(env),
+    )
+    assert restored.returncode == 0, restored.stderr
+    command = restored.stdout.split("paper with:\n", 1)[1].splitlines()[0].split()
+    assert command[:6] == ["snakemake", "--cores", "all", "--resources", "gpu=1", "--configfile"], command
+    args = ["--cores", "2", *command[5:]]
+    planned = _planned_jobs(_snakemake(fresh, venv_bin, *args, "-n", env=env))
+    assert planned and not MEASURING_RULES & set(planned), planned
+    _snakemake(fresh, venv_bin, *args, env=env)
+    check = json.loads((fresh / "results" / "report" / "paper_check.json").read_text())
+    assert check["problems"] == [], check
+    text = " ".join(_paper_text(fresh).split())
+    assert "H200" in text and "ViT-B/16" in text
 
 
 def _quietly(env):

@@ -260,19 +260,32 @@ def cmd_archive(args: argparse.Namespace) -> int:
 def cmd_restore(args: argparse.Namespace) -> int:
     from snakemake.cli import parse_config
 
-    from fwbench.workflow.restore import restore
+    from fwbench.workflow.restore import ARCHIVED_STUDY, restore
 
-    record = restore(args.archive, args.into, args.config, parse_config(args.set) if args.set else None)
+    overrides = parse_config(args.set) if args.set else None
+    record = restore(args.archive, args.into, args.config, overrides, report_only=args.report_only)
     manifest = record["manifest"]
-    configfiles = args.config or manifest["study"]["configfiles"]
+    if args.report_only and not args.config:
+        configfiles = [ARCHIVED_STUDY]
+    else:
+        configfiles = args.config or manifest["study"]["configfiles"]
     # one --configfile with every file: Snakemake keeps only the last of repeated ones
     command = "snakemake --cores all --resources gpu=1 --configfile " + " ".join(configfiles)
+    what = "the measured files" if args.report_only else f"{record['files']} files"
     print(
-        f"restored {record['files']} files of {' + '.join(configfiles)} into {Path(args.into, 'results')}, measured on "
-        f"{manifest['machine']['summary']} (archived {manifest['created']}); build the tables, figures and paper "
-        "with:\n"
+        f"restored {what} of {' + '.join(manifest['study']['configfiles'])} into {Path(args.into, 'results')}, "
+        f"measured on {manifest['machine']['summary']} (archived {manifest['created']}); build the tables, figures "
+        "and paper with:\n"
         f"  {command}"
     )
+    report_only = record["report_only"]
+    if report_only:
+        print(
+            f"  {record['files']} measured files restored; {report_only['left_out']} files the report rules wrote are "
+            "left out and written again by this checkout's code"
+        )
+        for difference in report_only["differences"]:
+            print(f"  differs: {difference}")
     return 0
 
 
@@ -417,6 +430,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     restore.add_argument("archive", metavar="ARCHIVE", help="a file written by fwbench archive")
     restore.add_argument("--into", default=".", metavar="DIR", help="the checkout to restore into (default: .)")
+    restore.add_argument(
+        "--report-only",
+        action="store_true",
+        help="restore what was measured, even by other code, so that this checkout's code writes the report again "
+        "(default study: the archive's own, written to results/archived-study.yaml)",
+    )
     _study_options(restore, "the study file(s) (default: the archive's)")
     restore.set_defaults(func=cmd_restore)
     return parser

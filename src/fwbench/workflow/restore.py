@@ -18,6 +18,18 @@ An archive comes from someone else's machine, so nothing in it is trusted before
 3. **Record.** results/restored-from.json says where the results came from; the workflow then keeps the measuring
    machine's software for its device check, and refuses to measure cells the archive lacks
    (fwbench.workflow.requirements).
+
+**Report only.** Results are often written up long after they were measured, by code that has moved on (a GPU
+study's paper rebuilt once its wording is improved): the code check above would refuse them. `report_only` restores
+what was measured (the files of fwbench.workflow.rule_kinds' measuring rules, and the logs and job times) and leaves
+out what the report rules wrote, so that this checkout's code writes the tables, figures and paper again from them.
+The code and study differences are recorded and printed, not refused. Snakemake's records of the measured files are
+written without what the other code ran (OTHER_CODES_RECORD: its rules' code and params, which this code changes by
+design and which would make Snakemake measure again), and each measuring rule's files are written after those of
+the rules it reads (`_made_from_order`), since Snakemake then judges them by modification time. Unless study files
+are named, the archive's own effective study is written beside the results (ARCHIVED_STUDY) and the printed command
+reads it, so the grid is the one that was measured; a study that asks for a cell the archive lacks is still refused
+by the workflow.
 """
 
 from __future__ import annotations
@@ -35,6 +47,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+import yaml
+
 from fwbench.io import atomic_write_json, atomic_write_text
 from fwbench.study.config import ConfigError
 from fwbench.workflow.archive import (
@@ -50,12 +64,20 @@ from fwbench.workflow.archive import (
     snakemake_record_path,
 )
 from fwbench.workflow.requirements import RESTORE_RECORD
+from fwbench.workflow.rule_kinds import is_report_rule, measuring_stage
 
 # What reading a truncated or corrupt compressed tar raises, by its compression.
 READ_ERRORS = (tarfile.TarError, EOFError, OSError, ValueError, lzma.LZMAError, zlib.error)
 # An archive's members may hold no more than this in all: a default study's archive holds about 30 MB.
 MAX_TOTAL_BYTES = 8 << 30
 STUDY_FILES = ("config",)
+# What a report-only restore drops from Snakemake's record of a measured file: what the other code ran (its rule's
+# code, params, input list and software), which this checkout's code changes by design and which would make Snakemake
+# measure again. The checksums of the inputs it was made from stay, so that an input restored with a later modification
+# time but the same bytes does not make it stale (an archive of a study run in two commands has such mtimes).
+OTHER_CODES_RECORD = frozenset({"code", "params", "input", "software_stack_hash", "conda_env", "container_img_url"})
+# Where a report-only restore writes the archive's effective study, relative to the checkout.
+ARCHIVED_STUDY = f"{RESULTS}/archived-study.yaml"
 
 
 def _member_problem(member: tarfile.TarInfo) -> str | None:
@@ -172,7 +194,7 @@ def _manifest(archive: Path, tar: tarfile.TarFile, member: tarfile.TarInfo) -> d
     return manifest
 
 
-def code_difference(archived: Mapping[str, Any], here: Mapping[str, Any]) -> str | None:
+def code_difference(archived: Mapping[str, Any], here: Mapping[str, Any], advice: bool = True) -> str | None:
     """What differs between the code that made the results and this checkout's, or None. The files' digests decide:
     a copy of a working tree whose git metadata lags its files (a GPU machine's copy of a checkout, say) records an
     older commit over the same code, and is restored; a commit is named only to say where differing code is."""
@@ -184,7 +206,8 @@ def code_difference(archived: Mapping[str, Any], here: Mapping[str, Any]) -> str
             if all(commits) and commits[0] != commits[1]:
                 return (
                     f"the archive was made at commit {commits[0][:12]} and this checkout is at {commits[1][:12]}, and "
-                    f"the code differs: {name} ({where}); check out {commits[0][:12]} to restore it"
+                    f"the code differs: {name} ({where})"
+                    + (f"; check out {commits[0][:12]} to restore it" if advice else "")
                 )
             commit = f" (both at commit {here['commit'][:12]})" if here.get("commit") else ""
             return f"the code differs from the archive's{commit}: {name} ({where})"
@@ -229,25 +252,53 @@ def _conflict(study_dir: Path, names: Sequence[str]) -> str | None:
 
 
 def check_target(
-    manifest: Mapping[str, Any], study_dir: Path, configfiles: Sequence[str] | None, overrides: Mapping[str, Any] | None
-) -> None:
-    """Step 1's second half: code, study and results/ of the checkout against the archive."""
-    difference = code_difference(manifest["code"], code_identity(study_dir))
-    if difference:
-        raise ArchiveError(difference)
+    manifest: Mapping[str, Any],
+    study_dir: Path,
+    configfiles: Sequence[str] | None,
+    overrides: Mapping[str, Any] | None,
+    report_only: bool = False,
+) -> list[str]:
+    """Step 1's second half: code, study and results/ of the checkout against the archive. A difference of code or
+    study refuses the archive, or, `report_only`, is returned (the list of them) for the record."""
+    differences = []
+    difference = code_difference(manifest["code"], code_identity(study_dir), advice=not report_only)
+    if difference and not report_only:
+        raise ArchiveError(f"{difference} (or restore it with --report-only to write its report with this code)")
+    differences += [difference] if difference else []
     study = manifest["study"]
-    files = list(configfiles) if configfiles else list(study["configfiles"])
-    given = dict(overrides) if overrides is not None else dict(study.get("overrides") or {})
+    if report_only and not configfiles:
+        files, given, check = [ARCHIVED_STUDY], {}, _archived_study_check(study_dir, study["config"])
+    else:
+        files = list(configfiles) if configfiles else list(study["configfiles"])
+        given = dict(overrides) if overrides is not None else dict(study.get("overrides") or {})
+        check = None
     try:
-        here = resolve_in(study_dir, files, given)
+        here = resolve_in(study_dir, files, given) if check is None else check
     except ConfigError as error:
         raise ArchiveError(f"the study {' + '.join(files)} does not resolve here: {error}") from None
     difference = study_difference(study["config"], here.config)
-    if difference:
+    if difference and not report_only:
         raise ArchiveError(f"{' + '.join(files)}: {difference}")
+    differences += [f"{' + '.join(files)}: {difference}"] if difference else []
     conflict = _conflict(study_dir, list(manifest["files"]))
     if conflict:
         raise ArchiveError(conflict)
+    return differences
+
+
+def _archived_study_check(study_dir: Path, config: Mapping[str, Any]) -> Any:
+    """The archive's effective study resolved by this checkout's code, from a scratch copy of the study file (nothing
+    is written into the checkout before every check has passed)."""
+    scratch = study_dir / f".fwbench-study-{os.getpid()}"
+    scratch.mkdir(exist_ok=True)
+    try:
+        atomic_write_text(scratch / "study.yaml", yaml.safe_dump(dict(config), sort_keys=False))
+        try:
+            return resolve_in(study_dir, [str(scratch / "study.yaml")], {})
+        except ConfigError as error:
+            raise ArchiveError(f"the archive's study does not resolve here: {error}") from None
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
 def _newest_code_mtime(study_dir: Path) -> float:
@@ -265,36 +316,69 @@ def restore(
     study_dir: str | os.PathLike = ".",
     configfiles: Sequence[str] | None = None,
     overrides: Mapping[str, Any] | None = None,
+    report_only: bool = False,
 ) -> dict[str, Any]:
-    """Check the archive against `study_dir` and restore it there (steps 1-3); returns the restore record."""
+    """Check the archive against `study_dir` and restore it there (steps 1-3), or, `report_only`, only what was
+    measured (the module's docstring); returns the restore record."""
     archive, study_dir = Path(archive).resolve(), Path(study_dir).resolve()
     manifest = read_checked(archive)
-    check_target(manifest, study_dir, configfiles, overrides)
+    differences = check_target(manifest, study_dir, configfiles, overrides, report_only)
+    files = manifest["files"]
+    left_out = sorted(n for n in files if report_only and is_report_rule((files[n].get("snakemake") or {}).get("rule")))
+    if report_only and not left_out:
+        raise ArchiveError(
+            f"{archive}: no file of it names a report rule in its Snakemake record, so a report-only restore cannot "
+            "tell what this checkout writes again"
+        )
+    kept = [name for name in files if name not in set(left_out)]
     staging = study_dir / f".fwbench-restore-{os.getpid()}"
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir()
     try:
         _stage(archive, manifest, staging)
-        _move_into_place(manifest, staging, study_dir)
+        measured_time = _measured_time(staging)
+        order = _made_from_order(files, kept) if report_only else _archived_order(files, kept)
+        _move_into_place(manifest, staging, study_dir, order, whole_records=not report_only)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+    if report_only and not configfiles:
+        archived_study = yaml.safe_dump(dict(manifest["study"]["config"]), sort_keys=False)
+        atomic_write_text(study_dir / ARCHIVED_STUDY, archived_study)
     record = {
         "archive": str(archive),
         "archive_sha256": sha256_file(archive),
         "restored_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "manifest": {key: value for key, value in manifest.items() if key != "files"},
-        "files": len(manifest["files"]),
-        "measured_time": _measured_time(study_dir),
+        "files": len(kept),
+        "measured_time": measured_time,
+        "report_only": {"left_out": len(left_out), "differences": differences} if report_only else None,
     }
     atomic_write_json(study_dir / RESULTS / RESTORE_RECORD, record)
     return record
 
 
-def _measured_time(study_dir: Path) -> dict[str, Any] | None:
-    """The study's time where it was measured, from the time table it was archived with, kept before the paper's
-    jobs here write that table again (a GPU host's study written up on a laptop: the write-up's time is not the
-    study's)."""
-    path = study_dir / RESULTS / "tables" / "study_time.json"
+def _archived_order(files: Mapping[str, Any], names: Sequence[str]) -> list[str]:
+    """`names` in the order they were made where they were measured (their archived modification times)."""
+    return sorted(names, key=lambda name: (files[name]["mtime"], name))
+
+
+def _made_from_order(files: Mapping[str, Any], names: Sequence[str]) -> list[str]:
+    """`names` with each measuring rule's files after those of the rules it reads (rule_kinds.MEASURING_STAGES),
+    otherwise in the archived order. A report-only restore's files are judged by modification time alone, and an
+    archive's times need not follow the data's flow (a study run in two commands rewrote its dataset record after
+    the weights were written from it), which would make Snakemake measure again."""
+
+    def stage(name: str) -> int:
+        return measuring_stage((files[name].get("snakemake") or {}).get("rule"))
+
+    return sorted(names, key=lambda name: (stage(name), files[name]["mtime"], name))
+
+
+def _measured_time(root: Path) -> dict[str, Any] | None:
+    """The study's time where it was measured, from the time table it was archived with (read from the staged
+    archive, before the paper's jobs here write that table again: a GPU host's study written up on a laptop, the
+    write-up's time is not the study's)."""
+    path = root / RESULTS / "tables" / "study_time.json"
     try:
         summary = json.loads(path.read_text())
     except (OSError, ValueError):
@@ -328,11 +412,13 @@ def extract_results(archive: str | os.PathLike, into: str | os.PathLike) -> Path
     return into / RESULTS
 
 
-def _move_into_place(manifest: Mapping[str, Any], staging: Path, study_dir: Path) -> None:
-    """Step 2's second half: each file to its place, with a modification time after the checkout's newest code file
-    in the order the files were made, and Snakemake's record of it."""
+def _move_into_place(
+    manifest: Mapping[str, Any], staging: Path, study_dir: Path, names: Sequence[str], whole_records: bool = True
+) -> None:
+    """Step 2's second half: each of `names` to its place, with modification times after the checkout's newest code
+    file in their order, and Snakemake's record of it (without what the other code ran, unless `whole_records`)."""
     files = manifest["files"]
-    order = sorted(files, key=lambda name: (files[name]["mtime"], name))
+    order = list(names)
     start = max(time.time(), _newest_code_mtime(study_dir)) + 1.0
     for rank, name in enumerate(order):
         target = study_dir / name
@@ -342,5 +428,7 @@ def _move_into_place(manifest: Mapping[str, Any], staging: Path, study_dir: Path
         os.utime(target, (stamp, stamp))
         snakemake_incomplete_path(study_dir, name).unlink(missing_ok=True)
         record = files[name].get("snakemake")
+        if record is not None and not whole_records:
+            record = {key: value for key, value in record.items() if key not in OTHER_CODES_RECORD}
         if record is not None:
             atomic_write_text(snakemake_record_path(study_dir, name), json.dumps(record))
