@@ -45,6 +45,34 @@ def test_a_lists_items_are_read_one_by_one():
     assert len(structure_check.long_sentences(flat, "conclusions.tex")) == 1, "the same words run on: one long sentence"
 
 
+def test_figures_tables_and_inputs_are_not_a_sections_prose():
+    """A generated section holds its figure (a caption is measured in lines by its own check) and a table; neither is
+    read as a sentence, nor is a file the section inputs."""
+    caption = "the throughput " * 20
+    cells = " & ".join(["1.5 [1.4, 1.6]"] * 12)
+    text = (
+        "Fig. 2 shows it. \\begin{figure}[t] \\centering \\includegraphics{x} \\caption{" + caption + "}\\end{figure} "
+        "\\begin{table}[t] \\begin{tabular}{ll} " + cells + " \\\\ \\end{tabular} \\end{table} \\input{ratios} Done."
+    )
+    assert structure_check.sentences(text) == ["Fig. 2 shows it.", "Done."]
+    assert structure_check.long_sentences(text, "training_section.tex") == []
+    # negative control: the same caption as running text is one sentence of 40 words
+    [problem] = structure_check.long_sentences(caption + ".", "training_section.tex")
+    assert "a sentence of 40 words" in problem.message
+
+
+def test_every_generated_section_is_held_to_the_sentence_limit(tmp_path):
+    """The paper check reads each generated section it finds (GENERATED_PROSE) and names the one with a long sentence;
+    a section the paper does not have is not a problem."""
+    run_on = "and then the ratio " * 9 + "."
+    (tmp_path / "micro_section.tex").write_text("The crossover is at batch 16. " + run_on)
+    (tmp_path / "training_section.tex").write_text("Every cell completed.")
+    found = [tmp_path / name for name in structure_check.GENERATED_PROSE]
+    problems = [p for f in found if f.is_file() for p in structure_check.long_sentences(f.read_text(), f.name)]
+    assert [p.where for p in problems] == ["micro_section.tex"]
+    assert {"inference_results.tex", "published_section.tex", "conclusions.tex"} <= set(structure_check.GENERATED_PROSE)
+
+
 # --------------------------------------------------------------------------------------------------------------------
 # Pages, from the aux file
 

@@ -10,8 +10,9 @@ list of `pdf_check.Problem`s (empty when the paper keeps its shape):
   name differs, fwbench.analysis.common.names.identifiers) anywhere in the body's text, the abstract, captions,
   tables and figure labels included; the appendices after the body's end are exempt.
 - `long_captions`: no figure or table caption over `MAX_CAPTION_LINES` lines, on any page.
-- `long_sentences`: no sentence of the generated abstract or conclusions (abstract.tex, conclusions.tex) over
-  `MAX_SENTENCE_WORDS` words, counted as `abstract_words` counts them.
+- `long_sentences`: no sentence of the generated prose (the abstract and every section written from a template,
+  `GENERATED_PROSE`) over `MAX_SENTENCE_WORDS` words, counted as `abstract_words` counts them; figures, tables and
+  their captions are not prose (the captions have their own check).
 
 These checks hold for this paper, not for any LaTeX document, so `pdf_check.check_paper` (what every document must
 pass) does not run them: `check_paper_and_structure` runs both, and the workflow's paper_check rule calls it.
@@ -43,11 +44,22 @@ BODY_END = "sec:body-end"
 HEADLINE = "fig:headline"
 ABSTRACT = "abstract.tex"
 CONCLUSIONS = "conclusions.tex"
+# The sections written from report/templates, besides the abstract: their sentences are held to MAX_SENTENCE_WORDS.
+GENERATED_PROSE = (
+    "inference_results.tex",
+    "training_section.tex",
+    "micro_section.tex",
+    "published_section.tex",
+    CONCLUSIONS,
+)
 # a sentence ends at a full stop followed by a space and a capital, a digit or a LaTeX command ("0.50" has no space
 # after its stop, "Fig. 3" and "e.g. X" are abbreviations); headings and labels are not sentences
 _SENTENCE_END = re.compile(r"(?<=[.!?])(?<!Fig\.)(?<!Eq\.)(?<!e\.g\.)(?<!i\.e\.)\s+(?=[A-Z0-9\\])")
 _LIST = re.compile(r"\\(?:begin|end)\{(?:itemize|enumerate)\}|\\item\b")  # a list's items are read one at a time
 _HEADING = re.compile(r"\\(section|subsection|paragraph|label)\*?\{[^}]*\}")
+# figures and tables (their captions included) and the files a section inputs are not its prose
+_FLOAT = re.compile(r"\\begin\{(figure|table|tabular)(\*?)\}.*?\\end\{\1\2\}", flags=re.S)
+_INPUT = re.compile(r"\\input\{[^}]*\}")
 
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -63,9 +75,9 @@ def abstract_words(abstract_tex_text: str, limit: int = MAX_ABSTRACT_WORDS) -> l
 
 
 def sentences(tex_text: str) -> list[str]:
-    """The sentences of generated LaTeX prose, comments, headings and labels left out; a list's items (and the text
-    that leads into the list) count one by one, as a reader reads them."""
-    text = _HEADING.sub(" ", strip_comments(tex_text))
+    """The sentences of generated LaTeX prose, comments, headings, labels, figures and tables left out; a list's
+    items (and the text that leads into the list) count one by one, as a reader reads them."""
+    text = _HEADING.sub(" ", _INPUT.sub(" ", _FLOAT.sub(" ", strip_comments(tex_text))))
     units = [" ".join(part.split()) for part in _LIST.split(text)]
     return [sentence.strip() for unit in units for sentence in _SENTENCE_END.split(unit) if sentence.strip()]
 
@@ -338,7 +350,7 @@ def structure_report(
     pdf: str | Path,
     aux: str | Path,
     abstract_tex: str | Path | None,
-    conclusions_tex: str | Path | None = None,
+    prose_tex: Iterable[str | Path] = (),
     identifiers: Iterable[str] | None = None,
     max_abstract_words: int = MAX_ABSTRACT_WORDS,
     max_body_pages: int = MAX_BODY_PAGES,
@@ -347,7 +359,8 @@ def structure_report(
     max_sentence_words: int = MAX_SENTENCE_WORDS,
 ) -> dict[str, Any]:
     """Every shape check on a built paper: the `pdf`, its `aux` file, the generated `abstract_tex` (None: not
-    found, itself a problem) and `conclusions_tex` (None: a paper without generated conclusions, not checked).
+    found, itself a problem) and the other generated prose, `prose_tex` (each named by its file name; a file that
+    does not exist is a section this paper does not have, not checked).
     Returns {"abstract_words", "body_pages", "headline_page" (None where unknown), "longest_sentence" (words, per
     generated file), "problems": [Problem, ...]}."""
     aux_path = Path(aux)
@@ -363,10 +376,11 @@ def structure_report(
         problems += abstract_words(text, max_abstract_words)
         longest[ABSTRACT] = longest_sentence(text)
         problems += long_sentences(text, ABSTRACT, max_sentence_words)
-    if conclusions_tex is not None and Path(conclusions_tex).is_file():
-        text = Path(conclusions_tex).read_text(encoding="utf-8", errors="replace")
-        longest[CONCLUSIONS] = longest_sentence(text)
-        problems += long_sentences(text, CONCLUSIONS, max_sentence_words)
+    for path in map(Path, prose_tex):
+        if path.is_file():
+            text = path.read_text(encoding="utf-8", errors="replace")
+            longest[path.name] = longest_sentence(text)
+            problems += long_sentences(text, path.name, max_sentence_words)
     problems += body_pages(aux_text, max_body_pages)
     problems += headline_page(aux_text, HEADLINE, headline_last_page)
     body_end = _page_number(aux_text, BODY_END)
@@ -398,14 +412,16 @@ def check_paper_and_structure(
 ) -> dict[str, Any]:
     """`pdf_check.check_paper` (its `options` passed on) and `structure_report`: the aux file is the one beside the
     LaTeX `log` (latexmk writes both into the build folder), abstract.tex the first on `main_tex`'s folder and
-    `search_path` (conclusions.tex likewise). The report adds "abstract_words", "body_pages", "headline_page" and
-    "longest_sentence", and the shape's problems."""
+    `search_path` (each of GENERATED_PROSE likewise). The report adds "abstract_words", "body_pages",
+    "headline_page" and "longest_sentence", and the shape's problems."""
     report = check_paper(pdf=pdf, log=log, main_tex=main_tex, search_path=search_path, pages_dir=pages_dir, **options)
     structure = structure_report(
         pdf=pdf,
         aux=Path(log).with_suffix(".aux"),
         abstract_tex=find_on_path(ABSTRACT, [Path(main_tex).parent, *search_path]),
-        conclusions_tex=find_on_path(CONCLUSIONS, [Path(main_tex).parent, *search_path]),
+        prose_tex=[
+            found for name in GENERATED_PROSE if (found := find_on_path(name, [Path(main_tex).parent, *search_path]))
+        ],
     )
     problems = structure.pop("problems")
     return {**report, **structure, "problems": report["problems"] + [asdict(problem) for problem in problems]}
