@@ -278,3 +278,35 @@ def test_the_sentence_check_fails_a_long_sentence():
         _readable(old)
     with pytest.raises(AssertionError):
         _readable("We trained resnet50 briefly.")
+
+
+def test_many_runs_are_counted_not_listed(tmp_path):
+    """Beyond two runs (a model at one batch size each) the section says who reached the target first how often and
+    who missed it; each time is the table's."""
+    reached = {"small_cnn": (2.0, 1.0), "resnet50": (2.0, 1.5), "vit_b_16": (2.0, None)}
+    results = [
+        _targeted(_training(framework, model=model), seconds)
+        for model, times in reached.items()
+        for framework, seconds in zip(("torch", "jax"), times, strict=True)
+    ]
+    frame, agreement = _tables(tmp_path, results)
+    summary = section_values(frame, agreement)["summary"]
+    assert (summary.runs, summary.by_target, summary.target) == (3, True, 50.0)
+    assert [(lead.name, lead.first, lead.missed) for lead in summary.leaders] == [("JAX", 2, 1), ("PyTorch", 1, 0)]
+    body, _ = _parts(frame, agreement)
+    _readable(body)
+    assert (
+        "Over three runs, each a model at one batch size, JAX reached the 50\\% top-1 target first in two and "
+        "PyTorch in one. JAX missed it in one run."
+    ) in body
+    assert "On ResNet-50" not in body, "no run said one by one"
+    # without a target: who trained fastest per epoch, and nothing missed
+    slower = [_training("jax", model=m) for m in reached]
+    for result in slower:
+        for epoch in result["metrics"]["epochs"]:
+            epoch["time_s"] *= 2
+    (tmp_path / "epochs").mkdir()
+    frame, agreement = _tables(tmp_path / "epochs", [*(_training("torch", model=m) for m in reached), *slower])
+    body, _ = _parts(frame, agreement)
+    assert "Over three runs, each a model at one batch size, PyTorch trained fastest per epoch in three." in body
+    assert "missed" not in body

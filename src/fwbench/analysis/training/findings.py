@@ -74,6 +74,28 @@ class TrainingRun:
 
 
 @dataclass(frozen=True)
+class Leader:
+    """One variant over every run: in how many it reached the target first (or, without a target, trained fastest
+    per epoch), and in how many it never reached the target."""
+
+    name: str
+    first: int
+    missed: int
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """The runs at a glance, for a study of many (a model at one batch size each): how many, whether they are led
+    by the time to a target (`by_target`, else by the time per epoch) and the target they share (percent; None where
+    they differ), and each variant's count of runs led and missed, most led first."""
+
+    runs: int
+    by_target: bool
+    target: float | None
+    leaders: tuple[Leader, ...]
+
+
+@dataclass(frozen=True)
 class FlaggedPair:
     """A pair whose loss after one step differs by more than its bar (`difference` and `bar`, relative)."""
 
@@ -360,6 +382,24 @@ def training_runs(frame: pd.DataFrame, target: float | None) -> tuple[TrainingRu
     return tuple(runs)
 
 
+def run_summary(runs: tuple[TrainingRun, ...]) -> RunSummary:
+    """The runs counted per variant, for a study with too many runs to say each: the section says who led how
+    often, and the table gives every time."""
+    targets = {run.target for run in runs}
+    by_target = bool(runs) and None not in targets
+    target = targets.pop() if by_target and len(targets) == 1 else None
+    names = list(dict.fromkeys(t.name for run in runs for t in run.timings))
+    first = {
+        name: sum(1 for run in runs if run.timings[0].name == name and run.timings[0].seconds is not None)
+        for name in names
+    }
+    missed = {
+        name: sum(1 for run in runs for t in run.timings if t.name == name and t.seconds is None) for name in names
+    }
+    leaders = sorted(names, key=lambda name: (-first[name], names.index(name)))
+    return RunSummary(len(runs), by_target, target, tuple(Leader(name, first[name], missed[name]) for name in leaders))
+
+
 def workarounds(frame: pd.DataFrame, agreement: pd.DataFrame | None, include_deviating: bool) -> Workarounds:
     cells = frame.drop_duplicates("path")
     used = cells["deviations"].map(present) & (cells["status"] == "ok") if "deviations" in cells else []
@@ -380,7 +420,8 @@ def section_values(
             tuple(models_in_text(frame["model"].unique())),
         ),
         "cells": completion(frame),
-        "runs": training_runs(frame, target),
+        "runs": (runs := training_runs(frame, target)),
+        "summary": run_summary(runs),
         "step0": step0_agreement_values(agreement, include_deviating),
         "modes": modes_values(frame),
         "compiled": mode_agreements(agreement),
