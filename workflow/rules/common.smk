@@ -134,6 +134,10 @@ SOFTWARE_FINGERPRINT = canonical(
     requirements.software_fingerprint(RESTORED, software_fingerprint())
 )
 REPO_ROOT = Path(workflow.basedir).parent
+# The paper's wording (report/templates/, fwbench.analysis.paper.templates): an input of every job that renders a
+# template, so that an author who rewords a sentence reruns the report's jobs (seconds) and never a measuring one.
+# All of them, since templates import one another (the sections and the conclusions share their macros).
+TEMPLATES = sorted((REPO_ROOT / "report" / "templates").glob("*.j2"))
 # A measuring job reads the device record but is not made stale by the device check's rerun (ancient()): adding a
 # framework reruns the check, and must not remeasure the cells of the other frameworks that do not compare with it.
 # What the check would change for a cell is its param instead: the device setting and its frameworks' software.

@@ -64,6 +64,7 @@ rule fairness_ledger:
         parity=PARITY_CSV,
         inference=INFERENCE_CSV,
         speedups=SPEEDUPS_CSV,
+        templates=TEMPLATES,
     output:
         csv=report(
             LEDGER_CSV,

@@ -135,17 +135,8 @@ rule paper_tables:
         cells=suite_indexes("inference"),
         facts=expand(FACTS, model=config["models"]),
         weights=expand(WEIGHTS_PROVENANCE, model=config["models"]),
-        # the wording of the Results' findings, the modes sentence and the failure summary (findings.j2: the names
-        # they share with the abstract): an author who rewords a sentence reruns this job and the paper
-        templates=[
-            REPO_ROOT / "report" / "templates" / name
-            for name in (
-                "inference_results.tex.j2",
-                "modes.tex.j2",
-                "failure_summary.tex.j2",
-                "findings.j2",
-            )
-        ],
+        # the wording of the Results' findings, the training section and the method's sentences
+        templates=TEMPLATES,
     output:
         **PAPER_TABLES,
     log:

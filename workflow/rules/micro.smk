@@ -84,6 +84,7 @@ rule micro_analysis:
     input:
         cells=micro_cells(),
         reference=MICRO_REFERENCE if MICRO else [],
+        templates=TEMPLATES,
     output:
         **MICRO_REPORTED_OUTPUTS,
     log:

@@ -8,6 +8,7 @@ rule op_profile:
         cells=suite_indexes("inference"),
         inference=INFERENCE_CSV,
         speedups=SPEEDUPS_CSV,
+        templates=TEMPLATES,
     output:
         table=report(
             PROFILE_CSV,

@@ -11,6 +11,7 @@ rule published_comparison:
         training=TRAINING_TABLES,
         # a published ratio in other modes than the ratio table pairs gets its paired interval from the cells
         cells=suite_indexes("inference"),
+        templates=TEMPLATES,
     output:
         csv=report(
             PUBLISHED_CSV,
@@ -55,7 +56,7 @@ rule conclusions:
         # the abstract names where a large difference comes from, from the profiled steps
         profile=PROFILE_CSV,
         # the wording (report/templates/): an author who rewords a sentence reruns only the report's jobs
-        templates=sorted((REPO_ROOT / "report" / "templates").glob("*.j2")),
+        templates=TEMPLATES,
     output:
         section=CONCLUSIONS_SECTION,
         abstract=f"{RESULTS}/tables/abstract.tex",

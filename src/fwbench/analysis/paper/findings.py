@@ -17,12 +17,10 @@ import pandas as pd
 
 from fwbench.analysis.common import verdicts
 from fwbench.analysis.common.latex import (
-    label,
-    mode_label,
     ordered_frameworks,
     ordered_variants,
 )
-from fwbench.analysis.common.names import framework_name, model_name
+from fwbench.analysis.common.names import framework_name, model_name, variant_name
 from fwbench.analysis.common.partners import (
     cell_mode,
     check_placement,
@@ -187,9 +185,9 @@ def placement(ratios: pd.DataFrame) -> Placement:
 
 
 def _phrase(framework: str, mode: str, named: bool) -> str:
-    """A variant in a training sentence: the framework ("JAX/Flax"), or with its mode in front where it must be
-    named ("compiled PyTorch", "eager PyTorch")."""
-    return f"{mode_label(mode)} {label(framework)}" if named else label(framework)
+    """A variant in a training sentence as the abstract and the body name it: the framework ("JAX"), or with its
+    mode in front where it must be named ("compiled PyTorch", "eager PyTorch")."""
+    return variant_name(framework, mode, alone=not named)
 
 
 @dataclass(frozen=True)
@@ -248,11 +246,18 @@ def _training_variant(num: pd.Series, base: pd.Series, named: set[str]) -> Train
         return TrainingVariant(name, "failed")
     placement = check_placement([base, num])
     if placement.models_differ:
-        return TrainingVariant(name, "refused", devices=placement.model_values())
+        devices = {framework: model or "unknown" for framework, (_, model) in placement.models.items()}
+        return TrainingVariant(name, "refused", devices=_each(devices))
     t, reference = float(num["time_s"]), float(base["time_s"])
-    nodes = placement.node_values() if placement.nodes_differ else None
+    nodes = _each({framework: node or "unknown" for framework, node in placement.nodes.items()})
+    nodes = nodes if placement.nodes_differ else None
     pairing = ("compiled" if is_compiled(mode) else "eager") if mixed_modes(mode, base_mode) else None
     return TrainingVariant(name, "ok", t, reference / t, nodes, None, pairing)
+
+
+def _each(values: Mapping[str, str]) -> str:
+    """Each framework's device model or node, as the prose names them: "PyTorch gpu01, TensorFlow gpu03"."""
+    return ", ".join(f"{framework_name(framework)} {value}" for framework, value in values.items())
 
 
 def _pick(variants: dict[tuple[str, str], pd.Series], framework: str, config: Mapping[str, Any]) -> str | None:

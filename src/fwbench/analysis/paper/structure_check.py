@@ -44,13 +44,18 @@ BODY_END = "sec:body-end"
 HEADLINE = "fig:headline"
 ABSTRACT = "abstract.tex"
 CONCLUSIONS = "conclusions.tex"
-# The sections written from report/templates, besides the abstract: their sentences are held to MAX_SENTENCE_WORDS.
+# The sections written from report/templates, besides the abstract, the body's and the appendices': their sentences
+# are held to MAX_SENTENCE_WORDS.
 GENERATED_PROSE = (
     "inference_results.tex",
     "training_section.tex",
     "micro_section.tex",
     "published_section.tex",
     CONCLUSIONS,
+    "training_detail.tex",
+    "micro_detail.tex",
+    "ledger_section.tex",
+    "profile_section.tex",
 )
 # a sentence ends at a full stop followed by a space and a capital, a digit or a LaTeX command ("0.50" has no space
 # after its stop, "Fig. 3" and "e.g. X" are abbreviations); headings and labels are not sentences
