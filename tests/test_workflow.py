@@ -316,6 +316,7 @@ def test_the_first_gpu_study_is_written_up_by_this_code_from_its_archive(venv_bi
     assert check["problems"] == [], check
     text = " ".join(_paper_text(fresh).split())
     assert "H200" in text and "ViT-B/16" in text
+    assert "Measured at commit e86603fc4251 (dirty), written up at" in text, text[:600]
 
 
 def _quietly(env):

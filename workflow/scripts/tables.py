@@ -1,5 +1,7 @@
 from fwbench.analysis.paper.inputs import write_paper_inputs
+from fwbench.analysis.setup.provenance import commit_label
 from fwbench.results import read_cell_index
+from fwbench.trackers.environment import git_state
 from fwbench.workflow.logs import redirect_to
 
 with redirect_to(snakemake.log[0]):
@@ -27,4 +29,6 @@ with redirect_to(snakemake.log[0]):
         },
         outputs=dict(snakemake.output.items()),
         training_reference=snakemake.input.training_reference,
+        # the code writing the paper, which a report-only restore makes differ from the code that measured
+        written_at=commit_label(git_state()),
     )

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from fwbench.analysis.common.detail import split_detail
+from fwbench.analysis.common.latex import escape
 from fwbench.analysis.failures.report import failure_macros, failures_table
 from fwbench.analysis.inference.macros import macros
 from fwbench.analysis.inference.ratio_macros import include_deviating
@@ -21,6 +22,12 @@ from fwbench.analysis.setup.tables import environment_table, models_table
 from fwbench.analysis.training.macros import training_macros
 from fwbench.analysis.training.reference import read_published
 from fwbench.io import atomic_write_text, read_json
+
+
+def written_up_at(written_at: str | None, measured_at: str | None) -> str:
+    """`\fwbWrittenAt`: the commit of the code writing the paper where it is not the code that measured the cells
+    (the title then names both), else empty."""
+    return escape(written_at) if written_at and written_at != measured_at else ""
 
 
 def write_paper_inputs(
@@ -38,10 +45,13 @@ def write_paper_inputs(
     config: Mapping[str, Any],
     outputs: Mapping[str, str],
     training_reference: str | Path | None = None,
+    written_at: str | None = None,
 ) -> None:
     """`training_reference`: the published L4 training figures (reference/published-l4-training.csv) the training
     section sets the small-CNN cells beside; without it the section has no such table. `mode_gains_csv`: the
-    compiled-over-eager gains (results/tables/mode_gains.csv)."""
+    compiled-over-eager gains (results/tables/mode_gains.csv). `written_at`: the commit of the code writing the
+    paper (setup.provenance.commit_label); where it is not the code that measured the cells (results restored with
+    `fwbench restore --report-only`), the paper names both (`\fwbWrittenAt`, empty otherwise)."""
     frame, ratios, gains = read_tidy(csv), read_tidy(speedups_csv), read_tidy(mode_gains_csv)
     env = study_environment(cell_paths)
     atomic_write_text(outputs["inference"], inference_table(frame, list(config["frameworks"]), ratios))
@@ -53,6 +63,7 @@ def write_paper_inputs(
     atomic_write_text(outputs["environment"], environment_table(env))
     loader_result = read_json(loader)
     extra = loader_macros(loader_result, frame)
+    extra["fwbWrittenAt"] = written_up_at(written_at, env.get("fwbench commit"))
     include = include_deviating(dict(config))
     epochs = None
     if training:

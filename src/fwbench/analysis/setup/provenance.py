@@ -11,7 +11,7 @@ be a Zen 3 without AVX-512 or a Zen 4 with it, and the study's ratios differ bet
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -411,6 +411,13 @@ def _python(provenance: dict[str, Any]) -> str | None:
     return f"{interpreter.get('version')} ({implementation}, {interpreter.get('environment')})"
 
 
+def commit_label(git: Mapping[str, Any]) -> str | None:
+    """A checkout's commit as the paper names it, "1a2b3c4d5e6f (dirty)" (fwbench.trackers.environment.git_state's
+    record): the same label for the code that measured a cell and for the code that writes the paper from it."""
+    commit = git.get("commit")
+    return f"{commit[:12]}{' (dirty)' if git.get('dirty') else ''}" if commit else None
+
+
 def study_environment(paths: Iterable[str | Path]) -> dict[str, Any]:
     results = load_cells(paths)
     present = _present(results)
@@ -428,9 +435,7 @@ def study_environment(paths: Iterable[str | Path]) -> dict[str, Any]:
         fields["Python"].add(_python(prov))
         fields["NumPy"].add((prov.get("libraries") or {}).get("numpy"))
         fields["Harness version"].add(prov.get("harness_version"))
-        git = prov.get("git") or {}
-        commit = git.get("commit")
-        fields["fwbench commit"].add(f"{commit[:12]}{' (dirty)' if git.get('dirty') else ''}" if commit else None)
+        fields["fwbench commit"].add(commit_label(prov.get("git") or {}))
         framework = prov.get("framework")
         if framework:
             fields["Device"].add((framework.get("device") or {}).get("name"))
