@@ -18,11 +18,12 @@ from fwbench.analysis.inference.tidy import read_tidy
 from fwbench.analysis.paper.abstract import words
 from fwbench.analysis.paper.structure_check import MAX_SENTENCE_WORDS, identifiers_in_prose, long_sentences, sentences
 from fwbench.analysis.paper.templates import TemplateValueError, render
-from fwbench.analysis.paper.training_section import compiled_step0_text, mode_gain_text, training_section
+from fwbench.analysis.paper.training_section import training_section
 from fwbench.analysis.training.epochs import write_training_tables
 from fwbench.analysis.training.findings import section_values
 from fwbench.analysis.training.method import method_values
 from fwbench.analysis.training.reference import read_published
+from tests.test_conclusions import training_paragraph
 from tests.test_deviations import _failed
 from tests.test_mode_training_analysis import _compiled_torch, _in_mode, _trained_results
 from tests.test_multi_framework_analysis import PUBLISHED, _provenance, _training, _write
@@ -134,19 +135,21 @@ def test_compiled_pytorch_says_its_step0_check_and_its_gain(modes):
         5.0,
         2.0,
     )
-    step0 = compiled_step0_text(agreement)
-    assert step0 == (
+    step0 = (
         "Compiled PyTorch's first optimiser step agrees with eager PyTorch's to a relative "
         "9.1\\ensuremath{\\times 10^{-5}} in the loss after it (one pair, none flagged)."
     )
-    said = mode_gain_text(frame)
-    assert said == (
+    said = (
         "At batch 32, compiled PyTorch trained the small CNN 2.0$\\times$ as fast as eager PyTorch "
         "(2.5~s against 5.0~s), after 12~s of compilation."
     )
     body, _ = _parts(frame, agreement)
-    assert step0 in body and said in body, "the conclusions and the section say it in the same words"
-    assert compiled_step0_text(agreement.iloc[1:]) == "" and mode_gain_text(frame[frame["mode"] != "compile"]) == ""
+    closing = training_paragraph(frame, agreement)
+    assert step0 in body and said in body and step0 in closing and said in closing, "the same words (training.j2)"
+    # neither is said without a compiled pair or compiled cells
+    eager = frame[frame["mode"] != "compile"]
+    alone = training_paragraph(eager, agreement.iloc[1:])
+    assert "first optimiser step" not in alone and "as fast as eager PyTorch" not in alone
 
 
 # --- edge cases ----------------------------------------------------------------------------------------------------

@@ -35,9 +35,8 @@ from fwbench.analysis.inference.summary import (
     refused,
     resolved_adjusted,
 )
-from fwbench.analysis.paper.templates import Latex
-from fwbench.analysis.paper.training_section import compiled_step0_text, mode_gain_text
 from fwbench.analysis.published.matching import training_times
+from fwbench.analysis.training.findings import ModeAgreement, ModeGain, counted_pairs, mode_agreements, mode_gain_values
 from fwbench.study.modes import is_compiled
 
 BASELINE = "torch"
@@ -224,15 +223,15 @@ class TrainingRun:
 @dataclass(frozen=True)
 class TrainingFindings:
     """What the conclusions' training paragraph says: the step-0 agreement (`worst` relative loss difference over
-    `comparisons`, `flagged`), compiled PyTorch's own step-0 agreement and the compile gain (LaTeX the training
-    section writes too), and the runs."""
+    `comparisons`, `flagged`), compiled PyTorch's own step-0 agreement and the compile gain (the values the training
+    section says them from, in training.j2's words in both), and the runs."""
 
     comparisons: int
     worst: float | None
     flagged: int
-    compiled_step0: str
+    compiled_step0: tuple[ModeAgreement, ...]
     runs: tuple[TrainingRun, ...]
-    mode_gain: str
+    mode_gain: tuple[ModeGain, ...]
 
 
 def _training_variant(num: pd.Series, base: pd.Series, named: set[str]) -> TrainingVariant:
@@ -321,6 +320,7 @@ def training_findings(
                 _reached(steady, named) if target is not None else (),
             )
         )
-    # two sentences the training section says too, already LaTeX
-    step0, gain = Latex(compiled_step0_text(agreement)), Latex(mode_gain_text(epochs))
-    return TrainingFindings(comparisons, worst, flagged, step0, tuple(runs), gain)
+    # what the training section says of compiled PyTorch too (training.j2)
+    step0 = mode_agreements(counted_pairs(agreement, include_deviating=True)) if agreement is not None else ()
+    gain = mode_gain_values(epochs) if epochs is not None else ()
+    return TrainingFindings(comparisons, worst, flagged, tuple(step0), tuple(runs), tuple(gain))

@@ -6,7 +6,7 @@ reference_findings; the words are the templates', which an author rewords withou
 
 It sits on the paper's floor because rendering a template is the paper's job (fwbench.analysis.paper.templates): the
 training package hands numbers, verdicts and display names up, never sentences. The conclusions repeat two of its
-sentences, on compiled PyTorch (`compiled_step0_text`, `mode_gain_text`), in the same words (training.j2).
+sentences, on compiled PyTorch, from the same values in the same words (training.j2's macros, which both import).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import pandas as pd
 
 from fwbench.analysis.common.detail import DETAIL_MARK
 from fwbench.analysis.paper.templates import render
-from fwbench.analysis.training.findings import counted_pairs, mode_agreements, mode_gain_values, section_values
+from fwbench.analysis.training.findings import section_values
 from fwbench.analysis.training.method import method_values
 from fwbench.analysis.training.reference_findings import reference_values
 from fwbench.analysis.training.section import curves_figure, detail_floats
@@ -47,17 +47,3 @@ def training_section(
         *detail_floats(frame, agreement, published),
     ]
     return "\n".join(lines) + "\n"
-
-
-def compiled_step0_text(agreement: pd.DataFrame | None) -> str:
-    """How each compiled PyTorch mode's step-0 probe agrees with eager PyTorch's, in the training section's words
-    (empty without such a pair): the conclusions say it before they compare speeds."""
-    compiled = mode_agreements(counted_pairs(agreement, include_deviating=True))
-    return render("training_modes.tex.j2", {"compiled": compiled, "gains": ()}) if compiled else ""
-
-
-def mode_gain_text(frame: pd.DataFrame) -> str:
-    """How much faster each framework trained compiled than eagerly, in the training section's words (empty
-    without a framework trained in both)."""
-    gains = mode_gain_values(frame)
-    return render("training_modes.tex.j2", {"compiled": (), "gains": gains}) if gains else ""
