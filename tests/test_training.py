@@ -125,7 +125,10 @@ def compiled_mobilenet():
     """MobileNetV3-Small trainers of all three frameworks, compiled once for MOBILENET_BATCH and shared by the tests
     below: each compile costs up to half a minute of XLA on this CPU, and the tests only probe, evaluate and
     recalibrate, none of which changes a trainer's parameters or running statistics (each test checks what it
-    relies on)."""
+    relies on). So the train steps, which none of them runs, are not compiled (`train=False`: 70 s of XLA in JAX and
+    TensorFlow on the Zen 3 VM, a third of these tests' time): the probe is the train step's loss, gradient and Adam
+    update without its randomness (the small CNN's trainers train for real in the tests below; JAX's dropout on
+    this twin is checked in the step-0 test, TensorFlow's compiled dropout on EfficientNet-B0's in test_tf_parity)."""
     from fwbench.data.inputs import normalize
 
     rng = np.random.default_rng(0)
@@ -133,7 +136,7 @@ def compiled_mobilenet():
     labels = rng.integers(0, 10, MOBILENET_BATCH[0])
     trainers = dict(zip(FRAMEWORKS, _trainers("mobilenet_v3_small", 32, frameworks=FRAMEWORKS), strict=True))
     for trainer in trainers.values():
-        trainer.compile(*_on_device(trainer, images, labels))
+        trainer.compile(*_on_device(trainer, images, labels), train=False)
     return trainers
 
 
@@ -172,6 +175,21 @@ def test_step0_agrees_between_frameworks(model, image_size, request):
         assert abs(probe["loss"] - torch_probe["loss"]) / torch_probe["loss"] < 1e-5, framework
         assert abs(probe["grad_norm"] - torch_probe["grad_norm"]) / torch_probe["grad_norm"] < 1e-3, framework
         assert abs(probe["loss_after_step"] - torch_probe["loss_after_step"]) / torch_probe["loss"] < 1e-3, framework
+    if model == "mobilenet_v3_small":
+        _jax_train_forward_draws_dropout_from_its_key(trainers["jax"], images)
+
+
+def _jax_train_forward_draws_dropout_from_its_key(trainer, images) -> None:
+    """What the JAX train step adds to the probe (which is randomness-off): the twin's train-mode forward under
+    jit with the step's dropout key, whose masks are a function of the key (the fixture compiles no train step)."""
+    import jax
+
+    x = jax.device_put(to_layout(images, trainer.input_layout))
+    forward = jax.jit(lambda key: trainer._forward(trainer.params, trainer.batch_stats, x, True, key)[0])
+    first, second = (np.asarray(forward(jax.random.fold_in(trainer.key, step))) for step in (0, 1))
+    plain = np.asarray(trainer._forward(trainer.params, trainer.batch_stats, x, True)[0])
+    np.testing.assert_array_equal(np.asarray(forward(jax.random.fold_in(trainer.key, 0))), first)
+    assert not np.allclose(first, second) and not np.allclose(first, plain), "dropout must follow the step's key"
 
 
 def test_trainers_evaluate_identically(request):

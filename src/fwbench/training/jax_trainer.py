@@ -134,11 +134,12 @@ class JaxTrainer(Trainer):
     def _lr(self, lr: float):
         return jnp.asarray(lr, jnp.float32)
 
-    def compile(self, images, labels, *, partial_batches: bool = False) -> dict[str, float]:
+    def compile(self, images, labels, *, partial_batches: bool = False, train: bool = True) -> dict[str, float]:
         """Every executable the cell runs, ahead of time for these shapes, each followed by its first call and
         steady-state calls on throwaway copies of the state (fwbench.training.firstcall): the train step (and, with
         `partial_batches`, its masked variant for a padded last batch), evaluation with running and with batch
-        statistics, BatchNorm recalibration's moments (models with BatchNorm) and the step-0 probe."""
+        statistics, BatchNorm recalibration's moments (models with BatchNorm) and the step-0 probe. `train=False`
+        leaves out the train steps (for a check that only probes, evaluates and recalibrates)."""
         rows = int(labels.shape[0])
         lr, key, valid = self._lr(self.recipe.lr), jax.random.fold_in(self.key, 0), jnp.asarray(rows, jnp.int32)
         timings: dict[str, float] = {}
@@ -155,10 +156,13 @@ class JaxTrainer(Trainer):
             timings[f"{name}_first_call_extra_s"] = first_call_extra(call, finish)
 
         state = (self.params, self.batch_stats, self.opt_state)
-        self.train_executable = ahead_of_time("train", self._train, *state, images, labels, lr, key)
-        self.backend.read_arithmetic(self.train_executable.as_text())  # the cell's TF32 scope as the step computes
-        timings["train_first_call_extra_s"] = self._train_first_calls(self.train_executable, images, labels, lr, key)
-        if partial_batches:
+        if train:
+            self.train_executable = ahead_of_time("train", self._train, *state, images, labels, lr, key)
+            self.backend.read_arithmetic(self.train_executable.as_text())  # the cell's TF32 scope as the step computes
+            timings["train_first_call_extra_s"] = self._train_first_calls(
+                self.train_executable, images, labels, lr, key
+            )
+        if train and partial_batches:
             masked = jnp.asarray(max(1, rows - 1), jnp.int32)
             self.masked_train_executable = ahead_of_time(
                 "train_masked", self._train, *state, images, labels, lr, key, masked

@@ -160,12 +160,13 @@ class TfTrainer(Trainer):
     def _variables(self) -> list[tf.Variable]:
         return [*self.model.variables, *self.m, *self.v, self.count]
 
-    def compile(self, images, labels, *, partial_batches: bool = False) -> dict[str, float]:
+    def compile(self, images, labels, *, partial_batches: bool = False, train: bool = True) -> dict[str, float]:
         """Every function the cell runs traced for these shapes (timed as `{name}_trace_lower_s`), then its first
         call beyond a steady-state call, which holds XLA's compilation (fwbench.training.firstcall). The state is
         restored afterwards, so the calls change nothing the cell then trains. One train-step program serves full
         and padded partial batches (the valid row count is an argument): with `partial_batches` the masked call's
-        first-call extra is measured too, and is what a second program would have cost (none: no retrace)."""
+        first-call extra is measured too, and is what a second program would have cost (none: no retrace).
+        `train=False` leaves out the train step (for a check that only probes, evaluates and recalibrates)."""
         rows = int(labels.shape[0])
         lr, valid, seed = self._lr(self.recipe.lr), self._rows(rows), self._seed(0)
         timings: dict[str, float] = {}
@@ -178,8 +179,9 @@ class TfTrainer(Trainer):
             timings[f"{name}_first_call_extra_s"] = first_call_extra(lambda: function(*args), finish)
 
         with tf.device(self.backend.device):
-            prepare("train", self._train, images, labels, lr, seed, valid, finish=self.value)
-            if partial_batches:
+            if train:
+                prepare("train", self._train, images, labels, lr, seed, valid, finish=self.value)
+            if train and partial_batches:
                 masked = self._rows(max(1, rows - 1))
                 prepare("train_masked", self._train, images, labels, lr, seed, masked, finish=self.value)
             prepare("eval", self._eval[False], images, labels, valid)

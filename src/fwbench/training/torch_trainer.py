@@ -117,14 +117,15 @@ class TorchTrainer(Trainer):
         if self.backend.device.type == "cuda":
             torch.cuda.synchronize(self.backend.device)
 
-    def compile(self, images, labels, *, partial_batches: bool = False) -> dict[str, float]:
+    def compile(self, images, labels, *, partial_batches: bool = False, train: bool = True) -> dict[str, float]:
         """Eager PyTorch prepares nothing ahead: its compile/first-call time (fwbench.training.firstcall) is each
         function's first call beyond a steady-state one, the train step's on a copy of the model and optimizer
         before anything else ran. Afterwards Adam's state exists (zeros, step 0, exactly what its first step would
-        create), as optax's does from the start, so no timed step allocates it."""
+        create), as optax's does from the start, so no timed step allocates it. `train=False` leaves out the train
+        steps (for a check that only probes, evaluates and recalibrates)."""
         lr, rows = self.recipe.lr, int(labels.shape[0])
         variants = {"train": None, **({"train_masked": max(1, rows - 1)} if partial_batches else {})}
-        timings = self._train_first_calls(images, labels, lr, variants)
+        timings = self._train_first_calls(images, labels, lr, variants) if train else {}
         for name, statistics in (("eval", "running"), ("eval_batch_statistics", "batch")):
             timings[f"{name}_first_call_extra_s"] = first_call_extra(
                 lambda statistics=statistics: self.evaluate(images, labels, rows, statistics=statistics), _done

@@ -38,7 +38,8 @@ class Trainer(ABC):
     def compile(self, images: Any, labels: Any) -> dict[str, float] | None:
         """Prepare every function the cell runs for these shapes; the compile/first-call time's breakdown in seconds
         (fwbench.training.firstcall), or None. Trainers that support `loader.drop_last: false` take
-        `partial_batches=True` to prepare the masked step too."""
+        `partial_batches=True` to prepare the masked step too; `train=False` prepares all but the train steps (for a
+        check that only probes, evaluates and recalibrates)."""
 
     @abstractmethod
     def step(self, images: Any, labels: Any, lr: float, step_index: int) -> Any:
