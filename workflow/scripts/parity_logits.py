@@ -7,7 +7,8 @@ from pathlib import Path
 
 import numpy as np
 
-from fwbench.io import atomic_stream, atomic_write_json, read_json
+from fwbench.analysis.common.cells import load_cells
+from fwbench.io import atomic_stream, atomic_write_json
 from fwbench.scenarios.parity import framework_logits, framework_logits_from_cells
 from fwbench.workflow.logs import redirect_to
 
@@ -15,7 +16,8 @@ with redirect_to(snakemake.log[0], native=True):  # the frameworks' C++ logging 
     if hasattr(snakemake.input, "cells"):
         record, logits = framework_logits_from_cells(
             snakemake.wildcards.framework,
-            [read_json(path) for path in snakemake.input.cells],
+            # checked as every analysis checks them: a truncated or foreign cell is named in one line
+            load_cells(snakemake.input.cells),
             image_size=snakemake.params.image_size,
         )
     else:
