@@ -73,8 +73,7 @@ MAX_TOTAL_BYTES = 8 << 30
 STUDY_FILES = ("config",)
 # What a report-only restore drops from Snakemake's record of a measured file: what the other code ran (its rule's
 # code, params, input list and software), which this checkout's code changes by design and which would make Snakemake
-# measure again. The checksums of the inputs it was made from stay, so that an input restored with a later modification
-# time but the same bytes does not make it stale (an archive of a study run in two commands has such mtimes).
+# measure again. The rest stays: the rule, the job's times, and the checksums of its inputs where Snakemake kept them.
 OTHER_CODES_RECORD = frozenset({"code", "params", "input", "software_stack_hash", "conda_env", "container_img_url"})
 # Where a report-only restore writes the archive's effective study, relative to the checkout.
 ARCHIVED_STUDY = f"{RESULTS}/archived-study.yaml"
@@ -287,8 +286,8 @@ def check_target(
 
 
 def _archived_study_check(study_dir: Path, config: Mapping[str, Any]) -> Any:
-    """The archive's effective study resolved by this checkout's code, from a scratch copy of the study file (nothing
-    is written into the checkout before every check has passed)."""
+    """The archive's effective study resolved by this checkout's code, from a scratch copy of the study file that is
+    removed before it returns (results/ is not written before every check has passed)."""
     scratch = study_dir / f".fwbench-study-{os.getpid()}"
     scratch.mkdir(exist_ok=True)
     try:
@@ -330,7 +329,8 @@ def restore(
             f"{archive}: no file of it names a report rule in its Snakemake record, so a report-only restore cannot "
             "tell what this checkout writes again"
         )
-    kept = [name for name in files if name not in set(left_out)]
+    rewritten = set(left_out)
+    kept = [name for name in files if name not in rewritten]
     staging = study_dir / f".fwbench-restore-{os.getpid()}"
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir()

@@ -6,7 +6,7 @@ the peak probe, the parity logits, the loader's throughput, and the data, weight
 from. They are kept as measured. A report rule's job reads only results and writes tables, figures and the paper with
 no framework: those are what a change of wording, analysis or layout changes, so a report-only restore leaves them
 out and this checkout writes them again. Every rule of the workflow is one or the other
-(tests/test_restore_report_only.py reads the rule files and fails on a rule in neither set), so a new rule has to be
+(tests/test_archive.py reads the rule files and fails on a rule in neither set), so a new rule has to be
 placed here before an archive can be written up around it.
 """
 
