@@ -18,7 +18,13 @@ from fwbench.models.registry import MODELS
 # part of every sentence that names a framework).
 FRAMEWORK_NAMES = {"torch": "PyTorch", "jax": "JAX", "tensorflow": "TensorFlow", "numpy": "NumPy"}
 # What each mode adds to a framework's name where the framework ran in more than one: "compiled PyTorch".
-MODE_ADJECTIVES = {"eager": "eager", "compile": "compiled", "cudagraphs": "CUDA-graph", "jit": "jitted", "xla": "XLA-compiled"}
+MODE_ADJECTIVES = {
+    "eager": "eager",
+    "compile": "compiled",
+    "cudagraphs": "CUDA-graph",
+    "jit": "jitted",
+    "xla": "XLA-compiled",
+}
 PRECISION_NAMES = {
     "fp32": "FP32",
     "tf32": "TF32",
