@@ -41,6 +41,7 @@ import lzma
 import os
 import shutil
 import tarfile
+import tempfile
 import time
 import zlib
 from collections.abc import Iterator, Mapping, Sequence
@@ -266,15 +267,14 @@ def check_target(
     differences += [difference] if difference else []
     study = manifest["study"]
     if report_only and not configfiles:
-        files, given, check = [ARCHIVED_STUDY], {}, _archived_study_check(study_dir, study["config"])
+        files, here = [ARCHIVED_STUDY], _archived_study_check(study_dir, study["config"])
     else:
         files = list(configfiles) if configfiles else list(study["configfiles"])
         given = dict(overrides) if overrides is not None else dict(study.get("overrides") or {})
-        check = None
-    try:
-        here = resolve_in(study_dir, files, given) if check is None else check
-    except ConfigError as error:
-        raise ArchiveError(f"the study {' + '.join(files)} does not resolve here: {error}") from None
+        try:
+            here = resolve_in(study_dir, files, given)
+        except ConfigError as error:
+            raise ArchiveError(f"the study {' + '.join(files)} does not resolve here: {error}") from None
     difference = study_difference(study["config"], here.config)
     if difference and not report_only:
         raise ArchiveError(f"{' + '.join(files)}: {difference}")
@@ -286,18 +286,15 @@ def check_target(
 
 
 def _archived_study_check(study_dir: Path, config: Mapping[str, Any]) -> Any:
-    """The archive's effective study resolved by this checkout's code, from a scratch copy of the study file that is
-    removed before it returns (results/ is not written before every check has passed)."""
-    scratch = study_dir / f".fwbench-study-{os.getpid()}"
-    scratch.mkdir(exist_ok=True)
-    try:
-        atomic_write_text(scratch / "study.yaml", yaml.safe_dump(dict(config), sort_keys=False))
+    """The archive's effective study resolved by this checkout's code, from a copy of it in a temporary folder
+    outside the checkout (nothing is written there before every check has passed)."""
+    with tempfile.TemporaryDirectory(prefix="fwbench-study-") as scratch:
+        study_file = Path(scratch, "study.yaml")
+        study_file.write_text(yaml.safe_dump(dict(config), sort_keys=False))
         try:
-            return resolve_in(study_dir, [str(scratch / "study.yaml")], {})
+            return resolve_in(study_dir, [str(study_file)], {})
         except ConfigError as error:
             raise ArchiveError(f"the archive's study does not resolve here: {error}") from None
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
 
 
 def _newest_code_mtime(study_dir: Path) -> float:

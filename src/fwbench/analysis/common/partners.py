@@ -6,7 +6,7 @@ where partners ran (device model, node: `check_placement`) decides whether their
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -263,18 +263,18 @@ class PlacementCheck:
     def nodes_differ(self) -> bool:
         return len({n for n in self.nodes.values() if n is not None}) > 1
 
-    def model_values(self) -> str:
+    def model_values(self, name: Callable[[str], str] = str) -> str:
         """Each framework's device model, e.g. "torch NVIDIA A100-SXM4-80GB, jax NVIDIA H100 80GB HBM3" (the platform
-        added where the platforms differ)."""
+        added where the platforms differ); `name` writes the framework (names.framework_name for prose: "PyTorch")."""
         with_platform = len({p for p, _ in self.models.values() if p is not None}) > 1
         return ", ".join(
-            f"{framework} {model or 'unknown'}" + (f" ({platform or 'unknown'})" if with_platform else "")
+            f"{name(framework)} {model or 'unknown'}" + (f" ({platform or 'unknown'})" if with_platform else "")
             for framework, (platform, model) in self.models.items()
         )
 
-    def node_values(self) -> str:
-        """Each framework's node, e.g. "torch gpu01, jax gpu02"."""
-        return ", ".join(f"{framework} {node or 'unknown'}" for framework, node in self.nodes.items())
+    def node_values(self, name: Callable[[str], str] = str) -> str:
+        """Each framework's node, e.g. "torch gpu01, jax gpu02"; `name` as for `model_values`."""
+        return ", ".join(f"{name(framework)} {node or 'unknown'}" for framework, node in self.nodes.items())
 
     @property
     def models_detail(self) -> str | None:

@@ -245,18 +245,11 @@ def _training_variant(num: pd.Series, base: pd.Series, named: set[str]) -> Train
         return TrainingVariant(name, "failed")
     placement = check_placement([base, num])
     if placement.models_differ:
-        devices = {framework: model or "unknown" for framework, (_, model) in placement.models.items()}
-        return TrainingVariant(name, "refused", devices=_each(devices))
+        return TrainingVariant(name, "refused", devices=placement.model_values(framework_name))
     t, reference = float(num["time_s"]), float(base["time_s"])
-    nodes = _each({framework: node or "unknown" for framework, node in placement.nodes.items()})
-    nodes = nodes if placement.nodes_differ else None
+    nodes = placement.node_values(framework_name) if placement.nodes_differ else None
     pairing = ("compiled" if is_compiled(mode) else "eager") if mixed_modes(mode, base_mode) else None
     return TrainingVariant(name, "ok", t, reference / t, nodes, None, pairing)
-
-
-def _each(values: Mapping[str, str]) -> str:
-    """Each framework's device model or node, as the prose names them: "PyTorch gpu01, TensorFlow gpu03"."""
-    return ", ".join(f"{framework_name(framework)} {value}" for framework, value in values.items())
 
 
 def _pick(variants: dict[tuple[str, str], pd.Series], framework: str, config: Mapping[str, Any]) -> str | None:
