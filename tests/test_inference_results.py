@@ -13,7 +13,6 @@ import math
 import pandas as pd
 import pytest
 
-from fwbench.analysis.common import verdicts
 from fwbench.analysis.common.names import identifiers
 from fwbench.analysis.common.verdicts import adjust_verdicts
 from fwbench.analysis.failures.report import failure_tally, study_cells
@@ -23,43 +22,26 @@ from fwbench.analysis.paper import structure_check
 from fwbench.analysis.paper.abstract import words
 from fwbench.analysis.paper.failures import failure_summary
 from fwbench.analysis.paper.inference import inference_results_section, modes_sentence
+from tests.test_conclusions import _ratio as conclusions_ratio
+from tests.test_conclusions import _table
 
-T975 = {2: 4.302652729911275}
 MODES = {"torch": "compile", "jax": "jit", "tensorflow": "xla"}
 
 
 def _ratio(model, batch, ratio, lo, hi, numerator="jax", baseline="compile", scope="paired_rounds", **extra):
-    """A speedups row with a paired t interval [lo, hi] (2 degrees of freedom) against PyTorch in `baseline`."""
-    se = math.log(hi / lo) / (2 * T975[2])
-    paired = scope == "paired_rounds"
-    stand_in = "torch: eager for compile" if baseline == "eager" else ""
-    return {
-        "model": model,
-        "precision": "fp32",
-        "batch_size": batch,
-        "ratio": ratio,
-        "ci_low": lo,
-        "ci_high": hi,
-        "ci_scope": scope,
-        "pairs": 3,
-        "resolved": paired and (lo > 1 or hi < 1),
-        "se_log": se if paired else math.nan,
-        "df": 2 if paired else math.nan,
-        "p_value": verdicts.p_value(math.log(ratio), se, 2) if paired else math.nan,
-        "numerator": numerator,
-        "denominator": "torch",
+    """A speedups row (tests/test_conclusions.py's, a paired t interval [lo, hi] with 2 degrees of freedom) against
+    PyTorch in `baseline`, with the modes each side ran in; a `scope` other than paired rounds resolves nothing."""
+    row = conclusions_ratio(model, batch, ratio, lo, hi, numerator)
+    if scope != "paired_rounds":
+        row |= {"ci_scope": scope, "resolved": False, "se_log": math.nan, "df": math.nan, "p_value": math.nan}
+    return row | {
         "numerator_mode": MODES[numerator],
         "denominator_mode": baseline,
         "mixed_modes": baseline == "eager",
-        "stand_in": stand_in,
-        "deviation_differs": False,
+        "stand_in": "torch: eager for compile" if baseline == "eager" else "",
         "refused": False,
-    } | extra
-
-
-def _table(rows, method="holm"):
-    frame = pd.DataFrame(rows)
-    return adjust_verdicts(frame, [f"inference {n}/torch" for n in frame["numerator"]], method)
+        **extra,
+    }
 
 
 def _cell(framework, mode, model, batch, throughput, status="ok", **extra):
