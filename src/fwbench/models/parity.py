@@ -41,9 +41,10 @@ def eval_parity(name: str, image_size: int, seed: int, *, batch: int = 2, num_cl
 def _jax_stepper(name, state, dtype, num_classes, image_size):
     """One compiled train-mode forward/backward of the twin, reusable across batches of the same shape."""
     module, host, _ = flax_host_variables(name, state, num_classes=num_classes, image_size=image_size)
-    # cast on the host: jnp.asarray(array, dtype) compiles one XLA convert per distinct shape (182 on
-    # MobileNetV3-Small, 12 s of its test)
-    variables = jax.tree_util.tree_map(lambda a: jnp.asarray(np.asarray(a, np.dtype(dtype))), host)
+    # cast on the host and place with device_put: jnp.asarray compiles an XLA program per distinct shape, a convert
+    # given a dtype (182 on MobileNetV3-Small, 12 s of its test) and in JAX 0.10 a lax.stage without one (69 per
+    # dtype on EfficientNet-B0)
+    variables = jax.device_put(jax.tree_util.tree_map(lambda a: np.asarray(a, np.dtype(dtype)), host))
 
     def loss_fn(params, x, labels):
         logits, updates = module.apply(
@@ -55,9 +56,9 @@ def _jax_stepper(name, state, dtype, num_classes, image_size):
     grad_fn = jax.jit(jax.value_and_grad(loss_fn, has_aux=True))
 
     def step(images, labels):
-        x = jnp.asarray(images.transpose(0, 2, 3, 1), dtype)
+        x = jax.device_put(np.asarray(images.transpose(0, 2, 3, 1), np.dtype(dtype)))
         with jax.default_matmul_precision("highest"):
-            (loss, (logits, updates)), grads = grad_fn(variables["params"], x, jnp.asarray(labels))
+            (loss, (logits, updates)), grads = grad_fn(variables["params"], x, jax.device_put(labels))
         tree = jax.tree_util.tree_map(np.asarray, {"params": grads, **updates})
         return np.asarray(logits, np.float64), float(loss), flax_to_torch(tree, state)
 
