@@ -38,8 +38,15 @@ def eval_parity(name: str, image_size: int, seed: int, *, batch: int = 2, num_cl
     return eval_parity_of(_highest_precision_forward, name, image_size, seed, batch=batch, num_classes=num_classes)
 
 
-def _jax_stepper(name, state, dtype, num_classes, image_size):
-    """One compiled train-mode forward/backward of the twin, reusable across batches of the same shape."""
+# The float64 step checks, on one batch, that the twin is PyTorch's function: its program is compiled without LLVM's
+# optimisations, which change no float64 result that matters (1e-12 relative at most) and took 1.5-6 s off each
+# large model's compile on the Zen 3 VM. The float32 steps, which judge XLA's arithmetic, compile as the study's do.
+FLOAT64_COMPILER_OPTIONS = {"xla_backend_optimization_level": 0}
+
+
+def _jax_stepper(name, state, dtype, num_classes, image_size, compiler_options=None):
+    """One compiled train-mode forward/backward of the twin, reusable across batches of the same shape (compiled
+    with `compiler_options` on its first batch)."""
     module, host, _ = flax_host_variables(name, state, num_classes=num_classes, image_size=image_size)
     # cast on the host and place with device_put: jnp.asarray compiles an XLA program per distinct shape, a convert
     # given a dtype (182 on MobileNetV3-Small, 12 s of its test) and in JAX 0.10 a lax.stage without one (69 per
@@ -54,11 +61,18 @@ def _jax_stepper(name, state, dtype, num_classes, image_size):
         return loss, (logits, updates)
 
     grad_fn = jax.jit(jax.value_and_grad(loss_fn, has_aux=True))
+    compiled = []
 
     def step(images, labels):
-        x = jax.device_put(np.asarray(images.transpose(0, 2, 3, 1), np.dtype(dtype)))
+        args = (
+            variables["params"],
+            jax.device_put(np.asarray(images.transpose(0, 2, 3, 1), np.dtype(dtype))),
+            jax.device_put(labels),
+        )
         with jax.default_matmul_precision("highest"):
-            (loss, (logits, updates)), grads = grad_fn(variables["params"], x, jax.device_put(labels))
+            if not compiled:
+                compiled.append(grad_fn.lower(*args).compile(compiler_options))
+            (loss, (logits, updates)), grads = compiled[0](*args)
         tree = jax.tree_util.tree_map(np.asarray, {"params": grads, **updates})
         return np.asarray(logits, np.float64), float(loss), flax_to_torch(tree, state)
 
@@ -74,7 +88,9 @@ def step_maker(name: str, num_classes: int, image_size: int):
 
         def step64(images, labels):  # built and run with 64-bit JAX
             with jax.enable_x64(True):
-                return _jax_stepper(name, state, jnp.float64, num_classes, image_size)(images, labels)
+                return _jax_stepper(name, state, jnp.float64, num_classes, image_size, FLOAT64_COMPILER_OPTIONS)(
+                    images, labels
+                )
 
         return step64
 
