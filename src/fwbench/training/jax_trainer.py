@@ -55,7 +55,9 @@ class JaxTrainer(Trainer):
         self.params = jax.device_put(variables["params"], backend.device)
         self.batch_stats = jax.device_put(variables.get("batch_stats", {}), backend.device)
         self.tx = adam(recipe)
-        self.opt_state = self.tx.init(self.params)
+        # compiled as one program: run op by op, Adam's zeros compile one XLA program per distinct parameter shape
+        # (59 on MobileNetV3-Small, 2.8 s of its trainer's build on the Zen 3 VM)
+        self.opt_state = jax.jit(self.tx.init)(self.params)
         self.key = jax.random.PRNGKey(recipe.seed)
         self._train = jax.jit(self._train_step, donate_argnums=(0, 1, 2))
         self._eval = jax.jit(self._eval_step, static_argnames="batch_statistics")
@@ -195,7 +197,8 @@ class JaxTrainer(Trainer):
     def _train_first_calls(self, executable, images, labels, lr, key, *extra) -> float:
         """The train step's first-call extra, on copies of the state (the step donates it), each call on the state
         the previous one returned."""
-        state = jax.tree_util.tree_map(jnp.copy, (self.params, self.batch_stats, self.opt_state))
+        # device_put copies without compiling (jnp.copy, leaf by leaf, compiles a program per distinct shape)
+        state = jax.device_put((self.params, self.batch_stats, self.opt_state), may_alias=False)
 
         def call():
             nonlocal state
