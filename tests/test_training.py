@@ -294,6 +294,26 @@ def test_bn_recalibration_is_skipped_without_batch_norm():
         assert trainer.recalibrate([x]) is False
 
 
+def test_a_compiled_jax_trainer_compiles_nothing_when_it_recalibrates_or_evaluates(caplog):
+    """What compiles there is timed (bn_recalibration_s, the evaluation): compile() builds it all. Run op by op, the
+    recalibration's average compiled one program per distinct statistics shape, timed in the first epoch only."""
+    import jax
+
+    from fwbench.data.inputs import normalize
+
+    rng = np.random.default_rng(5)
+    images = normalize(rng.integers(0, 256, (4, 16, 16, 3), dtype=np.uint8))
+    labels = rng.integers(0, 10, 4)
+    [trainer] = _trainers("small_cnn", 16, frameworks=("jax",))
+    x, y = _on_device(trainer, images, labels)
+    trainer.compile(x, y, train=False)
+    with caplog.at_level("WARNING", logger="jax"), jax.log_compiles():
+        assert trainer.recalibrate([x, x, x]) is True
+        trainer.evaluate(x, y, 4, statistics="recalibrated")
+    compiled = [r.getMessage() for r in caplog.records if "Finished XLA compilation" in r.getMessage()]
+    assert not compiled, compiled
+
+
 def _train(work, settings, backend, batch_size: int = 8, state: str = "state") -> dict:
     """One training cell of the small CNN at 16 px on `training_setup`'s data, in this process."""
     from fwbench.scenarios import training

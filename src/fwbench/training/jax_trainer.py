@@ -63,6 +63,7 @@ class JaxTrainer(Trainer):
         self._eval = jax.jit(self._eval_step, static_argnames="batch_statistics")
         self._probe = jax.jit(self._probe_step)
         self._moments = jax.jit(self._moments_step)
+        self._average = jax.jit(_running_average)
         self.train_executable, self.eval_executables, self.moments_executable = None, {}, None
         self.masked_train_executable, self.probe_executable = None, None
         self.recalibrated = None
@@ -189,7 +190,12 @@ class JaxTrainer(Trainer):
             self.moments_executable = ahead_of_time(
                 "recalibration", self._moments, self.params, self.batch_stats, images
             )
-            first_calls("recalibration", lambda: self.moments_executable(self.params, self.batch_stats, images))
+            # the averaging is warmed here too: run op by op, it compiled a program per distinct statistics shape in
+            # the first recalibration, timed (MobileNetV3-Small: 1.66 s against 0.07 s for the next, on the Zen 3 VM)
+            first_calls(
+                "recalibration",
+                lambda: self._average(*2 * [self.moments_executable(self.params, self.batch_stats, images)], HALF),
+            )
         self.probe_executable = ahead_of_time("probe", self._probe, *state, images, labels, lr, valid)
         first_calls("probe", lambda: self.probe_executable(*state, images, labels, lr, valid))
         return timings
@@ -246,12 +252,8 @@ class JaxTrainer(Trainer):
         average = None
         for count, images in enumerate(batches, start=1):
             moments = self.moments_executable(self.params, self.batch_stats, images)
-            weight = 1.0 / count  # torch's cumulative update: weight * batch + (1 - weight) * running
-            average = (
-                moments
-                if average is None
-                else jax.tree_util.tree_map(lambda a, m, w=weight: w * m + (1.0 - w) * a, average, moments)
-            )
+            weight = np.float32(1.0 / count)  # an argument of the compiled average, not a constant of it
+            average = moments if average is None else self._average(average, moments, weight)
         if average is None:
             raise ValueError("recalibrate() needs at least one batch")
         self.recalibrated = jax.block_until_ready(average)
@@ -282,3 +284,12 @@ class JaxTrainer(Trainer):
         arrays = read_arrays(path, names, leaves)
         state = jax.device_put(jax.tree_util.tree_unflatten(treedef, arrays), self.backend.device)
         self.params, self.batch_stats, self.opt_state = state["params"], state["batch_stats"], state["opt_state"]
+
+
+HALF = np.float32(0.5)  # the averaging's warm-up weight (any weight: one program serves them all)
+
+
+def _running_average(average, moments, weight):
+    """torch's cumulative update of BatchNorm statistics, weight * batch + (1 - weight) * running, over the tree of
+    every layer's: one compiled program for all of them."""
+    return jax.tree_util.tree_map(lambda a, m: weight * m + (1.0 - weight) * a, average, moments)
