@@ -45,8 +45,8 @@ FLOAT64_COMPILER_OPTIONS = {"xla_backend_optimization_level": 0}
 
 
 def _jax_stepper(name, state, dtype, num_classes, image_size, compiler_options=None):
-    """One compiled train-mode forward/backward of the twin, reusable across batches of the same shape (compiled
-    with `compiler_options` on its first batch)."""
+    """One compiled train-mode forward/backward of the twin (with `compiler_options`), reusable across batches of the
+    same shape."""
     module, host, _ = flax_host_variables(name, state, num_classes=num_classes, image_size=image_size)
     # cast on the host and place with device_put: jnp.asarray compiles an XLA program per distinct shape, a convert
     # given a dtype (182 on MobileNetV3-Small, 12 s of its test) and in JAX 0.10 a lax.stage without one (69 per
@@ -60,19 +60,12 @@ def _jax_stepper(name, state, dtype, num_classes, image_size, compiler_options=N
         loss = optax.softmax_cross_entropy_with_integer_labels(logits, labels).mean()
         return loss, (logits, updates)
 
-    grad_fn = jax.jit(jax.value_and_grad(loss_fn, has_aux=True))
-    compiled = []
+    grad_fn = jax.jit(jax.value_and_grad(loss_fn, has_aux=True), compiler_options=compiler_options)
 
     def step(images, labels):
-        args = (
-            variables["params"],
-            jax.device_put(np.asarray(images.transpose(0, 2, 3, 1), np.dtype(dtype))),
-            jax.device_put(labels),
-        )
+        x = jax.device_put(np.asarray(images.transpose(0, 2, 3, 1), np.dtype(dtype)))
         with jax.default_matmul_precision("highest"):
-            if not compiled:
-                compiled.append(grad_fn.lower(*args).compile(compiler_options))
-            (loss, (logits, updates)), grads = compiled[0](*args)
+            (loss, (logits, updates)), grads = grad_fn(variables["params"], x, jax.device_put(labels))
         tree = jax.tree_util.tree_map(np.asarray, {"params": grads, **updates})
         return np.asarray(logits, np.float64), float(loss), flax_to_torch(tree, state)
 

@@ -196,7 +196,9 @@ class JaxTrainer(Trainer):
             # the first recalibration, timed (MobileNetV3-Small: 1.66 s against 0.07 s for the next, on the Zen 3 VM)
             first_calls(
                 "recalibration",
-                lambda: self._average(*2 * [self.moments_executable(self.params, self.batch_stats, images)], HALF),
+                lambda: self._average(
+                    *2 * [self.moments_executable(self.params, self.batch_stats, images)], np.float32(0.5)
+                ),
             )
         self.probe_executable = ahead_of_time("probe", self._probe, *state, images, labels, lr, valid)
         first_calls("probe", lambda: self.probe_executable(*state, images, labels, lr, valid))
@@ -288,9 +290,6 @@ class JaxTrainer(Trainer):
         arrays = read_arrays(path, names, leaves)
         state = jax.device_put(jax.tree_util.tree_unflatten(treedef, arrays), self.backend.device)
         self.params, self.batch_stats, self.opt_state = state["params"], state["batch_stats"], state["opt_state"]
-
-
-HALF = np.float32(0.5)  # the averaging's warm-up weight (any weight: one program serves them all)
 
 
 def _running_average(average, moments, weight):
