@@ -44,6 +44,10 @@ import pytest
 # test environment's bin/ (snakemake), env the environment for every process the build starts
 Build = Callable[[Path, Path, dict[str, str]], Any]
 
+# Each collected module's fast and slow tests, {module: (fast, slow)}, as the conftest's collection hook counted
+# them (tests/conftest.py: tiers); a key here, which every importer of the conftest shares.
+TIERS = pytest.StashKey[dict]()
+
 
 @dataclass(frozen=True)
 class _Builder:

@@ -47,7 +47,7 @@ background.pin_to_given_cpus()
 # torch._dynamo imports, e.g. from torch.optim) each bundle LLVM, and Triton's extension segfaults on import when
 # TensorFlow's is already loaded; the other order works. So Triton goes first, whatever order the tests run in.
 with contextlib.suppress(ImportError):  # a torch without Triton: nothing to order
-    import torch._dynamo  # noqa: F401
+    import triton  # noqa: F401 - 0.3 s; torch._dynamo, which loads it, 4.5 s with torch, in each worker
 
 # The suite runs in two xdist workers (pyproject.toml), each importing JAX: on a GPU, the first to touch it would
 # take 75% of its memory (JAX's default), and the other would run out. Measuring processes set the same (worker.py).
@@ -58,28 +58,25 @@ os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 # mark, added at collection), grouped by why. A test marked `slow` in its own file is a whole-workflow run.
 LARGE_MODELS = ("resnet50", "vit_b_16", "mobilenet_v3_small", "efficientnet_b0")
 FULL_SUITE_ONLY: dict[str, tuple[str, ...]] = {
-    "the large models at 224 px, and their training-step parity (each model's logits at the study's 32 px, and the "
-    "small CNN's training step, stay fast)": (
+    "the large models at 224 px, and every model's training-step parity, the small CNN's included (11 s of XLA "
+    "compiling four step programs; the error statistics the bars judge stay fast)": (
         *(
             f"tests/{module}::test_eval_logit_parity[{model}-224]"
             for module in ("test_parity.py", "test_tf_parity.py")
             for model in LARGE_MODELS
         ),
-        *(
-            f"tests/test_train_step_parity.py::test_both_twins_take_pytorchs_train_step[{model}]"
-            for model in LARGE_MODELS
-        ),
+        "tests/test_train_step_parity.py::test_both_twins_take_pytorchs_train_step*",
     ),
-    "three large models' eval logits at the study's 32 px in both twins, 7-20 s each, most of it XLA compiling the "
-    "forward (the small CNN's and MobileNetV3-Small's stay fast: its depthwise convolutions, squeeze-excitation, "
-    "hard-swish and BatchNorm are most of what EfficientNet-B0 is made of; a change to a twin runs the full suite, "
-    "CONTRIBUTING.md)": tuple(
+    "the large models' eval logits at the study's 32 px in both twins, 6-20 s each, most of it XLA compiling the "
+    "forward (the small CNN's stay fast; a change to a twin runs the full suite, CONTRIBUTING.md)": tuple(
         f"tests/{module}::test_eval_logit_parity[{model}-32]"
         for module in ("test_parity.py", "test_tf_parity.py")
-        for model in ("resnet50", "vit_b_16", "efficientnet_b0")
+        for model in LARGE_MODELS
     ),
-    "a large model's twin converted, counted or trained eagerly in TensorFlow": (
+    "a large model's twin converted, calibrated, counted or trained eagerly": (
         "tests/test_tf_parity.py::test_conversion_round_trip_is_exact[vit_b_16]",
+        "tests/test_parity.py::test_conversion_round_trip_is_exact",
+        "tests/test_weights.py::test_calibrated_batchnorm_statistics_make_the_logits_depend_on_the_image",
         "tests/test_tf_parity.py::test_bfloat16_twin_is_bfloat16_throughout[mobilenet_v3_small]",
         "tests/test_tf_parity.py::test_stateless_randomness_is_a_function_of_the_seed",
         "tests/test_tf_parity.py::test_eager_depthwise_training_matches_torch",
@@ -87,8 +84,9 @@ FULL_SUITE_ONLY: dict[str, tuple[str, ...]] = {
         "tests/test_weights.py::test_pretrained_vit_is_interpolated_and_gets_a_new_head",
         "tests/test_facts.py::test_vit_attention_is_counted_by_torch",
     ),
-    "real trainers compiling train steps in JAX and TensorFlow (step 0 of the small CNN in all three stays fast)": (
-        "tests/test_training.py::test_step0_agrees_between_frameworks[mobilenet_v3_small-32]",
+    "real trainers compiling train steps in JAX and TensorFlow (the PyTorch trainer's tests stay fast)": (
+        "tests/test_training.py::test_step0_agrees_between_frameworks*",
+        "tests/test_training.py::test_a_compiled_jax_trainer_compiles_nothing_when_it_recalibrates_or_evaluates",
         "tests/test_training.py::test_trainers_evaluate_identically",
         "tests/test_training.py::test_bn_recalibration_averages_batch_statistics_identically",
         "tests/test_training.py::test_bn_recalibration_is_skipped_without_batch_norm",
@@ -102,14 +100,23 @@ FULL_SUITE_ONLY: dict[str, tuple[str, ...]] = {
         "tests/test_training.py::test_one_compile_time_measure_for_both_frameworks[tensorflow]",
         "tests/test_training.py::test_one_compile_time_measure_for_both_frameworks[jax]",
         "tests/test_training.py::test_trainers_take_their_layout_and_torch_does_no_transpose_in_its_step",
-        "tests/test_tf_training.py::*",
+        *(
+            f"tests/test_tf_training.py::{test}"
+            for test in (
+                "test_adam_steps_agree_with_torch*",
+                "test_tensorflow_evaluates_like_torch_and_leaves_the_state_alone",
+                "test_bn_recalibration_averages_batch_statistics_like_torch",
+                "test_bn_recalibration_is_skipped_without_batch_norm",
+                "test_steps_follow_torch_and_a_checkpoint_restores_everything",
+            )
+        ),
         "tests/test_modes.py::test_a_compiled_training_cell_agrees_with_eager_at_step_0_and_never_recompiles_while_timed",
         "tests/test_faults.py::test_a_training_cell_retried_with_a_workaround_starts_again_from_epoch_zero",
     ),
     "fresh processes importing every framework, or several launches of real workers": (
         "tests/test_backends.py::test_a_measuring_process_loads_only_its_own_framework*",
         "tests/test_backends.py::test_precision_default_leaves_each_frameworks_own_switches_alone",
-        "tests/test_torchvision_import.py::*",
+        "tests/test_torchvision_import.py::test_light_import_*",
         "tests/test_devices.py::test_real_probes_agree_on_this_machine",
         "tests/test_blocks.py::test_each_launch_runs_its_blocks_in_a_balanced_order[frameworks1-6]",
         "tests/test_blocks.py::test_each_launch_runs_its_blocks_in_a_balanced_order[frameworks2-4]",
@@ -119,13 +126,55 @@ FULL_SUITE_ONLY: dict[str, tuple[str, ...]] = {
         "tests/test_trials.py::test_three_frameworks_run_a_whole_williams_design_in_six_rounds",
         "tests/test_compile_launch.py::test_real_workers_compile_cold_in_the_compile_launch_and_load_warm_in_every_"
         "measured_one",
+        "tests/test_background.py::test_a_process_importing_the_conftest_with_its_cpus_is_pinned_to_them",
+    ),
+    "groups of real workers run for one test each: a disturbed launch run again, a crash, a worker serving several "
+    "precisions, the micro suite's cells, a cell by hand, the JAX compilation cache (the tiny group, which warm "
+    "workers serve and the warm-worker, profiling and study-parity tests read, stays fast)": (
+        "tests/test_shared_workers.py::test_a_launch_disturbed_by_another_process_is_run_again_for_every_variant",
+        "tests/test_shared_workers.py::test_a_crash_fails_every_cell_of_its_worker_and_no_other",
+        "tests/test_shared_workers.py::test_a_worker_serves_its_launch_across_precisions_and_a_cell_that_fails_to_"
+        "build_fails_alone",
+        "tests/test_micro.py::test_a_wrong_operation_fails_its_cell_with_a_clear_reason",
+        "tests/test_micro.py::test_micro_cells_record_both_variants_their_inputs_and_agreement",
+        "tests/test_micro.py::test_the_analysis_pairs_real_cells_by_the_round_each_trial_ran_in",
+        "tests/test_cli.py::test_run_cell_by_hand",
+        "tests/test_runner.py::test_jax_compilation_cache_state_is_recorded",
+    ),
+    "torch.compile and XLA compiling a real cell or step for one test (each mode's and precision's logic, its "
+    "records and its failures stay fast, on fakes)": (
+        "tests/test_modes.py::test_a_compiled_cell_reports_compile_time_apart_and_agrees_with_eager",
+        "tests/test_modes.py::test_a_recompilation_or_graph_break_in_the_timed_loop_flags_the_cell*",
+        "tests/test_torch_variants.py::test_the_cudagraphs_mode_runs_on_a_cpu_and_records_no_cuda_graphs_with_the_reason",
+        "tests/test_tf_parity.py::test_bfloat16_train_step_keeps_bfloat16_state",
+    ),
+    "Hugging Face's `datasets`, 4 s to import for one test of the hub source read from a local copy (the image folder "
+    "and the embedded dataset stay fast)": ("tests/test_data_sources.py::test_hugging_face_dataset_saved_to_disk",),
+    "LaTeX runs (the log, box, float and structure checks they feed are also checked on logs and text)": (
+        "tests/test_pdf_check.py::test_a_clean_document_passes",
+        "tests/test_pdf_check.py::test_a_broken_document_reports_each_problem",
+        "tests/test_pdf_check.py::test_the_generated_tables_fit_the_page_at_8_pt",
+        "tests/test_structure_check.py::test_a_built_paper_is_checked_for_its_shape",
+        "tests/test_micro_analysis.py::test_the_crossover_table_fits_the_page_at_its_widest_plain_numbers",
+        "tests/test_mode_analysis.py::test_the_mode_tables_fit_the_page_at_8_pt",
+        "tests/test_profile_analysis.py::test_the_section_sets_clean_in_the_papers_class",
+        "tests/test_published.py::test_the_published_table_fits_the_page_with_every_column_at_its_widest*",
     ),
     "snakemake runs of the shipped studies other than the default, and the HTML report in a real browser": (
         "tests/test_study_files.py::test_every_shipped_study_dry_runs_and_plans_the_cells_its_header_states[paper-h100.yaml]",
         "tests/test_study_files.py::test_every_shipped_study_dry_runs_and_plans_the_cells_its_header_states[gpu-smoke.yaml]",
+        "tests/test_study_files.py::test_every_shipped_study_dry_runs_and_plans_the_cells_its_header_states[gpu-matched.yaml]",
         "tests/test_study_files.py::test_a_three_line_study_plans_its_cells_only*",
         "tests/test_study_files.py::test_a_copy_of_the_default_with_one_model_plans_only_that_model",
-        "tests/test_report_check.py::*",
+        *(
+            f"tests/test_report_check.py::{test}"
+            for test in (
+                "test_a_*",  # each in a real browser, on the report of a real Snakemake workflow
+                "test_the_zip_form_is_checked_too",
+                "test_missing_entries_and_categories_are_reported",
+                "test_an_entry_without_description_is_reported",
+            )
+        ),
     ),
     "a statistical simulation of thousands of ratio tables": (
         "tests/test_analysis.py::test_adjusted_verdicts_of_the_ratio_table_keep_the_family_wise_rate_on_null_comparisons",
@@ -133,12 +182,27 @@ FULL_SUITE_ONLY: dict[str, tuple[str, ...]] = {
 }
 
 
+# The modules whose every test runs in the full suite only: each is whole-workflow runs, marked slow in its own file.
+# Every other module keeps at least one fast test, which tests/test_background.py checks in every whole run.
+MODULES_WITHOUT_A_FAST_TEST = ("tests/test_slurm.py", "tests/test_workflow.py")
+
+
+def tiers(items) -> dict[str, tuple[int, int]]:
+    """{module: (fast tests, slow tests)} of collected `items` (anything with a `nodeid` and `get_closest_marker`)."""
+    counts: dict[str, list[int]] = {}
+    for item in items:
+        count = counts.setdefault(item.nodeid.split("::")[0], [0, 0])
+        count[item.get_closest_marker("slow") is not None] += 1
+    return {module: (fast, slow) for module, (fast, slow) in counts.items()}
+
+
 @pytest.hookimpl(tryfirst=True)  # before "-m" deselects by the slow mark, and before xdist's own hook
 def pytest_collection_modifyitems(config, items):
     """Mark FULL_SUITE_ONLY's tests slow: a node id equal to an entry, or starting with an entry's text before its
-    final `*`. Then, under `--dist loadgroup`, put the tests that read one background build into one xdist group
-    (which suffixes their node ids), and give the tests marked `xdist_group` in their files the suffix xdist 3.8.0
-    fails to give them (tests/background.py: group_by_mark)."""
+    final `*`; count each module's tests of each tier (background.TIERS). Then, under `--dist loadgroup`, put the
+    tests that read one background build into one xdist group (which suffixes their node ids), and give the tests
+    marked `xdist_group` in their files the suffix xdist 3.8.0 fails to give them (tests/background.py:
+    group_by_mark)."""
     patterns = [pattern for group in FULL_SUITE_ONLY.values() for pattern in group]
     for item in items:
         if any(
@@ -146,6 +210,7 @@ def pytest_collection_modifyitems(config, items):
             for pattern in patterns
         ):
             item.add_marker(pytest.mark.slow)
+    config.stash[background.TIERS] = tiers(items)
     if background.grouping(config):
         background.group_by_build(items)
         background.group_by_mark(items)

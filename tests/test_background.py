@@ -157,3 +157,22 @@ def test_a_node_id_loses_only_its_group_suffix():
     assert background._plain_id("tests/t.py::test[a]@t.build") == "tests/t.py::test[a]"
     assert background._plain_id("tests/t.py::test[user@host]") == "tests/t.py::test[user@host]"
     assert background._plain_id("tests/t.py::test@t.build") == "tests/t.py::test"
+
+
+def test_every_module_keeps_a_fast_test(request):
+    """The fast tier checks every test module's logic (issue 57): FULL_SUITE_ONLY, and a slow mark in a file, may move
+    a module's expensive tests to the full suite but not its last fast one, except the whole-workflow modules named
+    in MODULES_WITHOUT_A_FAST_TEST. Judged on this run's own collection, when it collected every module."""
+    from tests.conftest import MODULES_WITHOUT_A_FAST_TEST, tiers
+
+    def marked(nodeid, slow):
+        return SimpleNamespace(nodeid=nodeid, get_closest_marker=lambda name: object() if slow else None)
+
+    fake = [marked("tests/test_a.py::x", False), marked("tests/test_a.py::y", True), marked("tests/test_b.py::z", True)]
+    assert tiers(fake) == {"tests/test_a.py": (1, 1), "tests/test_b.py": (0, 1)}
+    counted = request.config.stash[background.TIERS]
+    modules = {f"tests/{path.name}" for path in HERE.parent.glob("test_*.py")}
+    if set(counted) != modules:
+        pytest.skip(f"this run collected {len(counted)} of the {len(modules)} test modules")
+    without = sorted(module for module, (fast, _) in counted.items() if not fast)
+    assert without == sorted(MODULES_WITHOUT_A_FAST_TEST), f"modules without a fast test: {without}"

@@ -148,9 +148,19 @@ def test_a_page_that_never_renders_is_reported(tmp_path):
     assert check.missing == ["Figures: figure.png", "Tables: table.csv"] and check.entries == {}
 
 
-def test_no_browser_or_no_file_is_an_error_not_a_result(reports, tmp_path, monkeypatch):
-    with pytest.raises(ReportCheckError, match="no report"):
+def test_no_browser_no_file_or_no_page_is_an_error_not_a_result(tmp_path, monkeypatch):
+    """What stops the check before a browser starts (this module's fast test: no report is built, no browser runs)."""
+    import zipfile
+
+    with pytest.raises(ReportCheckError, match="no report at .*absent.html"):
         check_report(tmp_path / "absent.html")
+    empty = tmp_path / "empty.zip"
+    with zipfile.ZipFile(empty, "w") as archive:
+        archive.writestr("report/other.html", "<html></html>")
+    with pytest.raises(ReportCheckError, match=r"empty.zip holds no \*/report.html"):
+        check_report(empty)
+    page = tmp_path / "report.html"
+    page.write_text("<!doctype html><html></html>")
     monkeypatch.setenv("FWBENCH_CHROMIUM", str(tmp_path / "no-chromium"))
-    with pytest.raises(ReportCheckError, match="FWBENCH_CHROMIUM"):
-        check_report(reports["html"])
+    with pytest.raises(ReportCheckError, match="FWBENCH_CHROMIUM=.*no-chromium is not an executable file"):
+        check_report(page)

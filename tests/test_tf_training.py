@@ -101,6 +101,27 @@ def test_bn_recalibration_averages_batch_statistics_like_torch():
     assert abs(torch_eval["recalibrated"][0] - tf_eval["recalibrated"][0]) / torch_eval["recalibrated"][0] < 1e-4
 
 
+def test_a_trainer_runs_nothing_before_it_is_compiled():
+    """A call before `compile` would trace and compile inside what the cell times (this module's fast test: the
+    small CNN's trainer is built, nothing is compiled)."""
+    from fwbench.data.inputs import normalize
+
+    images = normalize(np.random.default_rng(5).integers(0, 256, (2, 16, 16, 3), dtype=np.uint8))
+    [trainer] = _trainers("small_cnn", 16, frameworks=("tensorflow",))
+    x, y = _on_device(trainer, images, np.array([1, 2]))
+    calls = {
+        "step": lambda: trainer.step(x, y, 1e-3, 0),
+        "evaluate": lambda: trainer.evaluate(x, y, 2),
+        "recalibrate": lambda: trainer.recalibrate([x]),
+        "probe": lambda: trainer.probe(x, y, 1e-3),
+    }
+    assert trainer.norms, "the small CNN has BatchNorm: recalibrate reaches its check"
+    for name, call in calls.items():
+        with pytest.raises(RuntimeError, match=rf"TfTrainer\.{name} before compile\(\)"):
+            call()
+    assert not trainer.compiled
+
+
 def test_bn_recalibration_is_skipped_without_batch_norm():
     """ViT has no BatchNorm: nothing to recalibrate (and nothing is compiled for it; compiling ViT's functions
     with XLA on this CPU takes minutes, which the study's cells pay and the test need not)."""

@@ -57,3 +57,14 @@ def test_light_import_builds_torchvisions_module_tree(light, name):
     )
     assert light[name]["state"] == reference["state"]
     assert light[name]["types"] == reference["types"]
+
+
+def test_a_model_built_in_this_process_has_torchvisions_module_tree():
+    """This module's fast test: MobileNetV3-Small through fwbench's import of torchvision's models, in the test
+    process (the fresh process above also checks what that import leaves out)."""
+    import torchvision
+
+    from fwbench.models import torch_model
+
+    built = _tree(torch_model("mobilenet_v3_small", num_classes=10, image_size=32))
+    assert built == _tree(torchvision.models.mobilenet_v3_small(weights=None, num_classes=10))
