@@ -7,7 +7,8 @@ pytest (`in_a_child_process`: the MobileNetV3-Small trainers). A test module reg
 `@background.study(name)`, and its tests take the result from the session's `background_studies`
 (tests/conftest.py), through a module fixture of that name, typically.
 
-**Under pytest-xdist** (the default: `-n 2 --dist loadgroup`, pyproject.toml) the two workers are the two lanes.
+**Under pytest-xdist** (the default: `-n auto --dist loadgroup`, pyproject.toml; two workers on a 2-core VM) the
+workers are the lanes.
 `group_by_build` puts the tests that read one build into one xdist group, so one worker runs them all and builds it
 once, in the foreground, when the first of them asks. A process that computes for a test while its worker waits
 (a parity process, the trainer tests' child pytest) runs on that worker's share of the CPUs (`on_worker_cpus`), so

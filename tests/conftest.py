@@ -182,6 +182,25 @@ FULL_SUITE_ONLY: dict[str, tuple[str, ...]] = {
 }
 
 
+# The memory one xdist worker is given: its three frameworks (1.5-3 GB) beside a large model's training-step parity
+# in a process of its own (ViT-B/16's peaked at 11 GB when it ran in the test process) or a study's snakemake jobs.
+# Two workers have run the suite in the 24 GB of this project's VMs since 2026-11-26, their peaks seldom together.
+WORKER_MEMORY_GIB = 10
+
+
+def xdist_workers(cpus: int, memory_gib: float) -> int:
+    """How many workers `-n auto` starts: one per CPU this process may use, as many as the memory holds at
+    WORKER_MEMORY_GIB each, at least one (two on the 2-core, 24 GB VMs of this project)."""
+    return max(1, min(cpus, int(memory_gib // WORKER_MEMORY_GIB)))
+
+
+def pytest_xdist_auto_num_workers(config):
+    """`-n auto` (pyproject.toml): the worker count fits the machine's CPUs and memory (xdist_workers)."""
+    with open("/proc/meminfo", encoding="ascii") as handle:
+        total_kib = int(next(line for line in handle if line.startswith("MemTotal:")).split()[1])
+    return xdist_workers(len(os.sched_getaffinity(0)), total_kib / 2**20)
+
+
 # The modules whose every test runs in the full suite only: each is whole-workflow runs, marked slow in its own file.
 # Every other module keeps at least one fast test, which tests/test_background.py checks in every whole run.
 MODULES_WITHOUT_A_FAST_TEST = ("tests/test_slurm.py", "tests/test_workflow.py")

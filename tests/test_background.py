@@ -176,3 +176,15 @@ def test_every_module_keeps_a_fast_test(request):
         pytest.skip(f"this run collected {len(counted)} of the {len(modules)} test modules")
     without = sorted(module for module, (fast, _) in counted.items() if not fast)
     assert without == sorted(MODULES_WITHOUT_A_FAST_TEST), f"modules without a fast test: {without}"
+
+
+def test_the_worker_count_fits_the_cores_and_the_memory():
+    """`-n auto` (pyproject.toml) starts a worker per core while the memory holds WORKER_MEMORY_GIB for each: two on
+    this project's 2-core, 24 GB VMs (23.5 GiB to the kernel), one on a single core, not sixteen in 32 GiB."""
+    from tests.conftest import WORKER_MEMORY_GIB, xdist_workers
+
+    assert xdist_workers(2, 23.5) == 2
+    assert xdist_workers(1, 23.5) == 1
+    assert xdist_workers(16, 32) == 3
+    assert xdist_workers(16, 125.7) == 12
+    assert xdist_workers(8, WORKER_MEMORY_GIB - 1) == 1, "at least one"

@@ -130,6 +130,8 @@ class Headline:
     adjustment: str  # the verdicts' multiplicity adjustment: "holm", "bh", "none"
     baseline: Baseline | None  # the pairs' common baseline; None where they differ or there is no pair
     pairs: tuple[Pair, ...]
+    # each family's range and typical ratio, said unless the abstract needs the words (abstract.fitted)
+    spreads: bool = True
 
 
 def _column(frame: pd.DataFrame, name: str) -> pd.Series:
