@@ -49,13 +49,13 @@ background.pin_to_given_cpus()
 with contextlib.suppress(ImportError):  # a torch without Triton: nothing to order
     import triton  # noqa: F401 - 0.3 s; torch._dynamo, which loads it, 4.5 s with torch, in each worker
 
-# The suite runs in two xdist workers (pyproject.toml), each importing JAX: on a GPU, the first to touch it would
-# take 75% of its memory (JAX's default), and the other would run out. Measuring processes set the same (worker.py).
+# The suite runs in xdist workers (pyproject.toml), each importing JAX: on a GPU, the first to touch it would take
+# 75% of its memory (JAX's default), and the others would run out. Measuring processes set the same (worker.py).
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 
-# The fast tier (`pytest -m "not slow"`, CONTRIBUTING.md) is the signal for every change: logic, and each framework
-# check at its smallest model. These tests, each seconds to minutes of CPU, run in the full suite only (the `slow`
-# mark, added at collection), grouped by why. A test marked `slow` in its own file is a whole-workflow run.
+# The fast tier (`pytest -m "not slow"`, CONTRIBUTING.md) is the signal for every change: each module's logic, on
+# fakes and tiny inputs. These tests, each seconds to minutes of CPU, run in the full suite only (the `slow` mark,
+# added at collection), grouped by why. A test marked `slow` in its own file is a whole-workflow run.
 LARGE_MODELS = ("resnet50", "vit_b_16", "mobilenet_v3_small", "efficientnet_b0")
 FULL_SUITE_ONLY: dict[str, tuple[str, ...]] = {
     "the large models at 224 px, and every model's training-step parity, the small CNN's included (11 s of XLA "
