@@ -196,9 +196,8 @@ def xdist_workers(cpus: int, memory_gib: float) -> int:
 
 def pytest_xdist_auto_num_workers(config):
     """`-n auto` (pyproject.toml): the worker count fits the machine's CPUs and memory (xdist_workers)."""
-    with open("/proc/meminfo", encoding="ascii") as handle:
-        total_kib = int(next(line for line in handle if line.startswith("MemTotal:")).split()[1])
-    return xdist_workers(len(os.sched_getaffinity(0)), total_kib / 2**20)
+    memory_gib = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") / 2**30
+    return xdist_workers(len(os.sched_getaffinity(0)), memory_gib)
 
 
 # The modules whose every test runs in the full suite only: each is whole-workflow runs, marked slow in its own file.
