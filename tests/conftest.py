@@ -113,7 +113,8 @@ FULL_SUITE_ONLY: dict[str, tuple[str, ...]] = {
         "tests/test_modes.py::test_a_compiled_training_cell_agrees_with_eager_at_step_0_and_never_recompiles_while_timed",
         "tests/test_faults.py::test_a_training_cell_retried_with_a_workaround_starts_again_from_epoch_zero",
     ),
-    "fresh processes importing every framework, or several launches of real workers": (
+    "fresh processes importing every framework, or every analysis module, or several launches of real workers": (
+        "tests/test_figure_style.py::test_figure_jobs_do_not_import_seaborn_or_scipy_stats",
         "tests/test_backends.py::test_a_measuring_process_loads_only_its_own_framework*",
         "tests/test_backends.py::test_precision_default_leaves_each_frameworks_own_switches_alone",
         "tests/test_torchvision_import.py::test_light_import_*",

@@ -123,15 +123,23 @@ def moderate(frame, paired_scope: str):
     prior = estimate_prior(frame.loc[rows, "se_log"].astype(float) ** 2 * pairs, frame.loc[rows, "df"].astype(float))
     if prior is None:
         return frame
-    for index in rows:
-        row = frame.loc[index]
+    # Computed row by row, written column by column: a pandas write per row and column took 90% of the time of
+    # the ratio table (`speedups`), 2 ms a row.
+    before = frame.loc[rows, ["pairs", "ratio", "se_log", "df", "ci_low", "ci_high", "method"]]
+    moderated: dict[str, list] = {column: [] for column in ("ci_low", "ci_high", "se_log", "df", "p_value", "resolved")}
+    for row in before.to_dict("records"):
         n, log_ratio = float(row["pairs"]), math.log(float(row["ratio"]))
         variance, df = prior.posterior(float(row["se_log"]) ** 2 * n, float(row["df"]))
         se = math.sqrt(variance / n)
         low, high = verdicts.interval(log_ratio, se, df)
-        frame.loc[index, ["ci_low_own", "ci_high_own", "df_own"]] = [row["ci_low"], row["ci_high"], row["df"]]
-        frame.loc[index, ["ci_low", "ci_high", "se_log", "df"]] = [low, high, se, df]
-        frame.loc[index, "p_value"] = verdicts.p_value(log_ratio, se, df)
-        frame.loc[index, "resolved"] = bool(low > 1 or high < 1)
-        frame.loc[index, "method"] = f"{row['method']}; {prior.label()}"
+        for column, value in zip(
+            moderated,
+            (low, high, se, df, verdicts.p_value(log_ratio, se, df), bool(low > 1 or high < 1)),
+            strict=True,
+        ):
+            moderated[column].append(value)
+    frame.loc[rows, ["ci_low_own", "ci_high_own", "df_own"]] = before[["ci_low", "ci_high", "df"]].to_numpy()
+    for column, values in moderated.items():
+        frame.loc[rows, column] = values
+    frame.loc[rows, "method"] = [f"{method}; {prior.label()}" for method in before["method"]]
     return frame

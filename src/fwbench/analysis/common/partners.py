@@ -53,7 +53,8 @@ def with_modes(frame: pd.DataFrame) -> pd.DataFrame:
     and `compiled` (whether that mode runs a compiled program)."""
     if frame.empty:
         return frame.assign(mode=pd.Series(dtype=object), compiled=pd.Series(dtype=bool))
-    modes = [cell_mode(row) for _, row in frame.iterrows()]
+    # the two columns as plain dicts: a Series per row (iterrows) was a third of the published comparison's time
+    modes = [cell_mode(row) for row in frame[[c for c in ("mode", "framework") if c in frame]].to_dict("records")]
     return frame.assign(mode=modes, compiled=[execution_modes.is_compiled(m) for m in modes])
 
 

@@ -11,11 +11,11 @@ matplotlib.use("Agg")
 import matplotlib.colors  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
-import seaborn as sns  # noqa: E402
 
 from fwbench.analysis.common.latex import label, ordered_variants, variant_label, variant_short  # noqa: E402
 from fwbench.analysis.common.names import model_name  # noqa: E402
 from fwbench.analysis.common.partners import multi_mode, with_modes  # noqa: E402
+from fwbench.analysis.common.style import paper_theme  # noqa: E402
 from fwbench.analysis.inference.summary import refused, resolved_adjusted  # noqa: E402
 from fwbench.study.modes import MODES  # noqa: E402
 
@@ -70,7 +70,9 @@ def throughput_figure(frame: pd.DataFrame, pdf: str | Path, png: str | Path) -> 
     """Throughput against batch size, one panel per model, one line per framework and execution mode (a
     framework's second mode a lighter shade of its colour, named with its mode), each cell's 95% CI as a vertical
     bar (over its trials; the within-process bootstrap for a cell of one trial); failed cells marked ×."""
-    sns.set_theme(context="paper", style="whitegrid", font_scale=0.9)
+    import seaborn as sns  # here, not at the top: the other figures' jobs need not import it (common/style.py)
+
+    paper_theme(font_scale=0.9)
     names, palette = series_labels(frame)
     data = frame.assign(Framework=names)
     models = sorted(data["model"].unique())
@@ -160,7 +162,7 @@ def mode_gain_figure(gains: pd.DataFrame, pdf: str | Path, png: str | Path) -> N
     Filled: resolved (the paired test over interleaved rounds, adjusted within the framework's gains:
     `summary.resolved_adjusted`); hollow: not. Refused gains (cells on different device models) are left out. A
     study with no framework in two modes gets a figure that says so."""
-    sns.set_theme(context="paper", style="whitegrid", font_scale=0.9)
+    paper_theme(font_scale=0.9)
     gains = gains[~refused(gains) & gains["ratio"].notna()] if not gains.empty else gains
     # one row per gain, the figure no taller than a column leaves room for its caption
     fig, ax = plt.subplots(figsize=(3.4, min(8.0, 0.9 + 0.22 * max(len(gains), 3))))

@@ -32,11 +32,11 @@ import matplotlib.textpath  # noqa: E402
 import matplotlib.ticker  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
-import seaborn as sns  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 
 from fwbench.analysis.common.latex import BASELINE, ordered_frameworks  # noqa: E402
 from fwbench.analysis.common.names import model_family, model_name, precision_name, variant_name  # noqa: E402
+from fwbench.analysis.common.style import paper_theme  # noqa: E402
 from fwbench.analysis.inference.figures import save_figure, variant_color  # noqa: E402
 from fwbench.analysis.inference.summary import mixed_modes, off_pairing, refused, resolved_adjusted  # noqa: E402
 from fwbench.study.modes import MODES  # noqa: E402
@@ -327,7 +327,7 @@ def _row_in(pairs: int) -> float:
 def build_headline(ratios: pd.DataFrame) -> plt.Figure:
     """The headline figure (see the module's docstring) as a Figure, unsaved: `headline_figure` saves it, tests read
     its Axes. An empty table gives a figure that says no ratio was measured."""
-    sns.set_theme(context="paper", style="whitegrid", font_scale=0.9)
+    paper_theme(font_scale=0.9)
     frame = _prepared(ratios) if not ratios.empty else ratios
     if frame.empty:
         fig = plt.figure(figsize=(WIDTH_IN, 1.2), layout="constrained")

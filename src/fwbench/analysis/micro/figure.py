@@ -198,11 +198,11 @@ def micro_figure(
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    import seaborn as sns
 
+    from fwbench.analysis.common.style import paper_theme
     from fwbench.analysis.inference.figures import save_figure
 
-    sns.set_theme(context="paper", style="whitegrid", font_scale=0.8)
+    paper_theme(font_scale=0.8)
     panels = _panels(frame)
     several = len({p for _, p in panels}) > 1
     names = mode_names(frame_modes(frame))

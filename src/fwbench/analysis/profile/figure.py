@@ -16,12 +16,12 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
-import seaborn as sns  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 
 from fwbench.analysis.common.latex import variant_label  # noqa: E402
 from fwbench.analysis.common.names import model_name  # noqa: E402
+from fwbench.analysis.common.style import paper_theme  # noqa: E402
 from fwbench.analysis.inference.figures import save_figure  # noqa: E402
 from fwbench.analysis.profile.categories import category_colour, category_label, ordered_categories  # noqa: E402
 from fwbench.analysis.profile.tables import PANEL_KEYS, category_times, cell_rows, row_key  # noqa: E402
@@ -62,7 +62,7 @@ def _panel(ax: plt.Axes, cells: pd.DataFrame, times: dict, categories: list[str]
 def profile_figure(table: pd.DataFrame, pdf: str | Path, png: str | Path) -> None:
     """The stacked-bar figure of an op-profile table (`tables.op_profile_table`), written atomically as PDF and PNG;
     a figure that says no cell was profiled when the table is empty (the paper builds either way)."""
-    sns.set_theme(context="paper", style="whitegrid", font_scale=0.9)
+    paper_theme(font_scale=0.9)
     if table.empty:
         fig, ax = plt.subplots(figsize=(3.4, 1.2))
         _no_profile(ax)

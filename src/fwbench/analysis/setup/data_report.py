@@ -128,9 +128,10 @@ def loader_macros(loader: dict[str, Any], frame: pd.DataFrame) -> dict[str, str]
 def loader_figure(loader: dict[str, Any], frame: pd.DataFrame, pdf: str | Path, png: str | Path) -> None:
     """Loader img/s per batch size against the fastest cell and the 3x target line."""
     import matplotlib.pyplot as plt
-    import seaborn as sns
 
-    sns.set_theme(context="paper", style="whitegrid", font_scale=0.9)
+    from fwbench.analysis.common.style import paper_theme
+
+    paper_theme(font_scale=0.9)
     reference, cell = fastest_consumer(frame)
     rows = pd.DataFrame(loader["rows"])
     fig, ax = plt.subplots(figsize=(3.4, 2.4))

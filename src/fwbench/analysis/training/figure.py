@@ -19,9 +19,10 @@ def training_figure(paths: Iterable[str | Path], pdf: str | Path, png: str | Pat
     execution mode) overlaid: one colour per framework, a lighter shade for its other mode, labelled with the mode
     where a framework trained in more than one."""
     import matplotlib.pyplot as plt
-    import seaborn as sns
 
-    sns.set_theme(context="paper", style="whitegrid", font_scale=0.8)
+    from fwbench.analysis.common.style import paper_theme
+
+    paper_theme(font_scale=0.8)
     results = [r for r in load_cells(paths) if r["status"] == "ok"]
     models = sorted({r["cell"]["model"] for r in results})
     if not models:
