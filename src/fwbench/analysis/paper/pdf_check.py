@@ -23,6 +23,7 @@ with the paper's own shape (its length, its headline figure, its captions: fwben
 
 from __future__ import annotations
 
+import functools
 import re
 import shutil
 import subprocess
@@ -267,6 +268,22 @@ class SmallLine:
     table: str | None
 
 
+def pdf_pages(pdf: str | Path) -> tuple[Any, ...]:
+    """Every page's layout (pdfminer's, with its default LAParams), parsed once per version of the file in a
+    process: the small-text and caption checks both read it, and parsing was most of the paper check's time (about
+    4 s of a 20-page paper on the Zen 3 VM, each time)."""
+    stat = Path(pdf).stat()
+    return _parsed_pages(str(pdf), stat.st_mtime_ns, stat.st_size)
+
+
+@functools.lru_cache(maxsize=2)
+def _parsed_pages(path: str, mtime_ns: int, size: int) -> tuple[Any, ...]:
+    from pdfminer.high_level import extract_pages
+    from pdfminer.layout import LAParams
+
+    return tuple(extract_pages(path, laparams=LAParams()))
+
+
 def text_lines(layout: Any) -> Iterable[Any]:
     """The text lines of a pdfminer layout, not descending into figures (LTFigure: an embedded PDF or image, i.e.
     an \\includegraphics)."""
@@ -306,11 +323,10 @@ def small_lines(pdf: str | Path, *, minimum_pt: float = MINIMUM_PT) -> list[Smal
     exponent), which are marks rather than text to read. A line that is small through and through, like a table in
     \\tiny, is caught. Each line is attributed to the table whose caption ("TABLE IV") is the nearest above it on
     its page and overlaps it horizontally, when there is one."""
-    from pdfminer.high_level import extract_pages
-    from pdfminer.layout import LAParams, LTChar
+    from pdfminer.layout import LTChar
 
     found = []
-    for number_, page in enumerate(extract_pages(str(pdf), laparams=LAParams()), start=1):
+    for number_, page in enumerate(pdf_pages(pdf), start=1):
         lines = list(text_lines(page))
         captions = [line for line in lines if _CAPTION.match(line.get_text().strip())]
         for line in lines:

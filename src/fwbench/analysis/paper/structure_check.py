@@ -28,7 +28,7 @@ from typing import Any
 
 from fwbench.analysis.common.names import identifiers as registered_identifiers
 from fwbench.analysis.paper.abstract import words
-from fwbench.analysis.paper.pdf_check import Problem, check_paper, page_texts, strip_comments, text_lines
+from fwbench.analysis.paper.pdf_check import Problem, check_paper, page_texts, pdf_pages, strip_comments, text_lines
 
 # The issue's numbers (56): a conference paper's body is 8 pages and its abstract 150 words (IEEE's limits); the
 # headline figure is on page 1 or 2, where a reader who stops after the first page still sees it; a caption of more
@@ -311,11 +311,10 @@ def captions(lines: Sequence[Line], page: int = 1) -> list[Caption]:
 
 def pdf_lines(pdf: str | Path) -> list[list[Line]]:
     """Every page's text lines (pdfminer), figures' own text left out (pdf_check.text_lines)."""
-    from pdfminer.high_level import extract_pages
-    from pdfminer.layout import LAParams, LTChar
+    from pdfminer.layout import LTChar
 
     pages = []
-    for page in extract_pages(str(pdf), laparams=LAParams()):
+    for page in pdf_pages(pdf):
         lines = []
         for line in text_lines(page):
             sizes = [c.size for c in line if isinstance(c, LTChar) and c.get_text().strip()]
