@@ -12,11 +12,16 @@ a fresh process that imports only the framework it times (as the harness's cells
                     (a burst, with and without the RSS sampler thread), which isolates the harness's own cost
                     from the drift between processes
 
-Ratios (median over rounds): harness/Timer compares medians (the harness's headline); harness/bare compares means
-(the harness's `throughput_img_s_total`) with the bare loops' means. Target: 0.97-1.03.
+Ratios: harness/Timer compares medians (the harness's headline); harness/bare compares means (the harness's
+`throughput_img_s_total`) with the bare loops' means. Target: 0.97-1.03. Each ratio is paired within its round, and
+the rounds alternate their order (even rounds the harness cells first, odd rounds the references first), so a drift
+of the machine within a round cancels over two. The summary gives each ratio's geometric mean over the rounds with
+its 95% interval (Student's t on the log ratios) and what the interval says against the target: "within 3%" (the
+interval inside 0.97-1.03), "biased" (the interval outside 1), or "cannot tell". This VM's process-to-process spread
+(about 10% a round) needs some 30-40 rounds for a +-3% interval.
 
     .venv/bin/python benchmarks/fidelity.py [--models resnet50 mobilenet_v3_small] [--batch-size 8]
-        [--image-size 32] [--threads 2] [--rounds 3] [--seconds 2]
+        [--image-size 32] [--threads 2] [--rounds 3] [--seconds 2] [--out rounds.json]
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ import time
 from pathlib import Path
 
 REFERENCES = ("timer", "bare torch", "bare jax")
+TARGET = 0.03  # the harness within 3% of each reference
 PAIRED = ("paired torch", "paired jax")
 PAIRS, PAIR_SECONDS = 8, 1.0
 
@@ -45,33 +51,44 @@ def _loop(step, sync, batch_size: int, seconds: float) -> float:
     return count * batch_size / (time.perf_counter() - start)
 
 
-def paired(step, sync, batch_size: int) -> dict[str, list[float]]:
-    """In one process, alternate a bare loop with the harness's own measuring code over the same step, PAIRS
+def paired(step, sync, batch_size: int, pairs: int = PAIRS) -> dict[str, list[float]]:
+    """In one process, alternate a bare loop with the harness's own measuring code over the same step, `pairs`
     times: a burst (fwbench.scenarios.blocks.run_burst, with its per-burst CPU, steal and counter readings) of about the
     same length alone, and with the RSS sampler thread running at its measuring interval and at its ten times finer load
-    interval. Returns each variant's ratios to the bare loop; pairing cancels the machine's drift, which dominates
-    comparisons across processes."""
+    interval. Returns each variant's ratios to the bare loop of its pair; pairing cancels the machine's drift, which
+    dominates comparisons across processes. The four take turns at going first (pair i starts at the i-th of them), so
+    that a drift within a pair, or a cost of coming after another, falls on each alike."""
     from fwbench.scenarios.blocks import HardwareCounters, burst_rate, run_burst
     from fwbench.trackers.memory import LOAD_INTERVAL_S, TIMED_INTERVAL_S, RssSampler
 
     counters = HardwareCounters()
+    calibrated = _loop(step, sync, batch_size, PAIR_SECONDS)
+    iters = max(1, round(calibrated * PAIR_SECONDS / batch_size))
 
-    def harness(iters: int) -> float:
-        return burst_rate(run_burst((lambda _: step(), sync), iters, 0, counters), batch_size)
+    def harness(interval: float | None) -> float:
+        if interval is None:
+            return burst_rate(run_burst((lambda _: step(), sync), iters, 0, counters), batch_size)
+        with RssSampler(interval):
+            return burst_rate(run_burst((lambda _: step(), sync), iters, 0, counters), batch_size)
 
-    intervals = {f"burst + sampler {s * 1000:g} ms": s for s in (TIMED_INTERVAL_S, LOAD_INTERVAL_S)}
-    ratios: dict[str, list[float]] = {"burst": [], **{variant: [] for variant in intervals}}
-    for _ in range(PAIRS):
-        bare = _loop(step, sync, batch_size, PAIR_SECONDS)
-        iters = max(1, round(bare * PAIR_SECONDS / batch_size))
-        ratios["burst"].append(harness(iters) / bare)
-        for variant, interval in intervals.items():
-            with RssSampler(interval):
-                ratios[variant].append(harness(iters) / bare)
+    variants = {
+        "bare": lambda: _loop(step, sync, batch_size, PAIR_SECONDS),
+        "burst": lambda: harness(None),
+        **{f"burst + sampler {s * 1000:g} ms": (lambda s=s: harness(s)) for s in (TIMED_INTERVAL_S, LOAD_INTERVAL_S)},
+    }
+    names = list(variants)
+    ratios: dict[str, list[float]] = {name: [] for name in names[1:]}
+    for index in range(pairs):
+        order = names[index % len(names) :] + names[: index % len(names)]
+        rates = {name: variants[name]() for name in order}
+        for name in names[1:]:
+            ratios[name].append(rates[name] / rates["bare"])
     return ratios
 
 
-def reference(kind: str, name: str, work: Path, batch_size: int, image_size: int, threads: int, seconds: float):
+def reference(
+    kind: str, name: str, work: Path, batch_size: int, image_size: int, threads: int, seconds: float, pairs: int
+):
     """One reference measurement, run in its own process (`--reference`)."""
     from fwbench.running.threads import pin_threads
 
@@ -96,7 +113,7 @@ def reference(kind: str, name: str, work: Path, batch_size: int, image_size: int
         apply = jax.jit(lambda v, inputs: module.apply(v, inputs, train=False))
         x = jax.device_put(batch)
         if kind == "paired jax":
-            return paired(lambda: apply(variables, x), lambda out: out.block_until_ready(), batch_size)
+            return paired(lambda: apply(variables, x), lambda out: out.block_until_ready(), batch_size, pairs)
         return _loop(lambda: apply(variables, x), lambda out: out.block_until_ready(), batch_size, seconds)
     import torch
 
@@ -109,7 +126,7 @@ def reference(kind: str, name: str, work: Path, batch_size: int, image_size: int
     x = torch.from_numpy(np.ascontiguousarray(batch.transpose(0, 3, 1, 2)))
     with torch.inference_mode():
         if kind == "paired torch":
-            return paired(lambda: model(x), lambda out: None, batch_size)
+            return paired(lambda: model(x), lambda out: None, batch_size, pairs)
         if kind == "timer":
             from torch.utils import benchmark
 
@@ -121,11 +138,41 @@ def reference(kind: str, name: str, work: Path, batch_size: int, image_size: int
 def fresh_reference(kind: str, name: str, work: Path, args):
     command = [sys.executable, __file__, "--reference", kind, "--models", name, "--work", str(work)]
     command += ["--batch-size", str(args.batch_size), "--image-size", str(args.image_size)]
-    command += ["--threads", str(args.threads), "--seconds", str(args.seconds)]
+    command += ["--threads", str(args.threads), "--seconds", str(args.seconds), "--pairs", str(args.pairs)]
     done = subprocess.run(command, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         raise SystemExit(f"reference {kind!r} failed:\n{done.stderr[-3000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def interval(ratios: list[float]) -> tuple[float, float, float, str]:
+    """(geometric mean, 95% low, 95% high, verdict against TARGET) of per-round ratios (Student's t on their logs)."""
+    import math
+
+    from scipy import special
+
+    logs = [math.log(r) for r in ratios]
+    mean = statistics.fmean(logs)
+    if len(logs) < 2:
+        return math.exp(mean), math.nan, math.nan, "cannot tell"
+    half = special.stdtrit(len(logs) - 1, 0.975) * statistics.stdev(logs) / math.sqrt(len(logs))
+    low, high = math.exp(mean - half), math.exp(mean + half)
+    if low >= 1 - TARGET and high <= 1 + TARGET:
+        verdict = f"within {TARGET:.0%}"
+    elif low > 1 or high < 1:
+        verdict = "biased"
+    else:
+        verdict = "cannot tell"
+    return math.exp(mean), low, high, verdict
+
+
+def _record(args, name: str, **parts) -> None:
+    """Add `parts` to `name`'s entry in --out (every round's rates and ratios, every pair's ratios), if given."""
+    if args.out:
+        record = json.loads(args.out.read_text()) if args.out.exists() else {}
+        entry = record.setdefault(name, {"settings": {k: str(v) for k, v in vars(args).items()}})
+        entry.update(parts)
+        args.out.write_text(json.dumps(record, indent=1))
 
 
 def main() -> None:
@@ -138,11 +185,20 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=2.0)
     parser.add_argument("--reference", choices=REFERENCES + PAIRED, help=argparse.SUPPRESS)
     parser.add_argument("--paired-only", action="store_true", help="only the in-process paired harness/bare check")
+    parser.add_argument("--pairs", type=int, default=PAIRS, help="in-process pairs per framework")
     parser.add_argument("--work", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--out", type=Path, help="every round's rates and ratios as JSON, for the record")
     args = parser.parse_args()
     if args.reference:
         rate = reference(
-            args.reference, args.models[0], args.work, args.batch_size, args.image_size, args.threads, args.seconds
+            args.reference,
+            args.models[0],
+            args.work,
+            args.batch_size,
+            args.image_size,
+            args.threads,
+            args.seconds,
+            args.pairs,
         )
         print(json.dumps(rate))
         return
@@ -172,29 +228,38 @@ def main() -> None:
         for framework in ("torch", "jax"):
             pairs.append((name, framework, fresh_reference(f"paired {framework}", name, work, args)))
             print(f"{name} {framework} paired: {pairs[-1][2]}", flush=True)
+            _record(args, name, **{f"paired {framework}": pairs[-1][2]})
         if args.paired_only:
             continue
         rates: dict[str, list[float]] = {}
         ratios: dict[str, list[float]] = {}
         for round_ in range(args.rounds):
             measured = {}
-            for framework in ("torch", "jax"):
-                cell = Cell("inference", framework, name, "fp32", args.batch_size, args.image_size)
-                result = run_cell(
-                    cell,
-                    settings,
-                    data_dir=work / "data",
-                    weights_path=weights_path,
-                    num_classes=10,
-                    threads=args.threads,
-                    out_path=work / "cell.json",
-                )
-                if result["status"] != "ok":
-                    raise SystemExit(f"harness cell failed: {result['reason']}")
-                measured[f"harness {framework} (median)"] = result["metrics"]["throughput_img_s"]
-                measured[f"harness {framework} (mean)"] = result["metrics"]["throughput_img_s_total"]
-            for kind in REFERENCES:
-                measured[kind] = fresh_reference(kind, name, work, args)
+
+            def harness_cells(measured=measured, name=name, weights_path=weights_path):
+                for framework in ("torch", "jax"):
+                    cell = Cell("inference", framework, name, "fp32", args.batch_size, args.image_size)
+                    result = run_cell(
+                        cell,
+                        settings,
+                        data_dir=work / "data",
+                        weights_path=weights_path,
+                        num_classes=10,
+                        threads=args.threads,
+                        out_path=work / "cell.json",
+                    )
+                    if result["status"] != "ok":
+                        raise SystemExit(f"harness cell failed: {result['reason']}")
+                    measured[f"harness {framework} (median)"] = result["metrics"]["throughput_img_s"]
+                    measured[f"harness {framework} (mean)"] = result["metrics"]["throughput_img_s_total"]
+
+            def references(measured=measured, name=name):
+                for kind in REFERENCES:
+                    measured[kind] = fresh_reference(kind, name, work, args)
+
+            order = (harness_cells, references) if round_ % 2 == 0 else (references, harness_cells)
+            for part in order:
+                part()
             print(f"{name} round {round_ + 1}: " + ", ".join(f"{k} {v:.1f}" for k, v in measured.items()), flush=True)
             for key, value in measured.items():
                 rates.setdefault(key, []).append(value)
@@ -209,16 +274,19 @@ def main() -> None:
                 name,
                 {k: statistics.median(v) for k, v in rates.items()},
                 {k: statistics.median(v) for k, v in ratios.items()},
+                {k: interval(v) for k, v in ratios.items()},
             )
         )
-    print(f"\nIn-process pairs ({PAIRS} x {PAIR_SECONDS:g} s each way): harness measuring code / bare loop, same step")
-    print("| model | framework | median | min | max |")
-    print("| --- | --- | --- | --- | --- |")
+        _record(args, name, rates=rates, ratios=ratios)
+    print(f"\nIn-process pairs ({args.pairs} x {PAIR_SECONDS:g} s each): harness measuring code / bare loop, same step")
+    print("| model | framework and variant | median | min | max | geometric mean | 95% interval | verdict |")
+    print("| --- | --- | --- | --- | --- | ---: | --- | --- |")
     for name, framework, measured in pairs:
         for variant, values in measured.items():
+            mean, low, high, verdict = interval(values)
             print(
                 f"| {name} | {framework} {variant} | {statistics.median(values):.3f} | {min(values):.3f} "
-                f"| {max(values):.3f} |"
+                f"| {max(values):.3f} | {mean:.3f} | [{low:.3f}, {high:.3f}] | {verdict} |"
             )
     if args.paired_only:
         return
@@ -231,12 +299,19 @@ def main() -> None:
         "| harness/Timer | harness/bare torch | harness/bare jax |"
     )
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
-    for name, rate, ratio in rows:
+    for name, rate, ratio, _ in rows:
         print(
             f"| {name} | {rate['harness torch (median)']:.1f} | {rate['timer']:.1f} | {rate['bare torch']:.1f} "
             f"| {rate['harness jax (mean)']:.1f} | {rate['bare jax']:.1f} | {ratio['harness/Timer']:.3f} "
             f"| {ratio['harness/bare torch']:.3f} | {ratio['harness/bare jax']:.3f} |"
         )
+
+    print(f"\nPaired within rounds, geometric mean over {args.rounds} rounds, 95% interval, target 1 +- {TARGET:g}")
+    print("| model | ratio | geometric mean | 95% interval | verdict |")
+    print("| --- | --- | ---: | --- | --- |")
+    for name, _, _, intervals in rows:
+        for key, (mean, low, high, verdict) in intervals.items():
+            print(f"| {name} | {key} | {mean:.3f} | [{low:.3f}, {high:.3f}] | {verdict} |")
 
 
 if __name__ == "__main__":
