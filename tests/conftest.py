@@ -28,6 +28,16 @@ STUDY_FILE = "study.yaml"
 STUDY_ARGS = ("--configfile", STUDY_FILE)
 
 
+def benchmark_script(name: str):
+    """benchmarks/NAME.py loaded as a module: the folder holds scripts run by hand, not a package."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name, REPO / "benchmarks" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def write_study(root: Path, config: dict) -> Path:
     """Write `config` as the study file of the workflow copied into `root`; the snakemake calls pass STUDY_ARGS."""
     import yaml

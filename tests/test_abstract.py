@@ -6,7 +6,6 @@ in display names and short sentences; and the README's summary says the same fin
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 import json
 import re
 
@@ -18,7 +17,7 @@ from fwbench.analysis.common.names import identifiers
 from fwbench.analysis.paper.abstract import MAX_WORDS, abstract, fitted, shorter, summary, words
 from fwbench.analysis.paper.headline import headline
 from fwbench.analysis.paper.templates import render
-from tests.conftest import REPO
+from tests.conftest import benchmark_script
 
 FRAMEWORKS = ["torch", "jax", "tensorflow"]
 MODELS = ("resnet50", "vit_b_16", "small_cnn", "mobilenet_v3_small", "efficientnet_b0")
@@ -301,10 +300,7 @@ def _markdown(tex: str) -> str:
 
 
 def _readme_script():
-    spec = importlib.util.spec_from_file_location("readme_results", REPO / "benchmarks" / "readme_results.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return benchmark_script("readme_results")
 
 
 def test_the_readme_summary_says_the_abstracts_findings_in_the_same_words(tmp_path):

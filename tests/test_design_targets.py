@@ -2,23 +2,18 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
 import pytest
 
+from tests.conftest import benchmark_script
 from tests.test_compare import _run, _speedup
-
-SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "design_targets.py"
 
 
 @pytest.fixture(scope="module")
 def targets():
-    spec = importlib.util.spec_from_file_location("design_targets", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return benchmark_script("design_targets")
 
 
 def _with_time(run: Path, wall_s: float, timed_share: float) -> Path:

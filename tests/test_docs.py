@@ -7,7 +7,6 @@ tests/test_analysis.py), no workflow run."""
 
 from __future__ import annotations
 
-import importlib.util
 import re
 from datetime import UTC, datetime
 from pathlib import Path
@@ -21,6 +20,7 @@ from fwbench.analysis.inference.ratios import write_ratio_tables
 from fwbench.analysis.inference.tidy import write_tidy
 from fwbench.analysis.training.epochs import write_training_tables
 from fwbench.io import atomic_write_json
+from tests.conftest import benchmark_script
 from tests.test_mode_analysis import _cell as mode_analysis_cell
 from tests.test_multi_framework_analysis import _training
 
@@ -196,10 +196,7 @@ def test_the_link_checker_catches_what_it_should(tmp_path, monkeypatch):
 
 
 def _load_script():
-    spec = importlib.util.spec_from_file_location("readme_results", REPO / "benchmarks" / "readme_results.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return benchmark_script("readme_results")
 
 
 # Per-round factors over eager PyTorch (tests.test_mode_analysis builds the cells). small_cnn: PyTorch compiled in

@@ -3,21 +3,16 @@ against the 3% target (docs/harness-performance.md quotes it)."""
 
 from __future__ import annotations
 
-import importlib.util
 import math
-from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "fidelity.py"
+from tests.conftest import benchmark_script
 
 
 @pytest.fixture(scope="module")
 def fidelity():
-    spec = importlib.util.spec_from_file_location("fidelity", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return benchmark_script("fidelity")
 
 
 @pytest.mark.parametrize(
