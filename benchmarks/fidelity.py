@@ -17,8 +17,8 @@ Ratios: harness/Timer compares medians (the harness's headline); harness/bare co
 the rounds alternate their order (even rounds the harness cells first, odd rounds the references first), so a drift
 of the machine within a round cancels over two. The summary gives each ratio's geometric mean over the rounds with
 its 95% interval (Student's t on the log ratios) and what the interval says against the target: "within 3%" (the
-interval inside 0.97-1.03), "biased" (the interval outside 1), or "cannot tell". This VM's process-to-process spread
-(about 10% a round) needs some 30-40 rounds for a +-3% interval.
+interval inside 0.97-1.03), "biased" (the interval outside 1), or "cannot tell". On the 2-core Zen 3 VM a fresh
+process's rate varies by 8-20%: a +-3% interval needs 90-270 rounds (docs/harness-performance.md).
 
     .venv/bin/python benchmarks/fidelity.py [--models resnet50 mobilenet_v3_small] [--batch-size 8]
         [--image-size 32] [--threads 2] [--rounds 3] [--seconds 2] [--out rounds.json]
@@ -27,6 +27,7 @@ interval inside 0.97-1.03), "biased" (the interval outside 1), or "cannot tell".
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import statistics
 import subprocess
@@ -66,9 +67,7 @@ def paired(step, sync, batch_size: int, pairs: int = PAIRS) -> dict[str, list[fl
     iters = max(1, round(calibrated * PAIR_SECONDS / batch_size))
 
     def harness(interval: float | None) -> float:
-        if interval is None:
-            return burst_rate(run_burst((lambda _: step(), sync), iters, 0, counters), batch_size)
-        with RssSampler(interval):
+        with RssSampler(interval) if interval is not None else contextlib.nullcontext():
             return burst_rate(run_burst((lambda _: step(), sync), iters, 0, counters), batch_size)
 
     variants = {
@@ -149,14 +148,13 @@ def interval(ratios: list[float]) -> tuple[float, float, float, str]:
     """(geometric mean, 95% low, 95% high, verdict against TARGET) of per-round ratios (Student's t on their logs)."""
     import math
 
-    from scipy import special
+    from fwbench.analysis.common.verdicts import interval as t_interval
 
     logs = [math.log(r) for r in ratios]
     mean = statistics.fmean(logs)
     if len(logs) < 2:
         return math.exp(mean), math.nan, math.nan, "cannot tell"
-    half = special.stdtrit(len(logs) - 1, 0.975) * statistics.stdev(logs) / math.sqrt(len(logs))
-    low, high = math.exp(mean - half), math.exp(mean + half)
+    low, high = t_interval(mean, statistics.stdev(logs) / math.sqrt(len(logs)), len(logs) - 1)
     if low >= 1 - TARGET and high <= 1 + TARGET:
         verdict = f"within {TARGET:.0%}"
     elif low > 1 or high < 1:

@@ -21,6 +21,10 @@ def _settings() -> tuple[dict, dict]:
     return copy.deepcopy(dict(mpl.rcParams)), dict(mpl.colors.colorConverter.colors)
 
 
+def _differing(seaborns: dict, ours: dict) -> set[str]:
+    return {key for key in seaborns if key not in SEABORN_ONLY and seaborns[key] != ours[key]}
+
+
 @pytest.fixture
 def restored():
     """matplotlib's settings and colour codes as they were before the test, afterwards."""
@@ -51,7 +55,7 @@ def test_paper_theme_sets_what_seaborns_set_theme_sets(font_scale, before, resto
     start()
     paper_theme(font_scale)
     ours, our_codes = _settings()
-    differ = {key for key in seaborns if key not in SEABORN_ONLY and seaborns[key] != ours[key]}
+    differ = _differing(seaborns, ours)
     assert not differ, {key: (seaborns[key], ours[key]) for key in sorted(differ)}
     assert our_codes == seaborns_codes
 
@@ -66,7 +70,7 @@ def test_a_wrong_size_is_caught(restored):
     mpl.rcdefaults()
     paper_theme(0.8)
     ours, _ = _settings()
-    assert {key for key in seaborns if key not in SEABORN_ONLY and seaborns[key] != ours[key]} == {
+    assert _differing(seaborns, ours) == {
         "font.size",
         "axes.labelsize",
         "axes.titlesize",

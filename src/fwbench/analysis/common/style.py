@@ -76,7 +76,7 @@ WHITEGRID = {
 
 # seaborn's "deep" palette: the colour cycle; its first six and a near-black are the colour codes "bgrmyck"
 DEEP = ("#4C72B0", "#DD8452", "#55A868", "#C44E52", "#8172B3", "#937860", "#DA8BC3", "#8C8C8C", "#CCB974", "#64B5CD")
-DEEP6 = ("#4C72B0", "#55A868", "#C44E52", "#8172B3", "#CCB974", "#64B5CD")
+DEEP6 = tuple(DEEP[i] for i in (0, 2, 3, 4, 8, 9))  # seaborn's "deep6": blue, green, red, purple, yellow, cyan
 NEAR_BLACK = (0.1, 0.1, 0.1)
 
 

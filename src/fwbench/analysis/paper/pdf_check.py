@@ -237,11 +237,23 @@ def unreferenced_floats(sources: Mapping[str, str]) -> list[Problem]:
 # The PDF
 
 
-def page_texts(pdf: str | Path) -> list[str]:
-    """The text of every page (pdftotext; pages end with a form feed)."""
-    out = subprocess.run(["pdftotext", "-enc", "UTF-8", str(pdf), "-"], capture_output=True, text=True, check=True)
+def _version(pdf: str | Path) -> tuple[str, int, int]:
+    """What a file's parse is cached by: its path, modification time and size (a rebuilt PDF is parsed again)."""
+    stat = Path(pdf).stat()
+    return str(pdf), stat.st_mtime_ns, stat.st_size
+
+
+def page_texts(pdf: str | Path) -> tuple[str, ...]:
+    """The text of every page (pdftotext; pages end with a form feed), extracted once per version of the file in a
+    process: the paper check's text and identifier checks both read it."""
+    return _extracted_texts(*_version(pdf))
+
+
+@functools.lru_cache(maxsize=2)
+def _extracted_texts(path: str, mtime_ns: int, size: int) -> tuple[str, ...]:
+    out = subprocess.run(["pdftotext", "-enc", "UTF-8", path, "-"], capture_output=True, text=True, check=True)
     pages = out.stdout.split("\f")
-    return pages[:-1] if pages and not pages[-1].strip() else pages
+    return tuple(pages[:-1] if pages and not pages[-1].strip() else pages)
 
 
 _UNEXPANDED = re.compile(r"\?\?|\\[A-Za-z@]+|\bfwb[A-Z]\w*")
@@ -272,8 +284,7 @@ def pdf_pages(pdf: str | Path) -> tuple[Any, ...]:
     """Every page's layout (pdfminer's, with its default LAParams), parsed once per version of the file in a
     process: the small-text and caption checks both read it, and parsing was most of the paper check's time (about
     4 s of a 20-page paper on the Zen 3 VM, each time)."""
-    stat = Path(pdf).stat()
-    return _parsed_pages(str(pdf), stat.st_mtime_ns, stat.st_size)
+    return _parsed_pages(*_version(pdf))
 
 
 @functools.lru_cache(maxsize=2)
