@@ -9,8 +9,9 @@ a fresh process that imports only the framework it times (as the harness's cells
   harness jax       a full `fwbench` JAX cell
   bare jax          a jitted apply called N times with block_until_ready, total time          (mean)
   paired            in one process per framework, a bare loop alternated with the harness's measuring code
-                    (a burst, with and without the RSS sampler thread), which isolates the harness's own cost
-                    from the drift between processes
+                    (a burst, with and without the RSS sampler thread) and with a bare loop over the model as a
+                    cell builds and compiles it (its backend), which isolates the harness's own cost and its
+                    program from the drift between processes
 
 Ratios: harness/Timer compares medians (the harness's headline); harness/bare compares means (the harness's
 `throughput_img_s_total`) with the bare loops' means. Target: 0.97-1.03. Each ratio is paired within its round, and
@@ -18,7 +19,8 @@ the rounds alternate their order (even rounds the harness cells first, odd round
 of the machine within a round cancels over two. The summary gives each ratio's geometric mean over the rounds with
 its 95% interval (Student's t on the log ratios) and what the interval says against the target: "within 3%" (the
 interval inside 0.97-1.03), "biased" (the interval outside 1), or "cannot tell". On the 2-core Zen 3 VM a fresh
-process's rate varies by 8-20%: a +-3% interval needs 90-270 rounds (docs/harness-performance.md).
+process's rate varies by 8-20%: a +-3% interval needs 90-270 rounds; on the Zen 4 VM, 60 rounds gave +-2.5-3.4%
+(docs/harness-performance.md). --out records the CPU, commit and date with every rate.
 
     .venv/bin/python benchmarks/fidelity.py [--models resnet50 mobilenet_v3_small] [--batch-size 8]
         [--image-size 32] [--threads 2] [--rounds 3] [--seconds 2] [--out rounds.json]
@@ -52,13 +54,15 @@ def _loop(step, sync, batch_size: int, seconds: float) -> float:
     return count * batch_size / (time.perf_counter() - start)
 
 
-def paired(step, sync, batch_size: int, pairs: int = PAIRS) -> dict[str, list[float]]:
+def paired(step, sync, batch_size: int, pairs: int = PAIRS, harness_step=None) -> dict[str, list[float]]:
     """In one process, alternate a bare loop with the harness's own measuring code over the same step, `pairs`
     times: a burst (fwbench.scenarios.blocks.run_burst, with its per-burst CPU, steal and counter readings) of about the
     same length alone, and with the RSS sampler thread running at its measuring interval and at its ten times finer load
-    interval. Returns each variant's ratios to the bare loop of its pair; pairing cancels the machine's drift, which
-    dominates comparisons across processes. The four take turns at going first (pair i starts at the i-th of them), so
-    that a drift within a pair, or a cost of coming after another, falls on each alike."""
+    interval; and, given `harness_step` ((call, sync) of the model as a cell builds and compiles it: its backend's
+    program, weights and inputs), the bare loop over that step, which tells the harness's program from the user's.
+    Returns each variant's ratios to the bare loop of its pair; pairing cancels the machine's drift, which
+    dominates comparisons across processes. The variants take turns at going first (pair i starts at the i-th of them),
+    so that a drift within a pair, or a cost of coming after another, falls on each alike."""
     from fwbench.scenarios.blocks import HardwareCounters, burst_rate, run_burst
     from fwbench.trackers.memory import LOAD_INTERVAL_S, TIMED_INTERVAL_S, RssSampler
 
@@ -75,6 +79,8 @@ def paired(step, sync, batch_size: int, pairs: int = PAIRS) -> dict[str, list[fl
         "burst": lambda: harness(None),
         **{f"burst + sampler {s * 1000:g} ms": (lambda s=s: harness(s)) for s in (TIMED_INTERVAL_S, LOAD_INTERVAL_S)},
     }
+    if harness_step is not None:
+        variants["harness's step"] = lambda: _loop(*harness_step, batch_size, PAIR_SECONDS)
     names = list(variants)
     ratios: dict[str, list[float]] = {name: [] for name in names[1:]}
     for index in range(pairs):
@@ -83,6 +89,18 @@ def paired(step, sync, batch_size: int, pairs: int = PAIRS) -> dict[str, list[fl
         for name in names[1:]:
             ratios[name].append(rates[name] / rates["bare"])
     return ratios
+
+
+def harness_step(framework: str, name: str, weights, batch, image_size: int, threads: int):
+    """(call, sync) of `name` as an fp32 inference cell runs it (fwbench.backends: built, placed and compiled as the
+    cell does, on the same weights and batch), for the in-process pairs."""
+    from fwbench.backends import get_backend
+
+    backend = get_backend(framework, threads=threads, precision="fp32")
+    backend.build(name, weights, num_classes=10, image_size=image_size)
+    inputs = backend.to_device(batch)
+    backend.compile(inputs)
+    return (lambda: backend.forward(inputs)), backend.synchronize
 
 
 def reference(
@@ -112,7 +130,9 @@ def reference(
         apply = jax.jit(lambda v, inputs: module.apply(v, inputs, train=False))
         x = jax.device_put(batch)
         if kind == "paired jax":
-            return paired(lambda: apply(variables, x), lambda out: out.block_until_ready(), batch_size, pairs)
+            own = harness_step("jax", name, weights, batch, image_size, threads)
+            jax.config.update("jax_default_matmul_precision", "highest")  # as above, whatever the backend left
+            return paired(lambda: apply(variables, x), lambda out: out.block_until_ready(), batch_size, pairs, own)
         return _loop(lambda: apply(variables, x), lambda out: out.block_until_ready(), batch_size, seconds)
     import torch
 
@@ -125,7 +145,8 @@ def reference(
     x = torch.from_numpy(np.ascontiguousarray(batch.transpose(0, 3, 1, 2)))
     with torch.inference_mode():
         if kind == "paired torch":
-            return paired(lambda: model(x), lambda out: None, batch_size, pairs)
+            own = harness_step("torch", name, weights, batch, image_size, threads)
+            return paired(lambda: model(x), lambda out: None, batch_size, pairs, own)
         if kind == "timer":
             from torch.utils import benchmark
 
@@ -164,11 +185,20 @@ def interval(ratios: list[float]) -> tuple[float, float, float, str]:
     return math.exp(mean), low, high, verdict
 
 
+def machine() -> dict:
+    """What the record's numbers were measured on and with: the CPU as every cell records it (its ISA level tells
+    the VM kinds apart, which share a model name), the commit and the date."""
+    from fwbench.trackers.environment import git_state
+    from fwbench.trackers.hardware import cpu_identity
+
+    return {"cpu": cpu_identity(), "git": git_state(), "date": time.strftime("%Y-%m-%d", time.gmtime())}
+
+
 def _record(args, name: str, **parts) -> None:
     """Add `parts` to `name`'s entry in --out (every round's rates and ratios, every pair's ratios), if given."""
     if args.out:
         record = json.loads(args.out.read_text()) if args.out.exists() else {}
-        entry = record.setdefault(name, {"settings": {k: str(v) for k, v in vars(args).items()}})
+        entry = record.setdefault(name, {"settings": {k: str(v) for k, v in vars(args).items()}, **machine()})
         entry.update(parts)
         args.out.write_text(json.dumps(record, indent=1))
 

@@ -35,3 +35,29 @@ def test_each_interval_says_what_it_shows(fidelity, ratios, verdict):
 def test_one_round_tells_nothing(fidelity):
     mean, low, high, said = fidelity.interval([0.9])
     assert mean == pytest.approx(0.9) and math.isnan(low) and math.isnan(high) and said == "cannot tell"
+
+
+def test_pairs_put_the_cells_own_step_beside_the_bare_loop_when_given(fidelity, monkeypatch):
+    """The in-process pairs: every variant gets one ratio per pair, the harness's own step (a cell's backend) only
+    when given; a step twice as slow as the bare loop's reads about 0.5, so the ratio is of rates, not of times."""
+    import time
+
+    monkeypatch.setattr(fidelity, "PAIR_SECONDS", 0.05)
+
+    def step(seconds):
+        return lambda: time.sleep(seconds)
+
+    without = fidelity.paired(step(0.001), lambda out: None, 1, pairs=2)
+    assert set(without) == {"burst", "burst + sampler 250 ms", "burst + sampler 10 ms"}
+    assert all(len(ratios) == 2 for ratios in without.values())
+    given = fidelity.paired(step(0.001), lambda out: None, 1, pairs=3, harness_step=(step(0.002), lambda out: None))
+    assert set(given) == {*without, "harness's step"} and len(given["harness's step"]) == 3
+    assert all(0.3 < ratio < 0.75 for ratio in given["harness's step"]), given["harness's step"]
+
+
+def test_a_record_names_its_machine(fidelity):
+    """--out keeps the CPU as cells record it (its ISA level tells apart the VM kinds that share a model name), the
+    commit and the date beside the rates."""
+    recorded = fidelity.machine()
+    assert recorded["cpu"]["isa_level"] and recorded["cpu"]["model_name"]
+    assert "commit" in recorded["git"] and len(recorded["date"]) == 10
