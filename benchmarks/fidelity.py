@@ -130,8 +130,7 @@ def reference(
         apply = jax.jit(lambda v, inputs: module.apply(v, inputs, train=False))
         x = jax.device_put(batch)
         if kind == "paired jax":
-            own = harness_step("jax", name, weights, batch, image_size, threads)
-            jax.config.update("jax_default_matmul_precision", "highest")  # as above, whatever the backend left
+            own = harness_step("jax", name, weights, batch, image_size, threads)  # fp32: "highest" too
             return paired(lambda: apply(variables, x), lambda out: out.block_until_ready(), batch_size, pairs, own)
         return _loop(lambda: apply(variables, x), lambda out: out.block_until_ready(), batch_size, seconds)
     import torch
@@ -198,8 +197,9 @@ def _record(args, name: str, **parts) -> None:
     """Add `parts` to `name`'s entry in --out (every round's rates and ratios, every pair's ratios), if given."""
     if args.out:
         record = json.loads(args.out.read_text()) if args.out.exists() else {}
-        entry = record.setdefault(name, {"settings": {k: str(v) for k, v in vars(args).items()}, **machine()})
-        entry.update(parts)
+        if name not in record:  # the settings and the machine once, with the model's first part
+            record[name] = {"settings": {k: str(v) for k, v in vars(args).items()}, **machine()}
+        record[name].update(parts)
         args.out.write_text(json.dumps(record, indent=1))
 
 
