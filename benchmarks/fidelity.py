@@ -8,18 +8,22 @@ a fresh process that imports only the framework it times (as the harness's cells
   bare torch        a timm-style loop: N forward passes under inference_mode, total time     (mean)
   harness jax       a full `fwbench` JAX cell
   bare jax          a jitted apply called N times with block_until_ready, total time          (mean)
+  in-worker bare    the bare loop of the cell's framework, run in the harness cell's own worker process after the
+                    cell has written its result (the cell itself untouched): the user's loop in the harness's process,
+                    which tells the harness's timing from what its process does to the model's speed
   paired            in one process per framework, a bare loop alternated with the harness's measuring code
                     (a burst, with and without the RSS sampler thread) and with a bare loop over the model as a
                     cell builds and compiles it (its backend), which isolates the harness's own cost and its
                     program from the drift between processes
 
 Ratios: harness/Timer compares medians (the harness's headline); harness/bare compares means (the harness's
-`throughput_img_s_total`) with the bare loops' means. Target: 0.97-1.03. Each ratio is paired within its round, and
-the rounds alternate their order (even rounds the harness cells first, odd rounds the references first), so a drift
-of the machine within a round cancels over two. The summary gives each ratio's geometric mean over the rounds with
-its 95% interval (Student's t on the log ratios) and what the interval says against the target: "within 3%" (the
-interval inside 0.97-1.03), "biased" (the interval outside 1), or "cannot tell". On the 2-core Zen 3 VM a fresh
-process's rate varies by 8-20%: a +-3% interval needs 90-270 rounds; on the Zen 4 VM, 60 rounds gave +-2.5-3.4%
+`throughput_img_s_total`) with the bare loops' means; harness/in-worker bare pairs the cell with the user's loop in one
+process, and in-worker/fresh bare the two processes' loops. Target: 0.97-1.03. Each ratio is paired within its round,
+and the rounds alternate their order (even rounds the harness cells first, odd rounds the references first), so a drift
+of the machine within a round cancels over two. The summary gives each ratio's geometric mean over the rounds with its
+95% interval (Student's t on the log ratios) and what the interval says against the target: "within 3%" (the interval
+inside 0.97-1.03), "biased" (the interval outside 1), or "cannot tell". On the 2-core Zen 3 VM a fresh process's rate
+varies by 8-20%: a +-3% interval needs 90-270 rounds; on the Zen 4 VM, 60 rounds gave +-2.5-3.4%
 (docs/harness-performance.md). --out records the CPU, commit and date with every rate.
 
     .venv/bin/python benchmarks/fidelity.py [--models resnet50 mobilenet_v3_small] [--batch-size 8]
@@ -31,6 +35,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -39,6 +44,7 @@ import time
 from pathlib import Path
 
 REFERENCES = ("timer", "bare torch", "bare jax")
+IN_WORKER = "--in-worker"  # argv[1] of the harness's worker with a bare loop after its cell (`in_worker`)
 TARGET = 0.03  # the harness within 3% of each reference
 PAIRED = ("paired torch", "paired jax")
 PAIRS, PAIR_SECONDS = 8, 1.0
@@ -154,6 +160,44 @@ def reference(
         return _loop(lambda: model(x), lambda out: None, batch_size, seconds)
 
 
+def in_worker(request: str, spec_path: str, part_path: str) -> None:
+    """The harness's worker for one cell (fwbench.running.worker, as the runner starts it), then, once the cell's
+    result is written, the user's bare loop of its framework in the same process, its rate written to the request's
+    `out`. The cell runs exactly as in a study; the loop comes after it, so it cannot change what the cell measured.
+    Between a fresh process's bare loop and the harness cell lie two things, the harness's timing and its process
+    (launched by the runner, its environment, its imports, its cell before): the in-worker loop tells them apart."""
+    from fwbench.running import worker
+
+    asked = json.loads(request)
+    worker.main(spec_path, part_path)
+    rate = reference(
+        f"bare {asked['framework']}",
+        asked["model"],
+        Path(asked["work"]),
+        asked["batch_size"],
+        asked["image_size"],
+        asked["threads"],
+        asked["seconds"],
+        0,
+    )
+    Path(asked["out"]).write_text(json.dumps(rate))
+
+
+def in_worker_command(framework: str, name: str, work: Path, args) -> tuple[str, ...]:
+    """The worker command of a harness cell followed by the user's loop in its process (`in_worker`)."""
+    asked = {
+        "framework": framework,
+        "model": name,
+        "work": str(work),
+        "batch_size": args.batch_size,
+        "image_size": args.image_size,
+        "threads": args.threads,
+        "seconds": args.seconds,
+        "out": str(work / f"in-worker {framework}.json"),
+    }
+    return (sys.executable, __file__, IN_WORKER, json.dumps(asked))
+
+
 def fresh_reference(kind: str, name: str, work: Path, args):
     command = [sys.executable, __file__, "--reference", kind, "--models", name, "--work", str(work)]
     command += ["--batch-size", str(args.batch_size), "--image-size", str(args.image_size)]
@@ -204,6 +248,11 @@ def _record(args, name: str, **parts) -> None:
 
 
 def main() -> None:
+    if len(sys.argv) == 5 and sys.argv[1] == IN_WORKER:  # started by the runner as a cell's worker
+        in_worker(*sys.argv[2:])
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)  # as the worker ends: its result and the loop's rate are written
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--models", nargs="+", default=["resnet50", "mobilenet_v3_small"])
     parser.add_argument("--batch-size", type=int, default=8)
@@ -275,11 +324,15 @@ def main() -> None:
                         num_classes=10,
                         threads=args.threads,
                         out_path=work / "cell.json",
+                        worker_cmd=in_worker_command(framework, name, work, args),
                     )
                     if result["status"] != "ok":
                         raise SystemExit(f"harness cell failed: {result['reason']}")
                     measured[f"harness {framework} (median)"] = result["metrics"]["throughput_img_s"]
                     measured[f"harness {framework} (mean)"] = result["metrics"]["throughput_img_s_total"]
+                    loop = work / f"in-worker {framework}.json"
+                    measured[f"in-worker bare {framework}"] = json.loads(loop.read_text())
+                    loop.unlink()
 
             def references(measured=measured, name=name):
                 for kind in REFERENCES:
@@ -295,6 +348,14 @@ def main() -> None:
                 "harness/Timer": measured["harness torch (median)"] / measured["timer"],
                 "harness/bare torch": measured["harness torch (mean)"] / measured["bare torch"],
                 "harness/bare jax": measured["harness jax (mean)"] / measured["bare jax"],
+                **{
+                    f"harness/in-worker bare {fw}": measured[f"harness {fw} (mean)"] / measured[f"in-worker bare {fw}"]
+                    for fw in ("torch", "jax")
+                },
+                **{
+                    f"in-worker/fresh bare {fw}": measured[f"in-worker bare {fw}"] / measured[f"bare {fw}"]
+                    for fw in ("torch", "jax")
+                },
             }.items():
                 ratios.setdefault(key, []).append(value)
         rows.append(
@@ -320,17 +381,19 @@ def main() -> None:
         return
     print(
         f"\nbatch {args.batch_size}, {args.image_size} px, {args.threads} threads, {args.rounds} interleaved rounds, "
-        "every measurement in a fresh process (medians over rounds)"
+        "every measurement in a fresh process but the in-worker loops (medians over rounds)"
     )
     print(
-        "| model | harness torch img/s | Timer img/s | bare torch img/s | harness jax img/s | bare jax img/s "
+        "| model | harness torch img/s | Timer img/s | bare torch img/s | in-worker bare torch img/s "
+        "| harness jax img/s | bare jax img/s | in-worker bare jax img/s "
         "| harness/Timer | harness/bare torch | harness/bare jax |"
     )
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for name, rate, ratio, _ in rows:
         print(
             f"| {name} | {rate['harness torch (median)']:.1f} | {rate['timer']:.1f} | {rate['bare torch']:.1f} "
-            f"| {rate['harness jax (mean)']:.1f} | {rate['bare jax']:.1f} | {ratio['harness/Timer']:.3f} "
+            f"| {rate['in-worker bare torch']:.1f} | {rate['harness jax (mean)']:.1f} | {rate['bare jax']:.1f} "
+            f"| {rate['in-worker bare jax']:.1f} | {ratio['harness/Timer']:.3f} "
             f"| {ratio['harness/bare torch']:.3f} | {ratio['harness/bare jax']:.3f} |"
         )
 

@@ -61,3 +61,24 @@ def test_a_record_names_its_machine(fidelity):
     recorded = fidelity.machine()
     assert recorded["cpu"]["isa_level"] and recorded["cpu"]["model_name"]
     assert "commit" in recorded["git"] and len(recorded["date"]) == 10
+
+
+def test_the_users_loop_runs_in_the_cells_own_worker_after_its_result(fidelity, monkeypatch, tmp_path):
+    """The in-worker reference: the runner starts fidelity.py as the cell's worker, which runs the cell as a study's
+    worker does and only then the bare loop of the cell's framework, in the same process; the loop's rate is what
+    the round reads beside the cell's."""
+    import argparse
+    import json
+    import sys
+
+    from fwbench.running import worker
+
+    calls = []
+    monkeypatch.setattr(worker, "main", lambda spec, part: calls.append(("cell", spec, part)))
+    monkeypatch.setattr(fidelity, "reference", lambda kind, name, *rest: calls.append(("loop", kind, name)) or 812.5)
+    args = argparse.Namespace(batch_size=8, image_size=32, threads=2, seconds=2.0)
+    command = fidelity.in_worker_command("jax", "mobilenet_v3_small", tmp_path, args)
+    assert command[:3] == (sys.executable, fidelity.__file__, fidelity.IN_WORKER)
+    fidelity.in_worker(command[3], "spec.json", "part.json")
+    assert calls == [("cell", "spec.json", "part.json"), ("loop", "bare jax", "mobilenet_v3_small")]
+    assert json.loads((tmp_path / "in-worker jax.json").read_text()) == 812.5
