@@ -8,9 +8,10 @@ a fresh process that imports only the framework it times (as the harness's cells
   bare torch        a timm-style loop: N forward passes under inference_mode, total time     (mean)
   harness jax       a full `fwbench` JAX cell
   bare jax          a jitted apply called N times with block_until_ready, total time          (mean)
-  in-worker bare    the bare loop of the cell's framework, run in the harness cell's own worker process after the
-                    cell has written its result (the cell itself untouched): the user's loop in the harness's process,
-                    which tells the harness's timing from what its process does to the model's speed
+  in-worker         in each harness cell's own worker, after the cell has written its result (the cell untouched),
+                    pairs of the bare loop of its framework and a loop over the cell's own program and weights:
+                    the user's loop in the harness's process, which tells the harness's timing and its program
+                    from what its process does to the model's speed
   paired            in one process per framework, a bare loop alternated with the harness's measuring code
                     (a burst, with and without the RSS sampler thread) and with a bare loop over the model as a
                     cell builds and compiles it (its backend), which isolates the harness's own cost and its
@@ -18,13 +19,14 @@ a fresh process that imports only the framework it times (as the harness's cells
 
 Ratios: harness/Timer compares medians (the harness's headline); harness/bare compares means (the harness's
 `throughput_img_s_total`) with the bare loops' means; harness/in-worker bare pairs the cell with the user's loop in one
-process, and in-worker/fresh bare the two processes' loops. Target: 0.97-1.03. Each ratio is paired within its round,
-and the rounds alternate their order (even rounds the harness cells first, odd rounds the references first), so a drift
-of the machine within a round cancels over two. The summary gives each ratio's geometric mean over the rounds with its
-95% interval (Student's t on the log ratios) and what the interval says against the target: "within 3%" (the interval
-inside 0.97-1.03), "biased" (the interval outside 1), or "cannot tell". On the 2-core Zen 3 VM a fresh process's rate
-varies by 8-20%: a +-3% interval needs 90-270 rounds; on the Zen 4 VM, 60 rounds gave +-2.5-3.4%
-(docs/harness-performance.md). --out records the CPU, commit and date with every rate.
+process, in-worker cell's program/bare the two programs in one process, and in-worker/fresh bare the two processes'
+loops. Target: 0.97-1.03. Each ratio is paired within its round, and the rounds alternate their order (even rounds the
+harness cells first, odd rounds the references first), so a drift of the machine within a round cancels over two. The
+summary gives each ratio's geometric mean over the rounds with its 95% interval (Student's t on the log ratios) and what
+the interval says against the target: "within 3%" (the interval inside 0.97-1.03), "biased" (the interval outside 1), or
+"cannot tell". On the 2-core Zen 3 VM a fresh process's rate varies by 8-20%: a +-3% interval needs 90-270 rounds; on
+the Zen 4 VM, 60 rounds gave +-2.5-3.4% (docs/harness-performance.md). --out records the CPU, commit and date with every
+rate.
 
     .venv/bin/python benchmarks/fidelity.py [--models resnet50 mobilenet_v3_small] [--batch-size 8]
         [--image-size 32] [--threads 2] [--rounds 3] [--seconds 2] [--out rounds.json]
@@ -44,10 +46,11 @@ import time
 from pathlib import Path
 
 REFERENCES = ("timer", "bare torch", "bare jax")
-IN_WORKER = "--in-worker"  # argv[1] of the harness's worker with a bare loop after its cell (`in_worker`)
+IN_WORKER = "--in-worker"  # argv[1] of the harness's worker with loops after its cell (`in_worker`)
 TARGET = 0.03  # the harness within 3% of each reference
 PAIRED = ("paired torch", "paired jax")
 PAIRS, PAIR_SECONDS = 8, 1.0
+IN_WORKER_PAIRS = 4  # per harness cell and round: in one process the loops' spread is a few %, not a process's
 
 
 def _loop(step, sync, batch_size: int, seconds: float) -> float:
@@ -109,10 +112,36 @@ def harness_step(framework: str, name: str, weights, batch, image_size: int, thr
     return (lambda: backend.forward(inputs)), backend.synchronize
 
 
+def backend_step(backend, batch):
+    """(call, sync) of a cell's backend as it is (built, its program compiled) on `batch`, placed by it."""
+    inputs = backend.to_device(batch)
+    return (lambda: backend.forward(inputs)), backend.synchronize
+
+
+def alternated(bare, cell, batch_size: int, pairs: int) -> dict[str, list[float]]:
+    """`pairs` pairs of a bare loop and a loop over the cell's own step, PAIR_SECONDS each, taking turns at going
+    first: each side's rates, in order."""
+    rates: dict[str, list[float]] = {"bare": [], "cell's program": []}
+    for index in range(pairs):
+        order = [("bare", bare), ("cell's program", cell)]
+        for side, (step, sync) in order if index % 2 == 0 else order[::-1]:
+            rates[side].append(_loop(step, sync, batch_size, PAIR_SECONDS))
+    return rates
+
+
 def reference(
-    kind: str, name: str, work: Path, batch_size: int, image_size: int, threads: int, seconds: float, pairs: int
+    kind: str,
+    name: str,
+    work: Path,
+    batch_size: int,
+    image_size: int,
+    threads: int,
+    seconds: float,
+    pairs: int,
+    cell_backend=None,
 ):
-    """One reference measurement, run in its own process (`--reference`)."""
+    """One reference measurement, run in its own process (`--reference`), or (kind "in-worker FRAMEWORK") in a
+    harness cell's worker after its cell, alternating the bare loop with the cell's own backend (`cell_backend`)."""
     from fwbench.running.threads import pin_threads
 
     pin_threads(threads)
@@ -126,7 +155,7 @@ def reference(
     images, _ = load_split(work / "data", "val")
     batch = normalize(batch_of(images, batch_size))
     weights = load_weights(work / f"{name}.npz")
-    if kind in ("bare jax", "paired jax"):
+    if kind in ("bare jax", "paired jax", "in-worker jax"):
         import jax
 
         from fwbench.models import flax_variables
@@ -135,10 +164,13 @@ def reference(
         module, variables = flax_variables(name, weights, num_classes=10, image_size=image_size)
         apply = jax.jit(lambda v, inputs: module.apply(v, inputs, train=False))
         x = jax.device_put(batch)
+        bare = (lambda: apply(variables, x)), (lambda out: out.block_until_ready())
         if kind == "paired jax":
             own = harness_step("jax", name, weights, batch, image_size, threads)  # fp32: "highest" too
-            return paired(lambda: apply(variables, x), lambda out: out.block_until_ready(), batch_size, pairs, own)
-        return _loop(lambda: apply(variables, x), lambda out: out.block_until_ready(), batch_size, seconds)
+            return paired(*bare, batch_size, pairs, own)
+        if kind == "in-worker jax":
+            return alternated(bare, backend_step(cell_backend, batch), batch_size, pairs)
+        return _loop(*bare, batch_size, seconds)
     import torch
 
     from fwbench.models import torch_model
@@ -152,6 +184,10 @@ def reference(
         if kind == "paired torch":
             own = harness_step("torch", name, weights, batch, image_size, threads)
             return paired(lambda: model(x), lambda out: None, batch_size, pairs, own)
+        if kind == "in-worker torch":
+            return alternated(
+                ((lambda: model(x)), lambda out: None), backend_step(cell_backend, batch), batch_size, pairs
+            )
         if kind == "timer":
             from torch.utils import benchmark
 
@@ -162,25 +198,40 @@ def reference(
 
 def in_worker(request: str, spec_path: str, part_path: str) -> None:
     """The harness's worker for one cell (fwbench.running.worker, as the runner starts it), then, once the cell's
-    result is written, the user's bare loop of its framework in the same process, its rate written to the request's
-    `out`. The cell runs exactly as in a study; the loop comes after it, so it cannot change what the cell measured.
-    Between a fresh process's bare loop and the harness cell lie two things, the harness's timing and its process
-    (launched by the runner, its environment, its imports, its cell before): the in-worker loop tells them apart."""
+    result is written, in the same process, IN_WORKER_PAIRS pairs of the user's bare loop of its framework and a loop
+    over the cell's own backend (the program and weights the cell measured, kept from fwbench.backends.get_backend),
+    their rates written to the request's `out`. The cell runs exactly as in a study; the loops come after it, so they
+    cannot change what it measured. Between a fresh process's bare loop and the harness cell lie the harness's
+    timing, its program and its process (launched by the runner, its environment, its imports, its cell before):
+    harness/in-worker bare is the timing, the cell's program/bare in one process the program, and in-worker/fresh
+    bare the process."""
+    import fwbench.backends
     from fwbench.running import worker
 
     asked = json.loads(request)
-    worker.main(spec_path, part_path)
-    rate = reference(
-        f"bare {asked['framework']}",
+    built, get_backend = [], fwbench.backends.get_backend
+
+    def kept(*args, **kwargs):
+        built.append(get_backend(*args, **kwargs))
+        return built[-1]
+
+    fwbench.backends.get_backend = kept  # the worker imports it when it starts its cell
+    try:
+        worker.main(spec_path, part_path)
+    finally:
+        fwbench.backends.get_backend = get_backend
+    rates = reference(
+        f"in-worker {asked['framework']}",
         asked["model"],
         Path(asked["work"]),
         asked["batch_size"],
         asked["image_size"],
         asked["threads"],
         asked["seconds"],
-        0,
+        IN_WORKER_PAIRS,
+        cell_backend=built[0],
     )
-    Path(asked["out"]).write_text(json.dumps(rate))
+    Path(asked["out"]).write_text(json.dumps(rates))
 
 
 def in_worker_command(framework: str, name: str, work: Path, args) -> tuple[str, ...]:
@@ -330,9 +381,10 @@ def main() -> None:
                         raise SystemExit(f"harness cell failed: {result['reason']}")
                     measured[f"harness {framework} (median)"] = result["metrics"]["throughput_img_s"]
                     measured[f"harness {framework} (mean)"] = result["metrics"]["throughput_img_s_total"]
-                    loop = work / f"in-worker {framework}.json"
-                    measured[f"in-worker bare {framework}"] = json.loads(loop.read_text())
-                    loop.unlink()
+                    loops = work / f"in-worker {framework}.json"
+                    for side, rates in json.loads(loops.read_text()).items():
+                        measured[f"in-worker {side} {framework}"] = statistics.geometric_mean(rates)
+                    loops.unlink()
 
             def references(measured=measured, name=name):
                 for kind in REFERENCES:
@@ -350,6 +402,11 @@ def main() -> None:
                 "harness/bare jax": measured["harness jax (mean)"] / measured["bare jax"],
                 **{
                     f"harness/in-worker bare {fw}": measured[f"harness {fw} (mean)"] / measured[f"in-worker bare {fw}"]
+                    for fw in ("torch", "jax")
+                },
+                **{
+                    f"in-worker cell's program/bare {fw}": measured[f"in-worker cell's program {fw}"]
+                    / measured[f"in-worker bare {fw}"]
                     for fw in ("torch", "jax")
                 },
                 **{

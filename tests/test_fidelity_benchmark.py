@@ -65,20 +65,56 @@ def test_a_record_names_its_machine(fidelity):
 
 def test_the_users_loop_runs_in_the_cells_own_worker_after_its_result(fidelity, monkeypatch, tmp_path):
     """The in-worker reference: the runner starts fidelity.py as the cell's worker, which runs the cell as a study's
-    worker does and only then the bare loop of the cell's framework, in the same process; the loop's rate is what
-    the round reads beside the cell's."""
+    worker does and only then, in the same process, the bare loop of the cell's framework beside the backend the cell
+    was measured with (kept from get_backend); their rates are what the round reads beside the cell's."""
     import argparse
     import json
     import sys
 
+    import fwbench.backends
     from fwbench.running import worker
 
-    calls = []
-    monkeypatch.setattr(worker, "main", lambda spec, part: calls.append(("cell", spec, part)))
-    monkeypatch.setattr(fidelity, "reference", lambda kind, name, *rest: calls.append(("loop", kind, name)) or 812.5)
+    calls, cell_backend = [], object()
+
+    def get_backend(*args, **kwargs):
+        return cell_backend
+
+    monkeypatch.setattr(fwbench.backends, "get_backend", get_backend)
+
+    def cell(spec, part):  # as the worker does: its backend from fwbench.backends, looked up when the cell starts
+        calls.append(("cell", spec, part, fwbench.backends.get_backend("jax", threads=2)))
+
+    def loops(kind, name, *rest, cell_backend=None):
+        calls.append(("loops", kind, name, cell_backend))
+        return {"bare": [800.0, 812.5], "cell's program": [805.0, 810.0]}
+
+    monkeypatch.setattr(worker, "main", cell)
+    monkeypatch.setattr(fidelity, "reference", loops)
     args = argparse.Namespace(batch_size=8, image_size=32, threads=2, seconds=2.0)
     command = fidelity.in_worker_command("jax", "mobilenet_v3_small", tmp_path, args)
     assert command[:3] == (sys.executable, fidelity.__file__, fidelity.IN_WORKER)
     fidelity.in_worker(command[3], "spec.json", "part.json")
-    assert calls == [("cell", "spec.json", "part.json"), ("loop", "bare jax", "mobilenet_v3_small")]
-    assert json.loads((tmp_path / "in-worker jax.json").read_text()) == 812.5
+    assert calls == [
+        ("cell", "spec.json", "part.json", cell_backend),
+        ("loops", "in-worker jax", "mobilenet_v3_small", cell_backend),
+    ]
+    assert json.loads((tmp_path / "in-worker jax.json").read_text())["bare"] == [800.0, 812.5]
+    assert fwbench.backends.get_backend is get_backend  # the lookup is given back once the cell is done
+
+
+def test_in_worker_pairs_take_turns_and_time_each_side(fidelity, monkeypatch):
+    """The in-worker pairs: one rate per side and pair, the sides taking turns at going first; a cell's step twice
+    as slow as the bare loop reads about half its rate."""
+    import time
+
+    monkeypatch.setattr(fidelity, "PAIR_SECONDS", 0.05)
+    order = []
+
+    def step(side, seconds):
+        return (lambda: order.append(side) or time.sleep(seconds)), (lambda out: None)
+
+    rates = fidelity.alternated(step("bare", 0.001), step("cell", 0.002), 1, pairs=3)
+    assert [len(v) for v in rates.values()] == [3, 3]
+    runs = [order[0]] + [b for a, b in zip(order, order[1:], strict=False) if a != b]
+    assert runs == ["bare", "cell", "bare", "cell"], runs  # bare cell | cell bare | bare cell: each side twice in a row
+    assert all(0.3 < c / b < 0.75 for b, c in zip(rates["bare"], rates["cell's program"], strict=True)), rates
