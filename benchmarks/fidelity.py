@@ -235,7 +235,7 @@ def in_worker(request: str, spec_path: str, part_path: str) -> None:
 
 
 def in_worker_command(framework: str, name: str, work: Path, args) -> tuple[str, ...]:
-    """The worker command of a harness cell followed by the user's loop in its process (`in_worker`)."""
+    """The worker command of a harness cell followed by the in-worker loops in its process (`in_worker`)."""
     asked = {
         "framework": framework,
         "model": name,
