@@ -107,9 +107,8 @@ def harness_step(framework: str, name: str, weights, batch, image_size: int, thr
 
     backend = get_backend(framework, threads=threads, precision="fp32")
     backend.build(name, weights, num_classes=10, image_size=image_size)
-    inputs = backend.to_device(batch)
-    backend.compile(inputs)
-    return (lambda: backend.forward(inputs)), backend.synchronize
+    backend.compile(backend.to_device(batch))
+    return backend_step(backend, batch)
 
 
 def backend_step(backend, batch):
