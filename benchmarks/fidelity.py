@@ -226,7 +226,7 @@ def in_worker(request: str, spec_path: str, part_path: str) -> None:
         asked["batch_size"],
         asked["image_size"],
         asked["threads"],
-        asked["seconds"],
+        PAIR_SECONDS,  # each loop of the pairs
         IN_WORKER_PAIRS,
         cell_backend=built[0],
     )
@@ -242,7 +242,6 @@ def in_worker_command(framework: str, name: str, work: Path, args) -> tuple[str,
         "batch_size": args.batch_size,
         "image_size": args.image_size,
         "threads": args.threads,
-        "seconds": args.seconds,
         "out": str(work / f"in-worker {framework}.json"),
     }
     return (sys.executable, __file__, IN_WORKER, json.dumps(asked))
