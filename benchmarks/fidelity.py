@@ -51,6 +51,11 @@ TARGET = 0.03  # the harness within 3% of each reference
 PAIRED = ("paired torch", "paired jax")
 PAIRS, PAIR_SECONDS = 8, 1.0
 IN_WORKER_PAIRS = 4  # per harness cell and round: in one process the loops' spread is a few %, not a process's
+IN_WORKER_RATIOS = (  # (ratio, over, under), each filled with a framework: the timing, the program, the process
+    ("harness/in-worker bare {}", "harness {} (mean)", "in-worker bare {}"),
+    ("in-worker cell's program/bare {}", "in-worker cell's program {}", "in-worker bare {}"),
+    ("in-worker/fresh bare {}", "in-worker bare {}", "bare {}"),
+)
 
 
 def _loop(step, sync, batch_size: int, seconds: float) -> float:
@@ -70,8 +75,7 @@ def paired(step, sync, batch_size: int, pairs: int = PAIRS, harness_step=None) -
     interval; and, given `harness_step` ((call, sync) of the model as a cell builds and compiles it: its backend's
     program, weights and inputs), the bare loop over that step, which tells the harness's program from the user's.
     Returns each variant's ratios to the bare loop of its pair; pairing cancels the machine's drift, which
-    dominates comparisons across processes. The variants take turns at going first (pair i starts at the i-th of them),
-    so that a drift within a pair, or a cost of coming after another, falls on each alike."""
+    dominates comparisons across processes. The variants take turns at going first (`in_turns`)."""
     from fwbench.scenarios.blocks import HardwareCounters, burst_rate, run_burst
     from fwbench.trackers.memory import LOAD_INTERVAL_S, TIMED_INTERVAL_S, RssSampler
 
@@ -90,14 +94,18 @@ def paired(step, sync, batch_size: int, pairs: int = PAIRS, harness_step=None) -
     }
     if harness_step is not None:
         variants["harness's step"] = lambda: _loop(*harness_step, batch_size, PAIR_SECONDS)
+    turns = in_turns(variants, pairs)
+    return {name: [rates[name] / rates["bare"] for rates in turns] for name in list(variants)[1:]}
+
+
+def in_turns(variants: dict, pairs: int) -> list[dict[str, float]]:
+    """Each variant's rate (a call of it), `pairs` times; the variants take turns at going first (pair i starts at
+    the i-th of them), so that a drift within a pair, or a cost of coming after another, falls on each alike."""
     names = list(variants)
-    ratios: dict[str, list[float]] = {name: [] for name in names[1:]}
-    for index in range(pairs):
-        order = names[index % len(names) :] + names[: index % len(names)]
-        rates = {name: variants[name]() for name in order}
-        for name in names[1:]:
-            ratios[name].append(rates[name] / rates["bare"])
-    return ratios
+    return [
+        {name: variants[name]() for name in names[index % len(names) :] + names[: index % len(names)]}
+        for index in range(pairs)
+    ]
 
 
 def harness_step(framework: str, name: str, weights, batch, image_size: int, threads: int):
@@ -120,12 +128,11 @@ def backend_step(backend, batch):
 def alternated(bare, cell, batch_size: int, pairs: int) -> dict[str, list[float]]:
     """`pairs` pairs of a bare loop and a loop over the cell's own step, PAIR_SECONDS each, taking turns at going
     first: each side's rates, in order."""
-    rates: dict[str, list[float]] = {"bare": [], "cell's program": []}
-    for index in range(pairs):
-        order = [("bare", bare), ("cell's program", cell)]
-        for side, (step, sync) in order if index % 2 == 0 else order[::-1]:
-            rates[side].append(_loop(step, sync, batch_size, PAIR_SECONDS))
-    return rates
+    sides = {"bare": bare, "cell's program": cell}
+    turns = in_turns(
+        {side: (lambda s=step: _loop(*s, batch_size, PAIR_SECONDS)) for side, step in sides.items()}, pairs
+    )
+    return {side: [rates[side] for rates in turns] for side in sides}
 
 
 def reference(
@@ -399,16 +406,8 @@ def main() -> None:
                 "harness/bare torch": measured["harness torch (mean)"] / measured["bare torch"],
                 "harness/bare jax": measured["harness jax (mean)"] / measured["bare jax"],
                 **{
-                    f"harness/in-worker bare {fw}": measured[f"harness {fw} (mean)"] / measured[f"in-worker bare {fw}"]
-                    for fw in ("torch", "jax")
-                },
-                **{
-                    f"in-worker cell's program/bare {fw}": measured[f"in-worker cell's program {fw}"]
-                    / measured[f"in-worker bare {fw}"]
-                    for fw in ("torch", "jax")
-                },
-                **{
-                    f"in-worker/fresh bare {fw}": measured[f"in-worker bare {fw}"] / measured[f"bare {fw}"]
+                    ratio.format(fw): measured[over.format(fw)] / measured[under.format(fw)]
+                    for ratio, over, under in IN_WORKER_RATIOS
                     for fw in ("torch", "jax")
                 },
             }.items():

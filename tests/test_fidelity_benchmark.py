@@ -90,7 +90,7 @@ def test_the_users_loop_runs_in_the_cells_own_worker_after_its_result(fidelity, 
 
     monkeypatch.setattr(worker, "main", cell)
     monkeypatch.setattr(fidelity, "reference", loops)
-    args = argparse.Namespace(batch_size=8, image_size=32, threads=2, seconds=2.0)
+    args = argparse.Namespace(batch_size=8, image_size=32, threads=2)
     command = fidelity.in_worker_command("jax", "mobilenet_v3_small", tmp_path, args)
     assert command[:3] == (sys.executable, fidelity.__file__, fidelity.IN_WORKER)
     fidelity.in_worker(command[3], "spec.json", "part.json")
