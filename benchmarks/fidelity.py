@@ -210,7 +210,13 @@ def in_worker(request: str, spec_path: str, part_path: str) -> None:
     cannot change what it measured. Between a fresh process's bare loop and the harness cell lie the harness's
     timing, its program and its process (launched by the runner, its environment, its imports, its cell before):
     harness/in-worker bare is the timing, the cell's program/bare in one process the program, and in-worker/fresh
-    bare the process."""
+    bare the process. The threads are pinned first, as the worker pins them before anything loads NumPy (and with it
+    OpenBLAS, which reads its thread settings once): fwbench.backends, which this wraps, imports NumPy."""
+    from fwbench.io import read_json
+    from fwbench.running.threads import pin_threads
+
+    spec = read_json(spec_path)
+    pin_threads(int(spec["threads"]), spec.get("cpus"))  # the worker's own call then finds them pinned
     import fwbench.backends
     from fwbench.running import worker
 

@@ -93,9 +93,11 @@ def test_the_users_loop_runs_in_the_cells_own_worker_after_its_result(fidelity, 
     args = argparse.Namespace(batch_size=8, image_size=32, threads=2)
     command = fidelity.in_worker_command("jax", "mobilenet_v3_small", tmp_path, args)
     assert command[:3] == (sys.executable, fidelity.__file__, fidelity.IN_WORKER)
-    fidelity.in_worker(command[3], "spec.json", "part.json")
+    spec = tmp_path / "spec.json"
+    spec.write_text(json.dumps({"threads": 2}))
+    fidelity.in_worker(command[3], str(spec), "part.json")
     assert calls == [
-        ("cell", "spec.json", "part.json", cell_backend),
+        ("cell", str(spec), "part.json", cell_backend),
         ("loops", "in-worker jax", "mobilenet_v3_small", cell_backend),
     ]
     assert json.loads((tmp_path / "in-worker jax.json").read_text())["bare"] == [800.0, 812.5]
@@ -118,3 +120,45 @@ def test_in_worker_pairs_take_turns_and_time_each_side(fidelity, monkeypatch):
     runs = [order[0]] + [b for a, b in zip(order, order[1:], strict=False) if a != b]
     assert runs == ["bare", "cell", "bare", "cell"], runs  # bare cell | cell bare | bare cell: each side twice in a row
     assert all(0.3 < c / b < 0.75 for b, c in zip(rates["bare"], rates["cell's program"], strict=True)), rates
+
+
+def test_the_in_worker_pins_its_threads_before_numpy_loads_as_a_studys_worker_does(fidelity, tmp_path):
+    """A study's worker pins its threads before anything imports NumPy (OpenBLAS reads its thread settings when it
+    loads); fidelity.py's worker wraps fwbench.backends, which imports NumPy, so it must pin first too. In a fresh
+    interpreter: NumPy is not loaded when the threads are pinned, and the cell's worker finds them pinned."""
+    import json
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+
+    spec = tmp_path / "spec.json"
+    spec.write_text(json.dumps({"threads": 1}))
+    script = (
+        "import json, os, sys\n"
+        "import fwbench.running.threads as threads\n"
+        "pinned, pin = [], threads.pin_threads\n"
+        "threads.pin_threads = lambda *a, **k: pinned.append('numpy' in sys.modules) or pin(*a, **k)\n"
+        "from fwbench.running import worker\n"
+        "seen = {}\n"
+        "def main(spec, part):  # the cell's worker starts: what it finds, then no cell\n"
+        "    seen.update(threads=os.environ['OMP_NUM_THREADS'], numpy='numpy' in sys.modules)\n"
+        "    raise KeyboardInterrupt\n"
+        "worker.main = main\n"
+        "sys.path.insert(0, 'benchmarks')\n"
+        "import fidelity\n"
+        "try:\n"
+        "    fidelity.in_worker(json.dumps({'framework': 'jax'}), sys.argv[1], 'part.json')\n"
+        "except KeyboardInterrupt:\n"
+        "    print(json.dumps({'numpy_when_pinned': pinned, **seen}))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(spec)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    assert seen["numpy_when_pinned"][:1] == [False], seen  # pinned before NumPy loaded
+    assert seen["threads"] == "1" and seen["numpy"], seen  # the cell's worker started pinned, NumPy loaded by then
