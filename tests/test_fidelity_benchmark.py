@@ -122,7 +122,7 @@ def test_in_worker_pairs_take_turns_and_time_each_side(fidelity, monkeypatch):
     assert all(0.3 < c / b < 0.75 for b, c in zip(rates["bare"], rates["cell's program"], strict=True)), rates
 
 
-def test_the_in_worker_pins_its_threads_before_numpy_loads_as_a_studys_worker_does(fidelity, tmp_path):
+def test_the_in_worker_pins_its_threads_before_numpy_loads_as_a_studys_worker_does(tmp_path):
     """A study's worker pins its threads before anything imports NumPy (OpenBLAS reads its thread settings when it
     loads); fidelity.py's worker wraps fwbench.backends, which imports NumPy, so it must pin first too. In a fresh
     interpreter: NumPy is not loaded when the threads are pinned, and the cell's worker finds them pinned."""
@@ -141,15 +141,16 @@ def test_the_in_worker_pins_its_threads_before_numpy_loads_as_a_studys_worker_do
         "threads.pin_threads = lambda *a, **k: pinned.append('numpy' in sys.modules) or pin(*a, **k)\n"
         "from fwbench.running import worker\n"
         "seen = {}\n"
+        "class CellStarted(Exception): pass\n"
         "def main(spec, part):  # the cell's worker starts: what it finds, then no cell\n"
         "    seen.update(threads=os.environ['OMP_NUM_THREADS'], numpy='numpy' in sys.modules)\n"
-        "    raise KeyboardInterrupt\n"
+        "    raise CellStarted\n"
         "worker.main = main\n"
         "sys.path.insert(0, 'benchmarks')\n"
         "import fidelity\n"
         "try:\n"
         "    fidelity.in_worker(json.dumps({'framework': 'jax'}), sys.argv[1], 'part.json')\n"
-        "except KeyboardInterrupt:\n"
+        "except CellStarted:\n"
         "    print(json.dumps({'numpy_when_pinned': pinned, **seen}))\n"
     )
     done = subprocess.run(
