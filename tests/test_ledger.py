@@ -149,11 +149,31 @@ def test_a_missing_digest_is_not_measured_not_held():
 
 def test_parity_beyond_the_bound_or_missing_does_not_hold():
     status, _, where = _statuses(CELLS, _parity(errors={"jax": 3e-3}))["Same weights in every framework"]
-    assert status == NOT_HELD and "resnet50 in JAX/Flax: 3.0e-03" in where
+    assert status == NOT_HELD and "resnet50 in JAX/Flax: 3.00e-03 in fp32 (bound 1.00e-04)" in where
     status, _, where = _statuses(CELLS, _parity(missing={"tensorflow": "tensorflow: ValueError: x"}))[
         "Same weights in every framework"
     ]
     assert status == NOT_HELD and "ValueError" in where
+
+
+def test_the_weights_row_names_the_bound_pytorchs_own_rounding_sets():
+    """Where PyTorch's float64 logits gave its own float32 error, a float32 bound may be wider than the fixed one:
+    the row says so and names the widest, and a failure names the bound it missed by three digits."""
+    parity = _parity(errors={"jax": 1.2e-4, "tensorflow": 1.5e-4})
+    parity["reference_error"] = 4.5e-5
+    parity["tolerance"] = 1.35e-4
+    parity["holds"] = parity["relative_error"] <= parity["tolerance"]
+    status, measured, where = _statuses(CELLS, parity)["Same weights in every framework"]
+    assert status == NOT_HELD and "resnet50 in TensorFlow/Keras: 1.50e-04 in fp32 (bound 1.35e-04)" in where
+    assert "JAX" not in where, "1.2e-4 is within three times PyTorch's own 4.5e-5"
+    assert "at least 3 times PyTorch's own float32 error against its float64 logits, up to 1.4e-04" in measured
+    # a TF32 row's wider bound is not the float32 one's
+    tf32 = pd.concat([parity, parity.iloc[:1].assign(arithmetic="tf32", precision="tf32", tolerance=5e-2)])
+    _, measured, _ = _statuses(CELLS, tf32.reset_index(drop=True))["Same weights in every framework"]
+    assert "float64 logits, up to 1.4e-04 (resnet50)" in measured and "tf32 5e-02" in measured
+    # without the float64 reference the evidence is the fixed bound's alone
+    _, measured, _ = _statuses(CELLS, _parity())["Same weights in every framework"]
+    assert "PyTorch's own float32 error" not in measured and "(bound fp32 1e-04)" in measured
 
 
 def test_compile_apart_is_decided_by_each_cells_records():

@@ -12,6 +12,7 @@ from fwbench.scenarios import parity as study_parity
 from tests.conftest import READS_TINY_GROUP, prepare_tiny_study
 
 KEY = study_parity.logits_key("small_cnn", "fp32")
+KEY64 = study_parity.logits_key("small_cnn", study_parity.FLOAT64)
 
 
 def _logits(tmp_path, framework, models=("small_cnn",), precisions=("fp32",)):
@@ -77,6 +78,56 @@ def test_logits_that_do_not_depend_on_the_image_cannot_pass(measured):
     row = _compare(measured, jax_logits={KEY: blind}, torch_logits={KEY: blind})
     assert row["relative_error"] == 0.0 and row["input_dependence"] == 0.0
     assert not bool(row["can_fail"]) and not bool(row["holds"])
+
+
+def test_the_float32_bound_follows_pytorchs_own_rounding(measured):
+    """With PyTorch's float64 logits beside its float32 ones, the float32 bound is at least REFERENCE_FACTOR times
+    PyTorch's own error against them, so a model whose weights amplify rounding is judged against that rounding; beyond
+    it the control still fails, and without the float64 logits the bound is the fixed one."""
+    (torch_record, torch_logits), (jax_record, _) = measured["torch"], measured["jax"]
+    theirs = torch_logits[KEY]
+    scale = float(np.abs(theirs.astype(np.float64)).max())
+    one = np.zeros(theirs.shape)
+    one[1, 2] = 1.0  # a single logit moved, so the largest difference is exactly the offset
+    truth = theirs.astype(np.float64) + 5e-5 * scale * one  # PyTorch's float32 logits 5e-5 of their scale off
+    with_truth = {KEY: theirs, KEY64: truth}
+
+    def row(offset, torch_arrays=with_truth):
+        ours = {KEY: (theirs.astype(np.float64) + offset * scale * one).astype(np.float32)}
+        return study_parity.compare({"torch": torch_record, "jax": jax_record}, {"torch": torch_arrays, "jax": ours})
+
+    within = row(1.2e-4).iloc[0]
+    assert within["reference_error"] == pytest.approx(5e-5, rel=1e-3)
+    assert within["tolerance"] == pytest.approx(study_parity.REFERENCE_FACTOR * 5e-5, rel=1e-3)
+    assert bool(within["holds"]) and bool(within["can_fail"]), within.to_dict()
+    # negative controls: beyond three times PyTorch's own error, and the same offset without the float64 logits
+    assert not bool(row(2e-4).iloc[0]["holds"])
+    fixed = row(1.2e-4, torch_arrays={KEY: theirs}).iloc[0]
+    assert not bool(fixed["holds"]) and fixed["tolerance"] == study_parity.TOLERANCE
+    assert np.isnan(fixed["reference_error"])
+    # PyTorch's own rounding below the fixed bound's third leaves the fixed bound
+    assert row(0.0, torch_arrays={KEY: theirs, KEY64: theirs.astype(np.float64)}).iloc[0]["tolerance"] == (
+        study_parity.TOLERANCE
+    )
+
+
+def test_the_float64_reference_is_pytorchs_model_in_float64(tmp_path, measured):
+    """PyTorch's float64 logits of the study's weights on the images every framework's logits are of: its float32
+    logits within float32 rounding of them (and not equal), a model it cannot load left out."""
+    root, _, _ = prepare_tiny_study(tmp_path)
+    reference = study_parity.reference_float64(
+        ["small_cnn", "resnet50"],
+        [root / "weights.npz"] * 2,  # small_cnn's weights do not load into ResNet-50
+        root / "data",
+        images=8,
+        num_classes=4,
+        image_size=16,
+        threads=1,
+    )
+    assert set(reference) == {KEY64} and reference[KEY64].dtype == np.float64
+    theirs = measured["torch"][1][KEY].astype(np.float64)
+    error = float(np.abs(theirs - reference[KEY64]).max() / np.abs(theirs).max())
+    assert 0 < error < 1e-5, error
 
 
 def test_tolerance_follows_the_arithmetic_that_ran():

@@ -222,6 +222,8 @@ def test_the_paper_has_its_ledger_published_comparison_and_conclusions(workdir):
     tables = workdir / "results" / "tables"
     parity = pd.read_csv(tables / "parity.csv")
     assert list(parity["framework"]) == ["jax"] and parity["holds"].all()
+    # PyTorch's float64 logits gave its own float32 error, which the float32 bound is at least three times
+    assert parity["reference_error"].between(0, 1e-5, inclusive="neither").all(), parity.to_dict("records")
     ledger = pd.read_csv(tables / "ledger.csv").set_index("control")["status"]
     for control in ("Same weights in every framework", "Same input bytes and order", "Same threads"):
         assert ledger[control] == "held", ledger

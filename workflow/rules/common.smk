@@ -231,14 +231,21 @@ PARITY_FROM_CELLS = "inference" in config["suites"]
 
 def parity_inputs(wildcards):
     """A framework's parity_logits job reads its inference cells in its first mode (every model, precision and batch
-    size), or, without the inference suite, the dataset and every model's weights."""
+    size), or, without the inference suite, the dataset and every model's weights; PyTorch's reads those too for its
+    float64 reference logits."""
     if PARITY_FROM_CELLS:
         mode = framework_modes(config, wildcards.framework)[0]
         prefix = f"{RESULTS}/cells/inference/{wildcards.framework}/{mode}/"
-        return {
+        cells = {
             "cells": [
                 path for path in CELL_PATHS["inference"] if path.startswith(prefix)
             ]
+        }
+        if wildcards.framework != "torch":
+            return cells
+        return cells | {
+            "dataset": DATASET_FILES,
+            "weights": expand(WEIGHTS, model=config["models"]),
         }
     return {
         "dataset": DATASET_FILES,

@@ -31,6 +31,7 @@ from fwbench.analysis.fairness.rows import (
 )
 from fwbench.installation import FRAMEWORK_DISTRIBUTIONS, normalise, untested_framework_versions
 from fwbench.models.calibration import MIN_INPUT_DEPENDENCE
+from fwbench.scenarios.parity import REFERENCE_FACTOR
 from fwbench.trackers.hardware import recorded_core_type
 
 
@@ -47,7 +48,8 @@ def _parity_failure(r) -> str:
         )
     if "same_inputs" in r._fields and not bool(r.same_inputs):
         return "fed other input bytes"
-    return f"{r.relative_error:.1e}" + (f" in {r.precision}" if "precision" in r._fields else "")
+    bound = f" (bound {r.tolerance:.2e})" if "tolerance" in r._fields and r.tolerance == r.tolerance else ""
+    return f"{r.relative_error:.2e}" + (f" in {r.precision}" if "precision" in r._fields else "") + bound
 
 
 def weights_row(results: list[dict[str, Any]], parity: pd.DataFrame) -> dict[str, str]:
@@ -71,7 +73,14 @@ def weights_row(results: list[dict[str, Any]], parity: pd.DataFrame) -> dict[str
             parts.append(f"{label(framework)} {worst['relative_error']:.1e} ({worst['model']})")
     first = parity.iloc[0]
     kinds = parity["arithmetic"] if "arithmetic" in parity else pd.Series("fp32", index=parity.index)
-    bounds = ", ".join(f"{kind} {bound:.0e}" for kind, bound in parity.groupby(kinds)["tolerance"].max().items())
+    bounds = ", ".join(f"{kind} {bound:.0e}" for kind, bound in parity.groupby(kinds)["tolerance"].min().items())
+    scaled = parity[(kinds == "fp32") & parity["reference_error"].notna()] if "reference_error" in parity else []
+    if len(scaled):
+        widest = scaled.loc[scaled["tolerance"].idxmax()]
+        bounds += (
+            f"; in fp32 at least {REFERENCE_FACTOR} times PyTorch's own float32 error against its float64 logits, "
+            f"up to {widest['tolerance']:.1e} ({widest['model']})"
+        )
     measured = (
         f"worst relative eval-logit error against PyTorch on {int(first['images'])} validation images at "
         f"{int(first['image_size'])} px: {join_words(parts) if parts else 'none measured'} "
