@@ -32,6 +32,7 @@ import pandas as pd
 from fwbench.backends import get_backend
 from fwbench.backends.arithmetic import coarsest_arithmetic as arithmetic
 from fwbench.data.inputs import batch_of, normalize
+from fwbench.data.loader import to_layout
 from fwbench.data.store import load_split, sha256_file
 from fwbench.models.calibration import MIN_INPUT_DEPENDENCE, input_dependence
 from fwbench.scenarios.inference import load_weights
@@ -79,7 +80,7 @@ def reference_float64(
 
     torch.set_num_threads(max(1, int(threads)))
     pixels, _ = load_split(data_dir, "val")
-    batch = torch.from_numpy(np.ascontiguousarray(normalize(batch_of(pixels, images)).transpose(0, 3, 1, 2)))
+    batch = torch.from_numpy(to_layout(normalize(batch_of(pixels, images)), "NCHW"))
     out: dict[str, np.ndarray] = {}
     for model, path in zip(models, weights, strict=True):
         try:
